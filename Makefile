@@ -1,0 +1,39 @@
+# ek-agents: `make demo`, `make test`, `make bench`. Each bootstraps .venv itself on a machine
+# that has only Python 3.11 and make.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+
+# Offline by construction: no telemetry from Prefect or anything else.
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export DO_NOT_TRACK := 1
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.dev-installed: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[dev,s3,dask,plot]'
+	touch $@
+
+$(VENV)/.run-installed: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $@
+
+demo: $(VENV)/.run-installed
+	$(VENV)/bin/ek-agents demo
+
+# pytest exits 5 when it collected nothing: that is a failure, said out loud.
+test: $(VENV)/.dev-installed
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
+
+bench: $(VENV)/.dev-installed
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .ek .pytest_cache build *.egg-info

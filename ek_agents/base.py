@@ -1,0 +1,348 @@
+"""Agent-evaluation data shapes: the episode (Layer B) and the task/tool grammar (Layer A).
+
+Every shape is a frozen pydantic dataclass that keeps the spec's positional constructor and
+round-trips through JSON with a ``schema_version``:
+
+>>> ep = Episode("t1", Trajectory([Step("search", {"q": "cat"})]), output="meow",
+...              cost=Cost(input_tokens=10, output_tokens=2), success=True)
+>>> Episode.from_dict(ep.to_dict()) == ep
+True
+>>> ep.to_dict()["schema_version"]
+1
+
+Token accounting (what :class:`Cost` counts, the convention every bridge maps onto):
+
+- ``input_tokens`` -- **all** prompt tokens, *including* cached reads and cache writes
+  (OpenAI's ``prompt_tokens``; Anthropic's ``input_tokens + cache_read + cache_creation``).
+- ``cached_input_tokens`` -- the part of ``input_tokens`` read from the prompt cache.
+- ``cache_write_tokens`` -- the part of ``input_tokens`` written to the cache (Anthropic bills
+  these at 1.25x input: a token kind of its own).
+- ``output_tokens`` -- **all** completion tokens, *including* reasoning tokens.
+- ``reasoning_tokens`` -- the part of ``output_tokens`` spent reasoning (billed once).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Optional, Union
+
+from pydantic import Field, TypeAdapter
+
+from .core import FieldSpec, GraphGrammar, NodeType, Provenance, shape
+from .errors import InvalidInput, SchemaVersionError
+
+__all__ = [
+    "Step", "Trajectory", "Episode", "Cost", "RunProvenance", "ToolSpec", "TaskSpec",
+    "tool_grammar", "suite_grammar", "as_call", "is_episode", "DEFAULT_TASK_VALUE",
+    "DESTRUCTIVE_WEIGHT", "SCHEMA_VERSION",
+]
+
+#: Default value of a completed task (the task-level analog of ``FieldSpec.importance``).
+DEFAULT_TASK_VALUE: float = 1.0
+#: Multiplier applied to a destructive tool's importance when it is not set explicitly.
+DESTRUCTIVE_WEIGHT: float = 10.0
+#: Version of the JSON form of every shape here; bumped on an incompatible change.
+SCHEMA_VERSION: int = 1
+
+
+@functools.lru_cache(maxsize=None)
+def _adapter(cls: type) -> TypeAdapter:
+    return TypeAdapter(cls)
+
+
+class _JsonShape:
+    """``to_dict`` / ``from_dict`` / ``to_json`` / ``from_json`` with a ``schema_version``."""
+
+    def to_dict(self) -> dict:
+        """A JSON-safe dict of this shape, tagged with ``schema_version``."""
+        d = _adapter(type(self)).dump_python(self, mode="json")
+        d["schema_version"] = SCHEMA_VERSION
+        return d
+
+    def to_json(self) -> str:
+        """Compact, key-sorted JSON (stable bytes for content addressing)."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]):
+        """Validate ``data`` (as written by :meth:`to_dict`) back into this shape."""
+        if not isinstance(data, Mapping):
+            raise InvalidInput(f"{cls.__name__}.from_dict needs a mapping, got {type(data).__name__}")
+        d = dict(data)
+        version = d.pop("schema_version", SCHEMA_VERSION)
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{cls.__name__} has schema_version {version!r}; this ek-agents reads up to "
+                f"{SCHEMA_VERSION}: upgrade ek-agents to read it"
+            )
+        try:
+            return _adapter(cls).validate_python(d)
+        except Exception as exc:  # pydantic.ValidationError -> our tree, with the field named
+            raise InvalidInput(f"malformed {cls.__name__}: {exc}") from exc
+
+    @classmethod
+    def from_json(cls, text: Union[str, bytes]):
+        """Parse JSON text written by :meth:`to_json`."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{cls.__name__}.from_json: not valid JSON ({exc})") from exc
+        return cls.from_dict(data)
+
+
+@shape()
+class Step(_JsonShape):
+    """One step of a trajectory: a tool call and what came back.
+
+    ``args`` is normally a dict; a bridge that met arguments which are not valid JSON keeps
+    the raw string here and sets ``error``.
+
+    >>> Step("search", {"q": "cat"}).call
+    ('search', {'q': 'cat'})
+    """
+
+    tool: str
+    args: Union[dict, str] = Field(default_factory=dict)
+    observation: Any = None
+    error: Optional[str] = None
+
+    @property
+    def call(self) -> tuple:
+        """The ``(tool, args)`` pair -- what tool-call correctness actually compares."""
+        return (self.tool, self.args)
+
+
+@shape()
+class Trajectory(_JsonShape):
+    """The ordered sequence of :class:`Step` s an agent took."""
+
+    steps: tuple[Step, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self.steps)
+
+    def __getitem__(self, i: int) -> Step:
+        return self.steps[i]
+
+    @property
+    def calls(self) -> tuple:
+        """The ``(tool, args)`` pairs in call order."""
+        return tuple(s.call for s in self.steps)
+
+    @property
+    def tools(self) -> tuple:
+        """The tool names in call order."""
+        return tuple(s.tool for s in self.steps)
+
+
+@shape()
+class Cost(_JsonShape):
+    """What one episode consumed: tokens (by kind), retries, and wall-clock.
+
+    See the module docstring for which counts include which. ``Cost`` s add up:
+
+    >>> (Cost(input_tokens=100, output_tokens=50) + Cost(input_tokens=10, retries=1)).input_tokens
+    110
+    """
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cached_input_tokens: int = Field(default=0, ge=0)
+    reasoning_tokens: int = Field(default=0, ge=0)
+    retries: int = Field(default=0, ge=0)
+    latency_s: Optional[float] = Field(default=None, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
+
+    def __post_init__(self) -> None:
+        if self.cached_input_tokens + self.cache_write_tokens > self.input_tokens:
+            raise InvalidInput(
+                f"Cost: cached_input_tokens ({self.cached_input_tokens}) + cache_write_tokens "
+                f"({self.cache_write_tokens}) exceed input_tokens ({self.input_tokens}); "
+                "input_tokens counts ALL prompt tokens, cached ones included "
+                "(use bridge.cost_from_usage to convert an Anthropic usage record)"
+            )
+        if self.reasoning_tokens > self.output_tokens:
+            raise InvalidInput(
+                f"Cost: reasoning_tokens ({self.reasoning_tokens}) exceed output_tokens "
+                f"({self.output_tokens}); output_tokens counts ALL completion tokens, reasoning included"
+            )
+
+    def __add__(self, other: "Cost") -> "Cost":
+        if not isinstance(other, Cost):
+            return NotImplemented
+        lat = None if self.latency_s is None and other.latency_s is None else \
+            (self.latency_s or 0.0) + (other.latency_s or 0.0)
+        return Cost(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            retries=self.retries + other.retries,
+            latency_s=lat,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def __radd__(self, other: Any) -> "Cost":
+        if other == 0:  # so that sum(costs) works
+            return self
+        return NotImplemented
+
+    @property
+    def total_tokens(self) -> int:
+        """All billed tokens (a rough size proxy -- *not* a cost; see ``dollars()``)."""
+        return self.input_tokens + self.output_tokens
+
+
+@shape()
+class RunProvenance(_JsonShape):
+    """The hidden eval variables that decide whether two runs are even comparable."""
+
+    seed: Optional[int] = None
+    temperature: Optional[float] = None
+    model: str = ""
+    simulator: str = ""
+    suite_version: str = ""
+    scaffold: str = ""
+
+    def comparability_key(self) -> tuple:
+        """The fields that must match for two runs to be comparable (seed excluded).
+
+        >>> RunProvenance(seed=1, model="m", simulator="sim-v2").comparability_key()
+        ('sim-v2', '', '')
+        """
+        return (self.simulator, self.suite_version, self.scaffold)
+
+
+@shape()
+class Episode(_JsonShape):
+    """Layer B: one agent run over one task -- the object agent evaluation scores."""
+
+    task_id: str = ""
+    trajectory: Trajectory = Field(default_factory=Trajectory)
+    output: Any = None
+    final_state: Any = None
+    cost: Optional[Cost] = None
+    success: Optional[bool] = None
+    run: Optional[RunProvenance] = None
+    provenance: Optional[Provenance] = None
+    meta: dict = Field(default_factory=dict)
+
+    @property
+    def calls(self) -> tuple:
+        """The ``(tool, args)`` pairs taken, in order."""
+        return self.trajectory.calls
+
+    def graded(self, success: Optional[bool]) -> "Episode":
+        """A copy with ``success`` set (never mutates; ``meta`` is copied, not shared).
+
+        >>> e = Episode("t", meta={"k": [1]}); g = e.graded(True)
+        >>> g.success, e.success, g.meta is e.meta
+        (True, None, False)
+        """
+        return dataclasses.replace(self, success=success, meta=copy.deepcopy(self.meta))
+
+    def replace(self, **changes: Any) -> "Episode":
+        """A copy with ``changes`` applied (``meta`` deep-copied unless given)."""
+        changes.setdefault("meta", copy.deepcopy(self.meta))
+        return dataclasses.replace(self, **changes)
+
+
+@shape()
+class ToolSpec(_JsonShape):
+    """One tool the agent may call: its argument schema and its error costs."""
+
+    name: str
+    params: Mapping[str, FieldSpec] = Field(default_factory=dict)
+    importance: Optional[float] = None
+    destructive: bool = False
+    description: str = ""
+
+    @property
+    def weight(self) -> float:
+        """The call-level cost weight (explicit, else destructive-aware default)."""
+        if self.importance is not None:
+            return float(self.importance)
+        return DESTRUCTIVE_WEIGHT * 1.0 if self.destructive else 1.0
+
+    @property
+    def required(self) -> tuple:
+        """Names of the arguments a call must supply."""
+        return tuple(n for n, f in self.params.items() if f.required)
+
+    def to_node_type(self) -> NodeType:
+        """Render this tool as a Layer-A :class:`~ek_agents.core.NodeType` (args as fields)."""
+        return NodeType(self.name, dict(self.params), self.weight)
+
+
+@shape()
+class TaskSpec(_JsonShape):
+    """One task in a suite: its input, its oracle, its value, and its allowed tools.
+
+    ``checker`` optionally names the oracle for this task (``"final_state"``, ...), and
+    ``meta`` carries anything else a suite file declares.
+    """
+
+    task_id: str
+    input: Any = None
+    gold: Any = None
+    value: float = DEFAULT_TASK_VALUE
+    tools: tuple[ToolSpec, ...] = ()
+    slice: Optional[str] = None
+    checker: Optional[str] = None
+    meta: dict = Field(default_factory=dict)
+
+    def grammar(self) -> GraphGrammar:
+        """The Layer-A grammar for this task's tool set."""
+        return tool_grammar(*self.tools)
+
+
+def tool_grammar(*tools: ToolSpec) -> GraphGrammar:
+    """Build the Layer-A :class:`GraphGrammar` from :class:`ToolSpec` s.
+
+    Node cost = the tool's call weight, field cost = the argument's importance.
+    """
+    return GraphGrammar({t.name: t.to_node_type() for t in tools})
+
+
+def suite_grammar(tasks: Union[Iterable[TaskSpec], Mapping[str, TaskSpec]]) -> GraphGrammar:
+    """The union grammar over a whole task suite (later tools win on name collision)."""
+    specs = tasks.values() if isinstance(tasks, Mapping) else tasks
+    tools: dict[str, ToolSpec] = {}
+    for t in specs:
+        for tool in t.tools:
+            tools[tool.name] = tool
+    return tool_grammar(*tools.values())
+
+
+def as_call(x: Any) -> tuple:
+    """Coerce a :class:`Step`, ``(tool, args)`` tuple, ``{"tool":…, "args":…}`` dict or a bare
+    tool name into a ``(tool, args)`` pair."""
+    if isinstance(x, Step):
+        return x.call
+    if isinstance(x, str):
+        return (x, {})
+    if isinstance(x, Mapping):
+        name = x.get("tool", x.get("name"))
+        if not isinstance(name, str):
+            raise InvalidInput(f"as_call: a call dict needs a 'tool' (or 'name') string, got {dict(x)!r}")
+        args = x.get("args", x.get("arguments", {}))
+        return (name, {} if args is None else args)
+    if isinstance(x, Sequence) and len(x) == 2 and isinstance(x[0], str):
+        return (x[0], {} if x[1] is None else x[1])
+    if hasattr(x, "tool") and hasattr(x, "args"):
+        return (x.tool, x.args)
+    raise InvalidInput(
+        f"as_call: cannot read a tool call from {x!r}; give a Step, a (tool, args) pair, "
+        "a {'tool': ..., 'args': ...} dict or a tool name"
+    )
+
+
+def is_episode(x: Any) -> bool:
+    """Duck-typed episode check (it checks the *shape*, not the class)."""
+    return all(hasattr(x, a) for a in ("task_id", "trajectory", "success", "cost"))

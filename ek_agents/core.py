@@ -1,0 +1,213 @@
+"""Core vocabulary shared by every ek instance (documented as ``ek.base``).
+
+The Layer-A grammar (:class:`FieldSpec`, :class:`NodeType`, :class:`GraphGrammar`) is the
+single source of cost weights; :class:`Score`, :class:`Metric` and :class:`Signal` are the
+two scoring protocols; :class:`Finding` and :class:`Provenance` carry evidence.
+
+>>> g = GraphGrammar({"refund": NodeType("refund", {"amount": FieldSpec("amount", "number", 20.0)}, 10.0)})
+>>> g.node_cost("refund"), g.field_cost("refund", "amount"), g.field_cost("refund", "memo")
+(10.0, 20.0, 1.0)
+>>> canonicalize("  Hello\\u00a0  WORLD ")
+'hello world'
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
+
+from pydantic import ConfigDict, Field, ValidationError
+from pydantic.dataclasses import dataclass as _pyd_dataclass
+
+__all__ = [
+    "FieldSpec", "NodeType", "GraphGrammar", "Score", "Metric", "Signal", "Finding",
+    "Provenance", "canonicalize", "default_canonicalizer", "FIELD_TYPES", "shape",
+]
+
+_CFG = ConfigDict(arbitrary_types_allowed=True)
+
+
+def shape(*, frozen: bool = True, config: ConfigDict = _CFG):
+    """Decorator: a pydantic dataclass whose constructor raises our error tree.
+
+    Pydantic wraps every validation failure in its own ``ValidationError``; here an
+    :class:`~ek_agents.errors.EkAgentsError` raised by ``__post_init__`` surfaces as itself, and
+    any other failure becomes :class:`~ek_agents.errors.InvalidInput` naming the class and field.
+    """
+
+    def wrap(cls: type) -> type:
+        dc = _pyd_dataclass(frozen=frozen, config=config)(cls)
+        init = dc.__init__
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            try:
+                init(self, *args, **kwargs)
+            except ValidationError as exc:
+                raise _translate(dc.__name__, exc) from None
+
+        __init__.__doc__ = init.__doc__
+        dc.__init__ = __init__
+        return dc
+
+    return wrap
+
+
+def _translate(name: str, exc: ValidationError) -> Exception:
+    from .errors import EkAgentsError, InvalidInput
+
+    for err in exc.errors():
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, EkAgentsError):
+            return inner
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        parts.append(f"{loc or '(value)'}: {err.get('msg')} (got {err.get('input')!r:.80})")
+    return InvalidInput(f"{name}: " + "; ".join(parts))
+
+
+
+#: The argument types a :class:`FieldSpec` may declare (JSON-Schema / BFCL names).
+FIELD_TYPES = frozenset({
+    "string", "number", "float", "integer", "boolean", "array", "tuple", "dict", "object", "any",
+})
+
+
+@shape()
+class FieldSpec:
+    """One field of a node type (for agents: one argument of a tool).
+
+    ``importance`` is the cost of getting this field wrong; ``domain`` optionally lists the
+    allowed values; ``required`` marks an argument a call must supply; ``items`` is the
+    element type of an ``array``.
+
+    >>> FieldSpec("amount", "number", importance=20.0).importance
+    20.0
+    """
+
+    name: str
+    type: str = "string"
+    importance: float = 1.0
+    domain: Optional[tuple] = None
+    required: bool = False
+    items: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        from .errors import InvalidInput, did_you_mean
+
+        if self.type not in FIELD_TYPES:
+            raise InvalidInput(
+                f"FieldSpec {self.name!r}: unknown type {self.type!r}"
+                f"{did_you_mean(self.type, sorted(FIELD_TYPES))} (one of {sorted(FIELD_TYPES)})"
+            )
+        if not self.importance >= 0:
+            raise InvalidInput(f"FieldSpec {self.name!r}: importance must be >= 0, got {self.importance!r}")
+
+
+@shape()
+class NodeType:
+    """A node type of the grammar: a name, its fields, and the cost of the node itself."""
+
+    name: str
+    fields: Mapping[str, FieldSpec] = Field(default_factory=dict)
+    importance: float = 1.0
+
+
+@shape()
+class GraphGrammar:
+    """The frozen cost source of truth: ``node_cost`` and ``field_cost`` by name.
+
+    Unknown nodes and fields cost ``default`` (1.0): a call to an undeclared tool is one unit
+    of error, never free.
+    """
+
+    nodes: Mapping[str, NodeType] = Field(default_factory=dict)
+    default: float = 1.0
+
+    def node_cost(self, node: str) -> float:
+        """Cost weight of the node (a whole tool call)."""
+        nt = self.nodes.get(node)
+        return float(nt.importance) if nt is not None else float(self.default)
+
+    def field_cost(self, node: str, field: str) -> float:
+        """Cost weight of one field of a node (one argument of a call)."""
+        nt = self.nodes.get(node)
+        if nt is None or field not in nt.fields:
+            return float(self.default)
+        return float(nt.fields[field].importance)
+
+    def field(self, node: str, field: str) -> Optional[FieldSpec]:
+        """The :class:`FieldSpec` of ``node.field``, or ``None`` when undeclared."""
+        nt = self.nodes.get(node)
+        return None if nt is None else nt.fields.get(field)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self.nodes
+
+
+@shape()
+class Score:
+    """One item's score: a value plus whatever detail an aggregate needs (e.g. tp/fp/fn)."""
+
+    value: float
+    detail: dict = Field(default_factory=dict)
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """Reference-based: ``score(pred, gold, *, grammar=None) -> Score`` per item, then
+    ``aggregate(scores) -> float`` over a corpus (each metric owns its aggregation)."""
+
+    higher_is_better: bool
+
+    def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score: ...
+
+    def aggregate(self, scores: Sequence[Score]) -> float: ...
+
+
+@runtime_checkable
+class Signal(Protocol):
+    """Reference-free: ``signal(output) -> float`` in [0, 1]; ``cost_tier`` orders a cascade
+    (cheapest first)."""
+
+    name: str
+    cost_tier: int
+
+    def __call__(self, output: Any) -> float: ...
+
+
+@shape()
+class Provenance:
+    """Where a value came from, for click-to-source audit (a file, a line, a run)."""
+
+    source: str = ""
+    locator: Optional[str] = None
+    meta: dict = Field(default_factory=dict)
+
+
+@shape()
+class Finding:
+    """A piece of auditable evidence: what it is about, what it says, how sure."""
+
+    target: str
+    message: str
+    kind: str = "note"
+    score: Optional[float] = None
+    provenance: Optional[Provenance] = None
+
+
+_WS = re.compile(r"\s+")
+
+
+def canonicalize(text: Any) -> Any:
+    """The default canonicalizer: NFKC, case-fold, whitespace collapsed and stripped.
+
+    Non-strings pass through unchanged.
+    """
+    if not isinstance(text, str):
+        return text
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+default_canonicalizer: Callable[[Any], Any] = canonicalize

@@ -1,0 +1,102 @@
+"""The one error tree of ek-agents.
+
+Every error raised on bad input is an :class:`EkAgentsError` *and* the matching builtin
+(``ValueError``, ``KeyError``, ...), so callers can catch either.  A message names the
+offending value and says what to do about it.
+
+>>> from ek_agents.errors import InvalidInput, EkAgentsError
+>>> issubclass(InvalidInput, ValueError) and issubclass(InvalidInput, EkAgentsError)
+True
+>>> str(UnknownName("checker 'outptu' is not registered; did you mean 'output'?"))
+"checker 'outptu' is not registered; did you mean 'output'?"
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "EkAgentsError", "InvalidInput", "BridgeError", "SchemaVersionError", "SuiteError",
+    "InsufficientTrials", "IncomparableRuns", "BaselineError", "UnknownName",
+    "UnknownModelPrice", "MissingDependency", "StoreError", "ArtifactNotFound",
+    "IntegrityError", "TransientAgentError", "AgentTimeout", "did_you_mean",
+]
+
+
+class EkAgentsError(Exception):
+    """Root of every error ek-agents raises on purpose."""
+
+    def __str__(self) -> str:  # KeyError would repr() its message; keep it readable
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class InvalidInput(EkAgentsError, ValueError):
+    """A value that cannot be used as given (the message names it and the fix)."""
+
+
+class BridgeError(InvalidInput):
+    """Malformed input to a bridge (a transcript, a log, a usage record)."""
+
+
+class SchemaVersionError(InvalidInput):
+    """A stored artifact written by an incompatible version of ek-agents."""
+
+
+class SuiteError(InvalidInput):
+    """A task-suite file that does not follow the suite schema."""
+
+
+class InsufficientTrials(InvalidInput):
+    """An estimator asked for more trials than were run (e.g. ``k > n``)."""
+
+
+class IncomparableRuns(InvalidInput):
+    """Two runs whose provenance (simulator, suite version, scaffold) differs."""
+
+
+class BaselineError(InvalidInput):
+    """A baseline that is empty, malformed or missing."""
+
+
+class UnknownName(EkAgentsError, KeyError):
+    """A name (checker, scheme, tool) that is not registered."""
+
+
+class UnknownModelPrice(UnknownName):
+    """Raised when a model's rates are not in the injected price catalog."""
+
+
+class MissingDependency(EkAgentsError, ImportError):
+    """An optional dependency is needed (the message names the extra to install)."""
+
+
+class StoreError(EkAgentsError, OSError):
+    """The artifact store could not read or write."""
+
+
+class ArtifactNotFound(StoreError, FileNotFoundError):
+    """A run, artifact or baseline is not in the store."""
+
+
+class IntegrityError(EkAgentsError, ValueError):
+    """A stored artifact whose bytes no longer match its recorded digest."""
+
+
+class TransientAgentError(EkAgentsError, RuntimeError):
+    """Raised *by an agent* for a failure worth retrying (rate limit, 5xx, dropped socket)."""
+
+
+class AgentTimeout(EkAgentsError, TimeoutError):
+    """A trial that overran its ``timeout_s``."""
+
+
+def did_you_mean(name: str, options: Iterable[str], *, n: int = 3) -> str:
+    """A ``"; did you mean 'x'?"`` suffix listing the closest of ``options`` (or ``""``).
+
+    >>> did_you_mean("outptu", ["output", "final_state", "recorded"])
+    "; did you mean 'output'?"
+    """
+    close = difflib.get_close_matches(name, list(options), n=n, cutoff=0.5)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"

@@ -1,0 +1,74 @@
+import json
+
+import pytest
+
+from ek_agents.base import (Cost, Episode, RunProvenance, Step, TaskSpec, ToolSpec, Trajectory,
+                            as_call, suite_grammar, tool_grammar)
+from ek_agents.core import FieldSpec, canonicalize
+from ek_agents.errors import EkAgentsError, InvalidInput, SchemaVersionError
+
+
+def test_positional_construction_and_round_trip():
+    ep = Episode("t1", Trajectory([Step("s", {"q": 1}), Step("a", "not json", error="bad args")]),
+                 output={"x": [1, 2]}, final_state={"db": {"a": 1}},
+                 cost=Cost(100, 20, cached_input_tokens=50, reasoning_tokens=5, cache_write_tokens=10),
+                 success=False, run=RunProvenance(seed=3, model="m"), meta={"error": "boom"})
+    text = ep.to_json()
+    assert json.loads(text)["schema_version"] == 1
+    back = Episode.from_json(text)
+    assert back == ep
+    assert back.trajectory.steps[1].args == "not json"
+
+
+def test_schema_version_from_the_future_is_refused():
+    d = Step("s").to_dict()
+    d["schema_version"] = 99
+    with pytest.raises(SchemaVersionError, match="upgrade ek-agents"):
+        Step.from_dict(d)
+
+
+def test_graded_never_shares_meta():
+    e = Episode("t", meta={"a": {"b": 1}})
+    g = e.graded(True)
+    g.meta["a"]["b"] = 2
+    assert e.meta["a"]["b"] == 1 and e.success is None and g.success is True
+
+
+def test_cost_add_and_invariants():
+    c = sum([Cost(10, 5, latency_s=1.0), Cost(1, 1, retries=2)])
+    assert (c.input_tokens, c.output_tokens, c.retries, c.latency_s, c.total_tokens) == (11, 6, 2, 1.0, 17)
+    with pytest.raises(InvalidInput, match="input_tokens counts ALL prompt tokens"):
+        Cost(input_tokens=10, cached_input_tokens=20)
+    with pytest.raises(EkAgentsError):
+        Cost(output_tokens=1, reasoning_tokens=2)
+    with pytest.raises(ValueError):
+        Cost(input_tokens=-1)
+
+
+def test_tool_weights_and_grammars():
+    refund = ToolSpec("refund", {"amount": FieldSpec("amount", "number", importance=20.0, required=True)},
+                      destructive=True)
+    look = ToolSpec("look", {"id": FieldSpec("id")})
+    g = tool_grammar(refund, look)
+    assert g.node_cost("refund") == 10.0 and g.node_cost("look") == 1.0 and g.node_cost("nope") == 1.0
+    assert g.field_cost("refund", "amount") == 20.0 and refund.required == ("amount",)
+    t1 = TaskSpec("a", tools=(look,))
+    t2 = TaskSpec("b", tools=(ToolSpec("look", importance=3.0),))
+    assert suite_grammar([t1, t2]).node_cost("look") == 3.0  # later wins
+    assert suite_grammar({"a": t1}).node_cost("look") == 1.0
+
+
+def test_as_call_forms_and_errors():
+    assert as_call({"name": "f", "arguments": {"a": 1}}) == ("f", {"a": 1})
+    with pytest.raises(InvalidInput, match="cannot read a tool call"):
+        as_call(42)
+
+
+def test_fieldspec_rejects_unknown_type():
+    with pytest.raises(InvalidInput, match="did you mean 'string'"):
+        FieldSpec("x", "strng")
+
+
+def test_canonicalize():
+    assert canonicalize("  Stra\u00dfe \t X ") == "strasse x"
+    assert canonicalize(3) == 3
