@@ -42,6 +42,7 @@ for _mod, _names in {
                 "agent_regression_gate", "AgentGateResult"],
     "facades": ["score", "evaluate", "estimate_quality"],
     "store": ["Store"],
+    "suite": ["load_suite", "dump_suite", "Suite"],
 }.items():
     for _n in _names:
         _EXPORTS[_n] = _mod
