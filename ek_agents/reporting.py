@@ -1,0 +1,250 @@
+"""Corpus reliability over a k-trial run: success rate, pass@k, pass^k, per task and per slice.
+
+>>> r = reliability({"t1": [True, True, False], "t2": [True, True, True]}, k=2)
+>>> r.n_tasks, r.k
+(2, 2)
+>>> round(r.pass_hat_k, 3)   # t1: C(2,2)/C(3,2)=1/3 ; t2: 1.0
+0.667
+>>> ReliabilityReport.from_dict(r.to_dict()) == r
+True
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+from pydantic import Field
+
+from .base import SCHEMA_VERSION, _JsonShape, is_episode
+from .core import shape
+from .errors import InvalidInput
+from .stats import bootstrap_ci, pass_at_k, pass_hat_k, wilson_interval
+
+__all__ = ["ReliabilityReport", "reliability", "DEFAULT_RESAMPLES"]
+
+#: Bootstrap resamples for the CI on pass^k over tasks.
+DEFAULT_RESAMPLES: int = 2000
+
+_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def _encode(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    if isinstance(x, Mapping):
+        return {k: _encode(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_encode(v) for v in x]
+    return x
+
+
+def _decode(x: Any) -> Any:
+    if isinstance(x, str) and x in _NONFINITE:
+        return _NONFINITE[x]
+    if isinstance(x, Mapping):
+        return {k: _decode(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_decode(v) for v in x]
+    return x
+
+
+@shape()
+class ReliabilityReport(_JsonShape):
+    """Corpus-level reliability over a k-trial run, with per-task and per-slice cuts.
+
+    ``success_rate`` is micro (over all trials) with a Wilson ``success_ci``;
+    ``pass_at_k`` / ``pass_hat_k`` are averaged over *tasks* (each task's own unbiased
+    estimator with its own trial count), never over trials, and ``pass_hat_k_ci`` is a seeded
+    percentile bootstrap over tasks. ``stochastic`` is False when no task showed mixed
+    outcomes. ``per_task[task_id]`` = ``{"n", "c", "slice", "pass_at_k", "pass_hat_k"}``;
+    ``per_slice[label]`` = ``{"n_tasks", "n_trials", "n_success", "success_rate",
+    "success_ci", "pass_at_k", "pass_hat_k"}``; ``detail`` holds ``skipped`` (task ids with
+    fewer than k trials), ``warnings``, ``seed`` and ``resamples``. ``cost`` carries a
+    :func:`~ek_agents.cost.cost_report` along. In the JSON form (``to_dict``) non-finite
+    numbers (an ``inf`` cost per success) are written as the strings ``"Infinity"`` /
+    ``"-Infinity"`` / ``"NaN"`` and read back as floats.
+    """
+
+    k: int = 1
+    n_tasks: int = 0
+    n_trials: int = 0
+    n_success: int = 0
+    success_rate: float = 0.0
+    success_ci: tuple[float, float] = (0.0, 1.0)
+    pass_at_k: Optional[float] = None
+    pass_hat_k: Optional[float] = None
+    pass_hat_k_ci: tuple[float, float] = (0.0, 1.0)
+    stochastic: bool = True
+    per_task: dict = Field(default_factory=dict)
+    per_slice: dict = Field(default_factory=dict)
+    cost: dict = Field(default_factory=dict)
+    detail: dict = Field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """A JSON-safe dict (``allow_nan=False``-safe), tagged with ``schema_version``."""
+        d = {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        d["schema_version"] = SCHEMA_VERSION
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ReliabilityReport":
+        """Read back what :meth:`to_dict` wrote (non-finite strings become floats again)."""
+        if not isinstance(data, Mapping):
+            raise InvalidInput(f"ReliabilityReport.from_dict needs a mapping, got {type(data).__name__}")
+        return super().from_dict(_decode(dict(data)))
+
+
+def _group(source: Any, slices: Optional[Mapping[str, str]]) -> tuple[dict, dict]:
+    """``{task_id: [bool, ...]}`` and ``{task_id: slice}`` from episodes or a mapping."""
+    outcomes: dict[str, list[bool]] = {}
+    labels: dict[str, Optional[str]] = {}
+    if isinstance(source, Mapping):
+        for tid, vals in source.items():
+            if isinstance(vals, (str, bytes)) or not isinstance(vals, Iterable):
+                raise InvalidInput(
+                    f"reliability: task {tid!r} maps to {vals!r}; give a list of booleans "
+                    "(one per trial)")
+            row = []
+            for v in vals:
+                if is_episode(v):
+                    v = _episode_success(v)
+                if not isinstance(v, bool) and v not in (0, 1):
+                    raise InvalidInput(
+                        f"reliability: task {tid!r} has trial outcome {v!r}; outcomes must be "
+                        "True/False (grade the episodes first)")
+                row.append(bool(v))
+            outcomes[str(tid)] = row
+            labels[str(tid)] = None
+    else:
+        if isinstance(source, (str, bytes)) or not isinstance(source, Iterable):
+            raise InvalidInput(
+                f"reliability: source must be graded Episodes or a {{task_id: [bool, ...]}} "
+                f"mapping, got {type(source).__name__}")
+        for ep in source:
+            if not is_episode(ep):
+                raise InvalidInput(
+                    f"reliability: {ep!r:.80} is not an Episode; pass graded Episodes or a "
+                    "{task_id: [bool, ...]} mapping")
+            tid = str(ep.task_id)
+            outcomes.setdefault(tid, []).append(_episode_success(ep))
+            meta = getattr(ep, "meta", None) or {}
+            if labels.get(tid) is None and meta.get("slice") is not None:
+                labels[tid] = str(meta["slice"])
+            labels.setdefault(tid, None)
+    if slices is not None:
+        if not isinstance(slices, Mapping):
+            raise InvalidInput(
+                f"reliability: slices must be a {{task_id: label}} mapping, got {type(slices).__name__}")
+        for tid in outcomes:
+            if tid in slices and slices[tid] is not None:
+                labels[tid] = str(slices[tid])
+    return outcomes, labels
+
+
+def _episode_success(ep: Any) -> bool:
+    if ep.success is None:
+        raise InvalidInput(
+            f"reliability: episode of task {ep.task_id!r} is ungraded (success=None); grade the "
+            "episodes first (ek_agents.metrics.grade) or record a success")
+    return bool(ep.success)
+
+
+def _mean(xs: list[float]) -> Optional[float]:
+    return math.fsum(xs) / len(xs) if xs else None
+
+
+def reliability(source: Any, *, k: int = 1, slices: Optional[Mapping[str, str]] = None,
+                cost: Optional[Mapping] = None, warn_deterministic: bool = True,
+                seed: int = 0) -> ReliabilityReport:
+    """Compute ``pass@k`` / ``pass^k`` / success-rate over a k-trial run.
+
+    ``source`` is graded :class:`~ek_agents.base.Episode` s (grouped by ``task_id``) or a
+    ``{task_id: [bool, ...]}`` mapping. Each task's estimators use *its own* trial count
+    (as tau2-bench does); tasks with fewer than ``k`` trials are skipped for pass@k / pass^k
+    and listed in ``detail["skipped"]`` (their trials still count in the success rate).
+    Slice labels come from ``slices`` (``{task_id: label}``), else from an episode's
+    ``meta["slice"]``; tasks with no label are left out of ``per_slice``. With
+    ``warn_deterministic``, a run in which tasks had several trials but **none** had mixed
+    outcomes warns (``warnings.warn`` and ``detail["warnings"]``): pass^k then carries no
+    information beyond pass^1. The pass^k CI is a percentile bootstrap over tasks seeded
+    with ``seed``. An ungraded episode (``success=None``) raises
+    :class:`~ek_agents.errors.InvalidInput`.
+
+    >>> r = reliability({"t1": [True, True, False], "t2": [True, True, True]}, k=2)
+    >>> round(r.pass_hat_k, 3), r.success_rate, r.detail["skipped"]
+    (0.667, 0.8333333333333334, [])
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInput(f"reliability: k must be an integer >= 1, got {k!r}")
+    outcomes, labels = _group(source, slices)
+    notes: list[str] = []
+    per_task: dict[str, dict] = {}
+    skipped: list[str] = []
+    for tid in sorted(outcomes):
+        row = outcomes[tid]
+        n, c = len(row), sum(row)
+        entry: dict[str, Any] = {"n": n, "c": c, "slice": labels.get(tid),
+                                 "pass_at_k": None, "pass_hat_k": None}
+        if n >= k:
+            entry["pass_at_k"] = pass_at_k(n=n, c=c, k=k)
+            entry["pass_hat_k"] = pass_hat_k(n=n, c=c, k=k)
+        else:
+            skipped.append(tid)
+        per_task[tid] = entry
+    if skipped:
+        notes.append(f"{len(skipped)} task(s) had fewer than k={k} trials and were left out of "
+                     f"pass@k/pass^k: {skipped[:10]}{' ...' if len(skipped) > 10 else ''}")
+
+    scored = [t for t in per_task if per_task[t]["pass_hat_k"] is not None]
+    hats = [per_task[t]["pass_hat_k"] for t in scored]
+    n_trials = sum(e["n"] for e in per_task.values())
+    n_success = sum(e["c"] for e in per_task.values())
+    stochastic = any(0 < e["c"] < e["n"] for e in per_task.values())
+    multi = any(e["n"] >= 2 for e in per_task.values())
+    if warn_deterministic and multi and not stochastic:
+        notes.append(
+            "no task showed mixed outcomes across its trials: pass^k degenerates to pass^1 "
+            "and says nothing about reliability (is the agent sampled at temperature 0 or "
+            "seeded identically on every trial?)")
+        warnings.warn(notes[-1], stacklevel=2)
+    if not outcomes:
+        notes.append("no trials: nothing to report")
+
+    if len(hats) >= 2:
+        ci = bootstrap_ci(hats, "mean", resamples=DEFAULT_RESAMPLES, seed=seed)
+        hat_ci = (max(0.0, ci[0]), min(1.0, ci[1]))
+    elif len(hats) == 1:
+        hat_ci = (0.0, 1.0)
+        notes.append("pass^k CI: a single scored task cannot be bootstrapped; reporting (0, 1)")
+    else:
+        hat_ci = (0.0, 1.0)
+
+    per_slice: dict[str, dict] = {}
+    for label in sorted({lab for lab in labels.values() if lab is not None}):
+        tids = [t for t in per_task if per_task[t]["slice"] == label]
+        nt = sum(per_task[t]["n"] for t in tids)
+        ns = sum(per_task[t]["c"] for t in tids)
+        sc = [t for t in tids if per_task[t]["pass_hat_k"] is not None]
+        per_slice[label] = {
+            "n_tasks": len(tids), "n_trials": nt, "n_success": ns,
+            "success_rate": ns / nt if nt else 0.0,
+            "success_ci": list(wilson_interval(ns, nt)),
+            "pass_at_k": _mean([per_task[t]["pass_at_k"] for t in sc]),
+            "pass_hat_k": _mean([per_task[t]["pass_hat_k"] for t in sc]),
+        }
+
+    return ReliabilityReport(
+        k=k, n_tasks=len(per_task), n_trials=n_trials, n_success=n_success,
+        success_rate=n_success / n_trials if n_trials else 0.0,
+        success_ci=wilson_interval(n_success, n_trials),
+        pass_at_k=_mean([per_task[t]["pass_at_k"] for t in scored]),
+        pass_hat_k=_mean(hats), pass_hat_k_ci=hat_ci, stochastic=stochastic,
+        per_task=per_task, per_slice=per_slice, cost=dict(cost) if cost is not None else {},
+        detail={"skipped": skipped, "warnings": notes, "seed": seed,
+                "resamples": DEFAULT_RESAMPLES, "n_tasks_scored": len(scored),
+                "estimator": "per-task unbiased pass@k / pass^k, each task with its own "
+                             "trial count, averaged over tasks"},
+    )
