@@ -20,6 +20,7 @@ __all__ = [
     "InsufficientTrials", "IncomparableRuns", "BaselineError", "UnknownName",
     "UnknownModelPrice", "MissingDependency", "StoreError", "ArtifactNotFound",
     "IntegrityError", "TransientAgentError", "AgentTimeout", "did_you_mean",
+    "CheckFailed", "GateFailed", "AuditFailed",
 ]
 
 
@@ -88,6 +89,18 @@ class TransientAgentError(EkAgentsError, RuntimeError):
 
 class AgentTimeout(EkAgentsError, TimeoutError):
     """A trial that overran its ``timeout_s``."""
+
+
+class CheckFailed(EkAgentsError, RuntimeError):
+    """A check ran and said no (the CLI exits 1): the input was fine, the result is not."""
+
+
+class GateFailed(CheckFailed):
+    """The regression gate found the agent worse than its baseline (the reasons are listed)."""
+
+
+class AuditFailed(CheckFailed):
+    """An audit found a stored artifact or a recorded figure that does not check out."""
 
 
 def did_you_mean(name: str, options: Iterable[str], *, n: int = 3) -> str:
