@@ -1,0 +1,69 @@
+"""Duck-typed access to what other tools emit: dicts, pydantic models (openai, anthropic,
+inspect_ai, tau2), dataclasses and plain attribute objects -- without importing any of them.
+
+>>> from types import SimpleNamespace
+>>> plain(SimpleNamespace(role="user", content=("hi",)))
+{'role': 'user', 'content': ['hi']}
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def plain(obj: Any, _depth: int = 0) -> Any:
+    """Turn ``obj`` into JSON-like Python (dicts, lists, scalars), duck-typing SDK objects.
+
+    Pydantic v2 models go through ``model_dump()``, v1 through ``dict()``; dataclasses through
+    their fields; other objects through their public attributes.
+    """
+    if isinstance(obj, _SCALARS):
+        return obj
+    if _depth > 64:  # a cycle or an absurdly deep object: keep it as it is
+        return obj
+    if isinstance(obj, enum.Enum):
+        return plain(obj.value, _depth + 1)
+    if isinstance(obj, Mapping):
+        return {k: plain(v, _depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v, _depth + 1) for v in obj]
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj).decode("utf-8", errors="replace")
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        try:
+            return plain(dump(), _depth + 1)
+        except TypeError:
+            pass
+    legacy = getattr(obj, "dict", None)
+    if callable(legacy) and hasattr(obj, "__fields__"):
+        return plain(legacy(), _depth + 1)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: plain(getattr(obj, f.name), _depth + 1) for f in dataclasses.fields(obj)}
+    if hasattr(obj, "__dict__") and not callable(obj):
+        return {k: plain(v, _depth + 1) for k, v in vars(obj).items() if not k.startswith("_")}
+    return obj
+
+
+def field(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` for a mapping, ``obj.name`` otherwise (``default`` when absent)."""
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def as_int(value: Any, where: str) -> int:
+    """A non-negative token count, or :class:`~ek_agents.errors.BridgeError` naming ``where``."""
+    from ..errors import BridgeError
+
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise BridgeError(f"{where} must be a token count (an integer), got {value!r}")
+    if value < 0 or value != int(value):
+        raise BridgeError(f"{where} must be a non-negative integer token count, got {value!r}")
+    return int(value)

@@ -1,0 +1,182 @@
+"""tau-bench and tau2-bench results -> :class:`~ek_agents.base.Episode` s.
+
+- **tau-bench (v1)**: a JSON list of ``{task_id, reward, info, traj, trial}``; ``traj`` is
+  OpenAI chat messages. Success is ``1 - 1e-6 <= reward <= 1 + 1e-6`` (tau-bench's own rule). A
+  trial that crashed has ``info.error`` and an empty ``traj``: a failure with the error in
+  ``meta``. v1 records no token usage, so ``cost`` is ``None``.
+- **tau2-bench**: a ``Results`` JSON (``info``, ``tasks``, ``simulations``; or the "dir" format:
+  ``results.json`` + ``simulations/<id>.json``). Each simulation has ``task_id``, ``trial``,
+  ``reward_info.reward``, ``messages`` (the agent's carry ``usage``/``cost``), ``agent_cost``,
+  ``duration``, ``termination_reason``. Simulations that ended in ``infrastructure_error`` never
+  produced an evaluable rollout: as tau2 does, they are excluded, and counted in every returned
+  episode's ``provenance.meta["excluded_infrastructure_errors"]`` (and ``meta``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from ..base import Episode, RunProvenance
+from ..core import Provenance
+from ..errors import BridgeError
+from ._io import read_json, url_of
+from .messages import episode_from_messages
+
+__all__ = ["read_tau_bench_results", "tau_success"]
+
+#: tau2 termination reasons that mean the trial errored (-> meta["error"], meta["error_kind"]).
+_ERRORED = {"agent_error": ("AgentError", "exception"), "user_error": ("UserSimulatorError", "exception"),
+            "unexpected_error": ("UnexpectedError", "exception"), "timeout": ("Timeout", "timeout")}
+
+
+def tau_success(reward: Any) -> bool:
+    """tau-bench's success rule: ``1 - 1e-6 <= reward <= 1 + 1e-6``.
+
+    >>> tau_success(1.0), tau_success(0.9999999), tau_success(0.0), tau_success(None)
+    (True, True, False, False)
+    """
+    return isinstance(reward, (int, float)) and not isinstance(reward, bool) and 1 - 1e-6 <= reward <= 1 + 1e-6
+
+
+def read_tau_bench_results(path_or_url: Any, *, run: Optional[RunProvenance] = None,
+                           exclude: tuple = ("infrastructure_error",)) -> list[Episode]:
+    """Read tau-bench (v1 list) or tau2-bench (``Results``) output into Episodes.
+
+    Sorted by (task_id, trial); ``meta["trial"]`` is the trial index and ``meta["reward"]``
+    the raw reward. ``run`` overrides the provenance (tau2 results carry their own: agent LLM,
+    user simulator, domain and git commit). ``exclude`` lists the tau2 termination reasons
+    that are not evaluable rollouts (newer tau2 also excludes ``"context_window_exceeded"``).
+    """
+    url = url_of(path_or_url)
+    data = read_json(url, "tau-bench results file")
+    if isinstance(data, list):
+        eps = _v1(data, url, run)
+    elif isinstance(data, Mapping) and ("simulations" in data or "simulation_index" in data):
+        eps = _v2(data, url, run, tuple(exclude))
+    else:
+        raise BridgeError(
+            f"{url!r} is neither tau-bench results (a JSON list of {{task_id, reward, info, traj, trial}}) "
+            "nor a tau2-bench Results object (with 'simulations')"
+        )
+    return sorted(eps, key=lambda e: (e.task_id, e.meta.get("trial") if isinstance(e.meta.get("trial"), int) else -1))
+
+
+def _need(rec: Any, keys: tuple, where: str) -> Mapping:
+    if not isinstance(rec, Mapping):
+        raise BridgeError(f"{where} must be an object, got {type(rec).__name__}")
+    missing = [k for k in keys if k not in rec]
+    if missing:
+        raise BridgeError(f"{where} lacks {missing} (has {sorted(rec)[:10]}); is this a tau-bench results file?")
+    return rec
+
+
+def _crash_text(info: Mapping) -> str:
+    """``"<Type>: <message>"`` from v1's ``info.error`` (+ the traceback's last line when it has one)."""
+    err = str(info.get("error"))
+    tb = str(info.get("traceback") or "").strip().splitlines()
+    last = tb[-1].strip() if tb else ""
+    if ":" in last and last.split(":", 1)[0].replace(".", "").replace("_", "").isalnum():
+        return last
+    return f"Error: {err}"
+
+
+def _v1(data: list, url: str, run: Optional[RunProvenance]) -> list[Episode]:
+    eps = []
+    for i, raw in enumerate(data):
+        where = f"{url}[{i}]"
+        rec = _need(raw, ("task_id", "reward"), where)
+        info = rec.get("info") if isinstance(rec.get("info"), Mapping) else {}
+        meta: dict = {"trial": rec.get("trial"), "reward": rec.get("reward")}
+        for key in ("reward_info", "task", "user_cost", "total_cost"):
+            if info.get(key) is not None:
+                meta[key] = info[key]
+        success = tau_success(rec.get("reward"))
+        if info.get("error") is not None:
+            meta["error"], meta["error_kind"], success = _crash_text(info), "exception", False
+        ep = episode_from_messages(rec.get("traj") or [], task_id=rec["task_id"], success=success,
+                                   run=run, meta=meta)
+        eps.append(ep.replace(provenance=Provenance(source=url, locator=f"[{i}]",
+                                                    meta={"format": "tau-bench"})))
+    return eps
+
+
+def _v2_run(info: Mapping) -> RunProvenance:
+    agent = info.get("agent_info") or {}
+    user = info.get("user_info") or {}
+    env = info.get("environment_info") or {}
+    temp = (agent.get("llm_args") or {}).get("temperature")
+    domain = env.get("domain_name") or ""
+    commit = info.get("git_commit") or ""
+    return RunProvenance(
+        seed=info.get("seed") if isinstance(info.get("seed"), int) else None,
+        temperature=float(temp) if isinstance(temp, (int, float)) else None,
+        model=str(agent.get("llm") or ""),
+        simulator=":".join(str(x) for x in (user.get("implementation"), user.get("llm")) if x),
+        suite_version=f"tau2/{domain}@{commit}" if commit else f"tau2/{domain}",
+        scaffold=str(agent.get("implementation") or ""),
+    )
+
+
+def _tick_messages(ticks: list) -> list:
+    """Half-duplex messages from a full-duplex simulation's ticks (the agent's side)."""
+    out: list = []
+    for t in ticks:
+        if not isinstance(t, Mapping):
+            continue
+        chunk = t.get("agent_chunk") or {}
+        if chunk or t.get("agent_tool_calls"):
+            out.append({"role": "assistant", "content": chunk.get("content"),
+                        "tool_calls": t.get("agent_tool_calls") or None, "usage": chunk.get("usage")})
+        out.extend(t.get("agent_tool_results") or [])
+    return out
+
+
+def _v2_sims(data: Mapping, url: str) -> list:
+    sims = data.get("simulations") or []
+    index = data.get("simulation_index") or []
+    if not sims and index:  # "dir" format: results.json + simulations/<id>.json next to it
+        base = url.rsplit("/", 1)[0] if "/" in url else "."
+        sims = [read_json(f"{base}/simulations/{e['id']}.json", "tau2 simulation") for e in index]
+    return sims
+
+
+def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -> list[Episode]:
+    info = data.get("info") if isinstance(data.get("info"), Mapping) else {}
+    prov_run = run if run is not None else _v2_run(info)
+    kept, excluded = [], 0
+    for i, raw in enumerate(_v2_sims(data, url)):
+        sim = _need(raw, ("task_id", "termination_reason"), f"{url}:simulations[{i}]")
+        term = str(sim["termination_reason"])
+        if term in exclude:
+            excluded += 1
+            continue
+        kept.append((i, sim, term))
+    eps = []
+    for i, sim, term in kept:
+        reward = (sim.get("reward_info") or {}).get("reward")
+        meta: dict = {"trial": sim.get("trial"), "reward": reward, "termination_reason": term,
+                      "simulation_id": sim.get("id"), "excluded_infrastructure_errors": excluded}
+        for key, name in (("agent_cost", "agent_cost_usd"), ("user_cost", "user_cost_usd"), ("seed", "seed")):
+            if sim.get(key) is not None:
+                meta[name] = sim[key]
+        success = tau_success(reward)
+        if term in _ERRORED:
+            kind, meta["error_kind"] = _ERRORED[term]
+            meta["error"] = f"{kind}: tau2 simulation ended with termination_reason={term!r}"
+            success = False
+        messages = sim.get("messages")
+        if messages is None:
+            messages = _tick_messages(sim.get("ticks") or [])
+        sim_run = prov_run
+        if run is None and isinstance(sim.get("seed"), int):
+            sim_run = dataclasses.replace(prov_run, seed=sim["seed"])
+        duration = sim.get("duration")
+        ep = episode_from_messages(
+            messages, task_id=sim["task_id"], success=success, run=sim_run, meta=meta,
+            latency_s=float(duration) if isinstance(duration, (int, float)) and duration >= 0 else None)
+        prov = Provenance(source=url, locator=f"simulations[{i}]",
+                          meta={"format": "tau2-bench", "simulation_id": sim.get("id"),
+                                "excluded_infrastructure_errors": excluded})
+        eps.append(ep.replace(provenance=prov))
+    return eps
