@@ -26,7 +26,7 @@ for _mod, _names in {
     "errors": ["EkAgentsError", "UnknownModelPrice", "TransientAgentError"],
     "bridge": ["as_agent", "trajectory_from_messages", "episode_from_messages", "cost_from_usage",
                "from_inspect_sample", "from_deepeval_test_case", "read_inspect_log",
-               "read_tau_bench_results"],
+               "read_tau_bench_results", "read_messages_jsonl"],
     "metrics": ["output_match", "final_state_match", "recorded_success", "Checker",
                 "TaskSuccessMetric", "CostPerSuccessMetric"],
     "toolcalls": ["match_calls", "ToolCallMetric"],
