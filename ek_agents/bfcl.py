@@ -1,0 +1,312 @@
+"""BFCL interop: check a model's decoded function calls with the Berkeley Function-Calling
+Leaderboard's AST rules, on BFCL's own JSON shapes, answering with BFCL's error-type names.
+
+Written from the rules of BFCL's public ``ast_checker.py`` (ShishirPatil/gorilla,
+``berkeley-function-call-leaderboard``), Python-language path; no code carried over.
+
+Inputs, exactly as BFCL stores them:
+
+- ``functions``: function docs ``{"name", "parameters": {"properties": {arg: {"type", "items"}},
+  "required": [...]}}``; types ``string integer float boolean array tuple dict any`` (plus the
+  JSON-Schema spellings ``number`` -> float and ``object`` -> dict);
+- ``model_output``: the decoded calls ``[{name: {arg: value}}]``;
+- ``possible_answer``: ``[{name: {arg: [acceptable values]}}]``, ``""`` among the values meaning
+  "may be omitted";
+- ``category``: ``simple`` | ``multiple`` | ``parallel`` | ``parallel_multiple`` (BFCL's longer
+  names such as ``"simple_python"`` or ``"live_parallel_multiple"`` are read the way BFCL reads
+  them: ``parallel`` anywhere -> unordered parallel check, else ``multiple`` -> multiple check,
+  else simple).
+
+Verdicts and error types equal BFCL's, with **one deliberate deviation**: for the parallel
+categories BFCL pairs each expected call with the *first* remaining model call that passes
+(first-fit) and so rejects some valid permutations -- e.g. expected ``[f(x=[1, ""]), f(x=[1])]``
+(the first accepts ``x=1`` or an omitted ``x``, the second only ``x=1``) against the output
+``[f(x=1), f()]``: first-fit gives ``f(x=1)`` to the first expectation and then finds nothing
+for the second. Here the pairing is a perfect bipartite matching (the assignment solver of
+:mod:`ek_agents.toolcalls`), which accepts every output for which a valid one-to-one pairing
+exists; when none exists the verdict and the error type
+(``parallel_function_checker_no_order:cannot_find_match``) are BFCL's.
+
+>>> fns = [{"name": "calc_area", "parameters": {"type": "dict", "properties": {
+...     "base": {"type": "integer"}, "unit": {"type": "string"}}, "required": ["base"]}}]
+>>> bfcl_check(fns, [{"calc_area": {"base": 10, "unit": "CM"}}],
+...            [{"calc_area": {"base": [10], "unit": ["cm", ""]}}], "simple")
+CheckResult(valid=True, error_type=None, errors=())
+>>> bfcl_check(fns, [{"calc_area": {"base": 10.0}}], [{"calc_area": {"base": [10], "unit": ["cm", ""]}}],
+...            "simple").error_type
+'type_error:simple'
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from pydantic import Field
+
+from .base import _JsonShape
+from .core import shape
+from .errors import InvalidInput, UnknownName, did_you_mean
+from .toolcalls import min_cost_assignment, standardize_string
+
+__all__ = ["bfcl_check", "CheckResult", "CATEGORIES", "BFCL_TYPES"]
+
+#: The categories :func:`bfcl_check` understands (and BFCL names containing them).
+CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple")
+
+#: BFCL parameter type -> the Python type a decoded value must have.
+BFCL_TYPES = {
+    "string": str, "integer": int, "float": float, "number": float, "boolean": bool,
+    "array": list, "tuple": list, "dict": dict, "object": dict, "any": str,
+}
+_NESTED = ("array", "tuple")
+
+
+@shape()
+class CheckResult(_JsonShape):
+    """BFCL's verdict: ``valid``, the BFCL ``error_type`` (None when valid), and messages."""
+
+    valid: bool
+    error_type: Optional[str] = None
+    errors: tuple = Field(default=())
+
+
+def _ok() -> CheckResult:
+    return CheckResult(True, None, ())
+
+
+def _fail(error_type: str, *messages: str) -> CheckResult:
+    return CheckResult(False, error_type, tuple(messages))
+
+
+# --------------------------------------------------------------------------- value checkers
+
+def _first_type(possible: Sequence) -> Optional[type]:
+    """The type of the first acceptable value that is not the "may be omitted" marker."""
+    for a in possible:
+        if a != "":
+            return type(a)
+    return None
+
+
+def _type_check(param: str, value: Any, possible: Any, type_name: str, expected: type,
+                nested: Optional[type]) -> tuple[Optional[CheckResult], bool]:
+    """``(failure or None, is_variable)``: BFCL's type rule, including its "variable" escape
+    (a value of the gold's own type is accepted as a variable reference)."""
+    pa_type = _first_type(possible)
+    is_variable = pa_type is not None and pa_type is not expected
+    failure = None
+    if type(value) is expected:
+        if nested is None:
+            return None, is_variable
+        for item in possible:
+            fine = True
+            if type(item) is list:
+                for v in value:
+                    sub, _ = _type_check(param, v, item, nested.__name__, nested, None)
+                    if sub is not None:
+                        fine = False
+                        break
+            if fine:
+                return None, is_variable
+        failure = _fail("type_error:nested",
+                        f"nested type check failed for {param!r}: expected {type_name} of {nested.__name__}, got {value!r}")
+    if pa_type is not None and type(value) is pa_type:
+        return failure, True
+    return _fail("type_error:simple",
+                 f"incorrect type for {param!r}: expected {type_name}, got {type(value).__name__} ({value!r})"), is_variable
+
+
+def _std_all(values: Any) -> list:
+    return [standardize_string(v) if type(v) is str else v for v in values]
+
+
+def _string_check(param: str, value: str, possible: Sequence) -> Optional[CheckResult]:
+    if standardize_string(value) not in [standardize_string(a) for a in possible if type(a) is str]:
+        return _fail("value_error:string", f"invalid value for {param!r}: {value!r}; expected one of {list(possible)!r}")
+    return None
+
+
+def _list_check(param: str, value: Sequence, possible: Sequence) -> Optional[CheckResult]:
+    if _std_all(value) not in [_std_all(a) for a in possible]:
+        return _fail("value_error:list/tuple", f"invalid value for {param!r}: {value!r}; expected one of {list(possible)!r}")
+    return None
+
+
+def _dict_check(param: str, value: Mapping, possible: Sequence) -> Optional[CheckResult]:
+    failure = _fail("dict_checker:unclear", f"no acceptable dict for {param!r}")
+    for cand in possible:
+        if cand == "":
+            continue
+        failure = None
+        for k, v in value.items():
+            if k not in cand:
+                failure = _fail("value_error:dict_key", f"unexpected dict key {k!r} in {param!r}")
+                break
+            if (standardize_string(v) if type(v) is str else v) not in _std_all(cand[k]):
+                failure = _fail("value_error:dict_value", f"invalid value for dict key {k!r} in {param!r}: {v!r}")
+                break
+        for k, acceptable in cand.items():
+            if k not in value and "" not in acceptable:
+                failure = _fail("value_error:dict_key", f"missing dict key {k!r} in {param!r}")
+                break
+        if failure is None:
+            return None
+    return failure
+
+
+def _list_dict_check(param: str, value: Sequence, possible: Sequence) -> Optional[CheckResult]:
+    failure = _fail("list_dict_checker:unclear", f"no acceptable list of dicts for {param!r}")
+    for cand in possible:
+        if len(value) != len(cand):
+            failure = _fail("value_error:list_dict_count", f"wrong number of dicts in {param!r}")
+            continue
+        failure = None
+        for v, c in zip(value, cand):
+            failure = _dict_check(param, v, [c])
+            if failure is not None:
+                break
+        if failure is None:
+            return None
+    return failure
+
+
+# --------------------------------------------------------------------------- one call
+
+def _name(doc: Mapping, underscore_to_dot: bool) -> str:
+    name = doc["name"]
+    return name.replace(".", "_") if underscore_to_dot and "." in name else name
+
+
+def _param_types(doc: Mapping, param: str, details: Mapping) -> tuple[str, type, Optional[type]]:
+    spec = details[param]
+    t = spec.get("type")
+    if t not in BFCL_TYPES:
+        raise InvalidInput(
+            f"BFCL function {doc.get('name')!r}: parameter {param!r} has type {t!r}"
+            f"{did_you_mean(str(t), BFCL_TYPES)} (one of {sorted(BFCL_TYPES)})"
+        )
+    nested = None
+    if t in _NESTED:
+        it = (spec.get("items") or {}).get("type")
+        if it not in BFCL_TYPES:
+            raise InvalidInput(f"BFCL function {doc.get('name')!r}: array parameter {param!r} needs items.type, got {it!r}")
+        nested = BFCL_TYPES[it]
+    return t, BFCL_TYPES[t], nested
+
+
+def _check_call(doc: Mapping, output: Any, answer: Mapping, underscore_to_dot: bool) -> CheckResult:
+    """BFCL's simple_function_checker: one decoded call against one expected call."""
+    possible = next(iter(answer.values()))
+    params = doc.get("parameters") or {}
+    details = params.get("properties") or {}
+    required = params.get("required") or []
+    name = _name(doc, underscore_to_dot)
+    if not isinstance(output, Mapping) or name not in output:
+        return _fail("simple_function_checker:wrong_func_name", f"function {name!r} not found in model output {output!r:.120}")
+    args = output[name]
+    if not isinstance(args, Mapping):
+        raise InvalidInput(f"BFCL model output for {name!r}: arguments must be a dict, got {args!r:.80}")
+    for param in required:
+        if param not in args:
+            return _fail("simple_function_checker:missing_required", f"missing required parameter {param!r}")
+    for param, value in args.items():
+        if param not in details or param not in possible:
+            return _fail("simple_function_checker:unexpected_param", f"unexpected parameter {param!r}")
+        type_name, expected, nested = _param_types(doc, param, details)
+        acceptable = possible[param]
+        if type_name == "tuple" and type(value) is tuple:
+            value = list(value)
+        if type_name in ("float", "number") and type(value) is int:
+            value = float(value)  # BFCL: an int is accepted for a float parameter
+        failure, is_variable = _type_check(param, value, acceptable, type_name, expected, nested)
+        if failure is not None:
+            return failure
+        if not is_variable:
+            if expected is dict:
+                failure = _dict_check(param, value, acceptable)
+            elif expected is list and nested is dict:
+                failure = _list_dict_check(param, value, acceptable)
+            elif expected is str:
+                failure = _string_check(param, value, acceptable)
+            elif expected is list:
+                failure = _list_check(param, value, acceptable)
+            else:
+                failure = _others(param, value, acceptable)
+        else:
+            failure = _others(param, value, acceptable)
+        if failure is not None:
+            return failure
+    for param, acceptable in possible.items():
+        if param not in args and "" not in acceptable:
+            return _fail("simple_function_checker:missing_optional",
+                         f"optional parameter {param!r} not provided and not marked as optional")
+    return _ok()
+
+
+def _others(param: str, value: Any, acceptable: Sequence) -> Optional[CheckResult]:
+    if value not in acceptable:
+        return _fail("value_error:others", f"invalid value for {param!r}: {value!r}; expected one of {list(acceptable)!r}")
+    return None
+
+
+# --------------------------------------------------------------------------- the categories
+
+def _find(functions: Sequence, name: str) -> Mapping:
+    for doc in functions:
+        if doc.get("name") == name:
+            return doc
+    raise InvalidInput(
+        f"BFCL possible answer names function {name!r}, which is not among the function docs"
+        f"{did_you_mean(name, [str(d.get('name')) for d in functions])}"
+    )
+
+
+def _category(category: str) -> str:
+    if not isinstance(category, str):
+        raise InvalidInput(f"BFCL category must be a string, got {category!r}")
+    if "parallel" in category:
+        return "parallel"
+    if "multiple" in category:
+        return "multiple"
+    if "simple" in category:
+        return "simple"
+    raise UnknownName(f"unknown BFCL category {category!r}{did_you_mean(category, CATEGORIES)} (one of {CATEGORIES})")
+
+
+def bfcl_check(functions: Any, model_output: Sequence, possible_answer: Sequence, category: str, *,
+               underscore_to_dot: bool = False) -> CheckResult:
+    """Check a decoded model output against BFCL's possible answers (see the module doc).
+
+    ``underscore_to_dot`` mirrors BFCL's handling of models (OpenAI, Mistral, Google) whose
+    function names cannot contain ``.``: a documented name ``math.factorial`` is then expected
+    as ``math_factorial`` in the output.
+    """
+    kind = _category(category)
+    docs = [functions] if isinstance(functions, Mapping) else list(functions)
+    outputs = list(model_output)
+    answers = list(possible_answer)
+    if not docs or not answers:
+        raise InvalidInput("bfcl_check needs at least one function doc and one possible answer")
+    if kind == "simple":
+        if len(outputs) != 1:
+            return _fail("simple_function_checker:wrong_count", "wrong number of functions")
+        return _check_call(docs[0], outputs[0], answers[0], underscore_to_dot)
+    if kind == "multiple":
+        if len(outputs) != len(answers):
+            return _fail("multiple_function_checker:wrong_count", "wrong number of functions")
+        doc = _find(docs, next(iter(answers[0])))
+        return _check_call(doc, outputs[0], answers[0], underscore_to_dot)
+    if len(outputs) != len(answers):
+        return _fail("parallel_function_checker_no_order:wrong_count", "wrong number of functions")
+    results = [[_check_call(_find(docs, next(iter(ans))), out, ans, underscore_to_dot) for out in outputs]
+               for ans in answers]
+    cost = [[0.0 if r.valid else 1.0 for r in row] for row in results]
+    pairs = min_cost_assignment(cost)
+    bad = [(i, j) for i, j in pairs if cost[i][j]]
+    if not bad:
+        return _ok()
+    i = bad[0][0]
+    return _fail("parallel_function_checker_no_order:cannot_find_match",
+                 f"no one-to-one pairing of the model output with the possible answers; e.g. possible "
+                 f"answer {i} matches none of the outputs left for it",
+                 *(f"output {j}: {results[i][j].error_type}" for j in range(len(outputs))))
