@@ -1,0 +1,186 @@
+"""Audit a stored run: are its bytes the recorded bytes, and do its figures recompute?
+
+:func:`audit` re-reads a run's manifest, checks the sha256 of every artifact it lists (and
+that no per-trial episode file was added behind its back), then recomputes the grades, the
+metrics, the cost report, the headline results and the gate verdict from the stored episodes
+with the very stage functions the pipeline ran (:mod:`ek_agents.stages`), and compares them
+figure by figure with what was recorded. Each problem names the artifact or the figure.
+
+>>> from ek_agents.store import Store
+>>> audit(Store("memory://ek-audit-doctest"), "no-such-run")
+Traceback (most recent call last):
+...
+ek_agents.errors.ArtifactNotFound: run 'no-such-run' has no manifest in store 'memory://ek-audit-doctest'
+>>> differences({"a": 1.0, "b": [1, 2]}, {"a": 1.0 + 1e-15, "b": [1, 3]}, "report")
+['report.b[1]: recorded 2, recomputed 3']
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from .base import _JsonShape
+from .core import shape
+from .errors import ArtifactNotFound, BaselineError, EkAgentsError
+from . import stages
+
+__all__ = ["AuditResult", "audit", "differences"]
+
+#: Problems listed per comparison before the rest are summarised.
+MAX_LISTED = 10
+
+
+@shape()
+class AuditResult(_JsonShape):
+    """What an audit checked and what it found (``passed`` when ``problems`` is empty)."""
+
+    run_id: str
+    passed: bool
+    checked: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    baseline: Optional[str] = None
+
+    def summary(self) -> str:
+        """One line: the verdict, what was checked, and the first problem."""
+        what = f"run {self.run_id!r}" + (f" (baseline {self.baseline!r})" if self.baseline else "")
+        if self.passed:
+            return f"audit passed: {what}: {len(self.checked)} checks, every artifact and figure agrees"
+        more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        return f"audit FAILED: {what}: {self.problems[0]}{more}"
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def differences(recorded: Any, recomputed: Any, path: str) -> list[str]:
+    """Every leaf where ``recorded`` and ``recomputed`` differ, as ``"path: recorded X,
+    recomputed Y"`` (numbers equal to 1e-9 relative count as equal)."""
+    if isinstance(recorded, Mapping) and isinstance(recomputed, Mapping):
+        out: list[str] = []
+        for key in sorted(set(recorded) | set(recomputed), key=str):
+            if key not in recorded or key not in recomputed:
+                out.append(f"{path}.{key}: recorded {recorded.get(key, '(absent)')!r:.60}, "
+                           f"recomputed {recomputed.get(key, '(absent)')!r:.60}")
+            else:
+                out += differences(recorded[key], recomputed[key], f"{path}.{key}")
+        return out
+    if isinstance(recorded, (list, tuple)) and isinstance(recomputed, (list, tuple)) \
+            and len(recorded) == len(recomputed):
+        return [d for i, (a, b) in enumerate(zip(recorded, recomputed))
+                for d in differences(a, b, f"{path}[{i}]")]
+    if _same(recorded, recomputed):
+        return []
+    return [f"{path}: recorded {recorded!r:.60}, recomputed {recomputed!r:.60}"]
+
+
+def _limited(found: list[str]) -> list[str]:
+    if len(found) <= MAX_LISTED:
+        return found
+    return found[:MAX_LISTED] + [f"... and {len(found) - MAX_LISTED} more differences"]
+
+
+def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] = None) -> AuditResult:
+    """Audit run ``run_id``, or the run that baseline ``baseline`` was promoted from.
+
+    Raises ArtifactNotFound when the run has no manifest and BaselineError when the baseline
+    does not exist or records no run; everything else that does not check out is a problem
+    in the result (``passed`` False), never an exception.
+    """
+    checked: list[str] = []
+    problems: list[str] = []
+    if baseline is not None:
+        run_id = _run_of_baseline(store, baseline, checked, problems)
+    if run_id is None:
+        raise BaselineError("audit needs a run id or a baseline name")
+    manifest = store.read_manifest(run_id)
+    _check_bytes(store, run_id, manifest, checked, problems)
+    try:
+        _check_figures(store, run_id, manifest, checked, problems)
+    except (EkAgentsError, KeyError, TypeError, ValueError) as exc:
+        problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
+    return AuditResult(run_id=run_id, passed=not problems, checked=tuple(checked),
+                       problems=tuple(problems), baseline=baseline)
+
+
+def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> str:
+    doc = store.load_baseline(name)
+    if doc is None:
+        raise BaselineError(f"no baseline named {name!r} in store {store.url!r}")
+    detail = (doc.get("report") or {}).get("detail") or {}
+    run_id = detail.get("run_id")
+    if not run_id:
+        raise BaselineError(f"baseline {name!r} records no run id: it was not promoted from a "
+                            "pipeline run (ek-agents promote RUN_ID --name NAME), so there is "
+                            "nothing to audit it against")
+    manifest_key = f"runs/{run_id}/manifest.json"
+    checked.append(f"baselines/{name}.json -> {manifest_key}")
+    try:
+        actual = store.digest(manifest_key)
+    except ArtifactNotFound:
+        problems.append(f"baseline {name!r}: its run's manifest {manifest_key} is missing")
+        return run_id
+    if actual != detail.get("manifest_sha256"):
+        problems.append(f"baseline {name!r}: {manifest_key} has sha256 {actual[:12]}..., the "
+                        f"baseline recorded {str(detail.get('manifest_sha256'))[:12]}...")
+    try:
+        report = store.read_json(stages.run_key(run_id, "report"))
+    except ArtifactNotFound:
+        return run_id  # reported by the byte check
+    strip = lambda d: {**d, "detail": {k: v for k, v in (d.get("detail") or {}).items()  # noqa: E731
+                                       if k not in ("run_id", "manifest_sha256")}}
+    problems += [f"baseline {name!r}: {d}" for d in
+                 _limited(differences(strip(doc["report"]), strip(report), "report"))]
+    return run_id
+
+
+def _check_bytes(store: Any, run_id: str, manifest: Mapping, checked: list, problems: list) -> None:
+    recorded = manifest.get("artifacts") or {}
+    for key, sha in sorted(recorded.items()):
+        checked.append(key)
+        try:
+            actual = store.digest(key)
+        except ArtifactNotFound:
+            problems.append(f"artifact {key} is missing")
+            continue
+        if actual != sha:
+            problems.append(f"artifact {key}: its bytes hash to {actual[:12]}..., the manifest "
+                            f"recorded {sha[:12]}... (changed after the run)")
+    for key in store.list(f"runs/{run_id}/episodes"):
+        if key not in recorded:
+            problems.append(f"artifact {key} is not in the manifest (added after the run)")
+
+
+def _check_figures(store: Any, run_id: str, manifest: Mapping, checked: list, problems: list) -> None:
+    inputs = manifest.get("inputs") or {}
+    read = lambda name: store.read_json(stages.run_key(run_id, name))  # noqa: E731
+    tasks, episodes = read("tasks"), read("episodes")
+    prices = read("prices") if store.exists(stages.run_key(run_id, "prices")) else None
+
+    trials = {(e["task_id"], (e.get("meta") or {}).get("trial")): e for e in episodes["episodes"]}
+    for key in store.list(f"runs/{run_id}/episodes"):
+        ep = store.read_json(key)
+        pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
+        problems += [f"episodes.json vs {key}: {d}" for d in
+                     _limited(differences(trials.get(pair, {}), ep, "episode"))]
+
+    graded = stages.grade_stage(episodes, tasks, check=inputs.get("check"))
+    metrics = stages.metrics_stage(graded, tasks, k=inputs.get("k", 1), seed=inputs.get("seed") or 0,
+                                   run=inputs.get("run"))
+    report = stages.cost_stage(graded, metrics, prices, seed=inputs.get("seed") or 0)
+    for name, doc in (("graded", graded), ("metrics", metrics), ("report", report)):
+        checked.append(f"recomputed {name}")
+        problems += _limited(differences(read(name), doc, name))
+    checked.append("recomputed results")
+    problems += _limited(differences(manifest.get("results"), stages.finite(stages.results_of(report)),
+                                     "results"))
+    if manifest.get("gate"):
+        checked.append("recomputed gate verdict")
+        verdict = stages.guarded_gate(report, read("baseline"), tolerance=inputs.get("tolerance", 0.0),
+                                      cost_tolerance=inputs.get("cost_tolerance", 0.0),
+                                      baseline_name=manifest["gate"].get("baseline"))
+        problems += _limited(differences(manifest["gate"], verdict, "gate"))

@@ -1,0 +1,233 @@
+"""Run manifests: what a run was (provenance, parameters, code), what it stored, what it found.
+
+A manifest lives at ``runs/<run_id>/manifest.json`` in an :class:`ek_agents.store.Store`. It
+lists every artifact of the run with its sha256, so an audit can tell a stored byte that
+changed from a figure that was recomputed differently.
+
+>>> from ek_agents.base import RunProvenance
+>>> m = RunManifest(run_id="r1", provenance=RunProvenance(seed=0, model="m"),
+...                 artifacts={"runs/r1/report.json": "ab" * 32})
+>>> RunManifest.from_dict(m.to_dict()) == m
+True
+>>> input_digest("grade", episodes="e" * 64, check="output") == input_digest("grade", check="output", episodes="e" * 64)
+True
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import hashlib
+import json
+import math
+import platform
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import Field
+
+from .base import RunProvenance, _JsonShape
+from .core import shape
+
+__all__ = ["RunManifest", "package_info", "git_sha", "input_digest", "canonical_json", "utc_now",
+           "finite", "as_plain"]
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The bytes a digest is taken over: sorted keys, compact, no NaN."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False,
+                      default=_jsonable).encode()
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj, key=repr)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot put {type(obj).__name__} into a digest: {obj!r:.80}")
+
+
+def input_digest(stage: str, **inputs: Any) -> str:
+    """sha256 naming a stage's output by everything that decides it, ek-agents' version included.
+
+    Two calls with the same stage and inputs give the same digest, in any keyword order;
+    a new ek-agents version gives a new one (so an upgrade never reuses stale results).
+    """
+    from . import __version__
+
+    return hashlib.sha256(canonical_json(
+        {"stage": stage, "ek_agents": __version__, "inputs": inputs})).hexdigest()
+
+
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 to the second (``2026-01-31T03:00:00Z``)."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def git_sha(path: Optional[str] = None) -> Optional[str]:
+    """The commit checked out at ``path`` (default: where ek_agents lives), ``+dirty`` when
+    tracked files differ from it; None when git or a repository is not there."""
+    where = path or str(Path(__file__).resolve().parent)
+    try:
+        sha = subprocess.run(["git", "-C", where, "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        if sha.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", where, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sha.stdout.strip() + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+
+
+@functools.lru_cache(maxsize=1)
+def package_info() -> dict:
+    """Name, version and git sha of the code that ran, and the Python that ran it."""
+    from . import __version__
+
+    return {"name": "ek-agents", "version": __version__, "git_sha": git_sha(),
+            "python": platform.python_version()}
+
+
+@shape()
+class RunManifest(_JsonShape):
+    """Everything needed to trust, compare and re-check one evaluation run.
+
+    ``parameters`` are the flow's parameters as called; ``inputs`` the values the stages were
+    computed with (what an audit recomputes them with). ``artifacts`` maps each store key of the run to the sha256 of its bytes; ``stages`` records
+    per stage its input digest and whether it was a cache hit; ``results`` holds the headline
+    figures; ``gate`` the verdict against a baseline (None when no baseline was asked for).
+    """
+
+    run_id: str
+    provenance: RunProvenance = Field(default_factory=RunProvenance)
+    created_at: str = ""
+    status: str = "completed"
+    suite: dict = Field(default_factory=dict)
+    agent: Optional[str] = None
+    source: dict = Field(default_factory=dict)
+    parameters: dict = Field(default_factory=dict)
+    inputs: dict = Field(default_factory=dict)
+    package: dict = Field(default_factory=dict)
+    orchestrator: dict = Field(default_factory=dict)
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    stages: dict = Field(default_factory=dict)
+    results: dict = Field(default_factory=dict)
+    gate: Optional[dict] = None
+
+    @classmethod
+    def build(cls, run_id: str, **fields: Any) -> "RunManifest":
+        """A manifest stamped with the time and this package's version and git sha."""
+        fields.setdefault("created_at", utc_now())
+        fields.setdefault("package", package_info())
+        return cls(run_id=run_id, **fields)
+
+    def headline(self) -> str:
+        """One line: the run, its success rate, pass^k and dollars per success."""
+        r = self.results
+        return (f"run {self.run_id}: success {_fmt(r.get('success_rate'))}, "
+                f"pass^{r.get('k', '?')} {_fmt(r.get('pass_hat_k'))}, "
+                f"$/success {_fmt(r.get('cost_per_success'), money=True)}")
+
+
+def _fmt(x: Any, *, money: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float) and money:
+        return "inf" if x == float("inf") else f"${x:.4f}"
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def finite(x: Any) -> Any:
+    """``x`` with non-finite floats as the strings ``"Infinity"``/``"-Infinity"``/``"NaN"`` (the
+    convention of ``ReliabilityReport.to_dict``), so it can be stored as strict JSON."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    if isinstance(x, Mapping):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite(v) for v in x]
+    return x
+
+
+def as_plain(x: Any) -> Any:
+    """A JSON-ready form of a library result: ``to_dict()`` when it has one, else itself."""
+    if hasattr(x, "to_dict"):
+        return x.to_dict()
+    if isinstance(x, Mapping):
+        return dict(x)
+    return x
+
+
+# --------------------------------------------------------------------------- presenting a run
+
+def _num(x: Any) -> Optional[float]:
+    if isinstance(x, str) and x in ("Infinity", "-Infinity", "NaN"):
+        return float(x.lower().replace("infinity", "inf"))
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def report_rows(report: Mapping) -> list[dict]:
+    """One row per slice (and ``all`` first): tasks, trials, success, pass^k, dollars, $/success.
+
+    >>> rows = report_rows({"k": 2, "n_tasks": 2, "n_trials": 4, "success_rate": 0.5, "pass_hat_k": 0.5,
+    ...                     "cost": {"total_dollars": 0.02, "cost_per_success": 0.01}})
+    >>> rows[0]["slice"], rows[0]["cost_per_success"]
+    ('all', 0.01)
+    """
+    cost = report.get("cost") or {}
+    per_cost = cost.get("per_slice") or {}
+
+    def row(label: str, r: Mapping, c: Mapping) -> dict:
+        return {"slice": label, "tasks": r.get("n_tasks"), "trials": r.get("n_trials"),
+                "success": r.get("success_rate"), f"pass^{report.get('k', 1)}": r.get("pass_hat_k"),
+                "dollars": _num(c.get("total_dollars")),
+                "cost_per_success": _num(c.get("cost_per_success"))}
+
+    return [row("all", report, cost)] + [row(label, s, per_cost.get(label) or {})
+                                         for label, s in sorted((report.get("per_slice") or {}).items())]
+
+
+def _cell(x: Any, money: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        if money:
+            return "inf" if math.isinf(x) else f"${x:.4f}"
+        return f"{x:.3f}"
+    return str(x)
+
+
+def report_markdown(manifest: Mapping, report: Mapping) -> str:
+    """The run's report as Markdown: headline, per-slice table, gate verdict, warnings."""
+    suite, prov = manifest.get("suite") or {}, manifest.get("provenance") or {}
+    k = report.get("k", 1)
+    ci = report.get("success_ci") or (None, None)
+    lines = [f"# {suite.get('name', 'suite')} {suite.get('version', '')}: run `{manifest.get('run_id')}`",
+             "",
+             f"agent `{manifest.get('agent') or (manifest.get('source') or {}).get('kind', '?')}`, "
+             f"model `{prov.get('model') or '?'}`, k={k}, seed {prov.get('seed')}; "
+             f"success {_cell(report.get('success_rate'))} (95% CI {_cell(ci[0])}-{_cell(ci[1])}), "
+             f"pass^{k} {_cell(report.get('pass_hat_k'))}, pass@{k} {_cell(report.get('pass_at_k'))}",
+             ""]
+    rows = report_rows(report)
+    head = list(rows[0])
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        lines.append("| " + " | ".join(_cell(r[h], money=h in ("dollars", "cost_per_success"))
+                                       for h in head) + " |")
+    gate = manifest.get("gate")
+    if gate:
+        verdict = ("REFUSED: " + gate["refused"]) if gate.get("refused") else \
+            ("passed" if gate.get("passed") else "FAILED")
+        lines += ["", f"**Gate** vs baseline `{gate.get('baseline')}`: {verdict}"]
+        lines += [f"- {r}" for r in gate.get("reasons") or []]
+        lines += [f"- warning: {w}" for w in gate.get("warnings") or []]
+    notes = list((report.get("detail") or {}).get("warnings") or []) + \
+        list((report.get("cost") or {}).get("warnings") or [])
+    if notes:
+        lines += ["", "Warnings:"] + [f"- {w}" for w in notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,39 @@
+"""The bounded task runners a run can fan its trial chunks out on."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from ek_agents.errors import InvalidInput, MissingDependency, UnknownName, did_you_mean
+
+RUNNERS = ("threads", "dask")
+
+
+def make_task_runner(kind: str = "threads", *, max_workers: int = 4,
+                     dask_address: Optional[str] = None) -> Any:
+    """A task runner for the trial chunks, always bounded.
+
+    - ``"threads"``: ``ThreadPoolTaskRunner(max_workers)`` (Prefect's default pool is unbounded).
+    - ``"dask"`` with ``dask_address``: an existing Dask cluster (``tcp://host:8786``). Its
+      workers must reach the Prefect API (a real server: ``PREFECT_API_URL``) and the store
+      (a shared one, e.g. ``s3://``).
+    - ``"dask"`` without an address: a LocalCluster of ``max_workers`` threads inside this
+      process (works with Prefect's ephemeral API; worker processes could not reach it).
+    """
+    if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+        raise InvalidInput(f"max_workers must be an int >= 1, got {max_workers!r}")
+    if kind == "threads":
+        return ThreadPoolTaskRunner(max_workers=max_workers)
+    if kind != "dask":
+        raise UnknownName(f"unknown task_runner {kind!r}: use one of {list(RUNNERS)}"
+                          f"{did_you_mean(str(kind), RUNNERS)}")
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise MissingDependency("task_runner='dask' needs prefect-dask: "
+                                "pip install 'ek-agents[dask]'") from None
+    if dask_address:
+        return DaskTaskRunner(address=dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": max_workers,
+                                          "processes": False, "dashboard_address": None})

@@ -1,0 +1,32 @@
+"""Agents for the pipeline tests: seeded, stochastic, priced, and counted."""
+from __future__ import annotations
+
+import random
+import threading
+
+from ek_agents.base import Cost, Episode, RunProvenance
+
+#: (task_id, seed) of every call, across threads.
+CALLS: list = []
+_LOCK = threading.Lock()
+MODEL = "gpt-4o-mini-2024-07-18"
+
+
+def _answer(task, seed: int, p: float) -> Episode:
+    with _LOCK:
+        CALLS.append((task.task_id, seed))
+    rng = random.Random(f"{task.task_id}/{seed}")
+    ok = rng.random() < p
+    return Episode(task.task_id, output=task.input.upper() if ok else "?",
+                   cost=Cost(input_tokens=1000 + rng.randrange(500), output_tokens=100),
+                   run=RunProvenance(model=MODEL, temperature=0.7))
+
+
+def counting_agent(task, *, seed: int) -> Episode:
+    """Right about 70% of the time."""
+    return _answer(task, seed, 0.7)
+
+
+def worse_agent(task, *, seed: int) -> Episode:
+    """Right about 20% of the time."""
+    return _answer(task, seed, 0.2)
