@@ -59,6 +59,7 @@ import hashlib
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
@@ -642,9 +643,9 @@ def dump_suite(suite_or_tasks: Union[Suite, Iterable[TaskSpec]], path: Union[str
             else:
                 defs.setdefault(tool.name, tool)
     shared = {n: tl for n, tl in defs.items() if tl is not None}
-    checkers = {t.checker for t in tasks}
-    if checker is None and len(checkers) == 1:
-        checker = next(iter(checkers))
+    if checker is None:  # the most common checker becomes the suite default
+        counts = Counter(t.checker for t in tasks)
+        checker = max(counts, key=lambda c: counts[c])
     header: dict = {"name": name or os.path.basename(path).split(".")[0] or "suite"}
     if version:
         header["version"] = version
