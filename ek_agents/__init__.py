@@ -39,7 +39,7 @@ for _mod, _names in {
     "judge": ["JudgeSignal", "JudgeMetric", "pairwise_judge", "judge_validation"],
     "reporting": ["reliability", "ReliabilityReport"],
     "harness": ["run_suite", "save_agent_baseline", "load_agent_baseline",
-                "agent_regression_gate", "AgentGateResult"],
+                "agent_regression_gate", "AgentGateResult", "run_trials", "build_report"],
     "facades": ["score", "evaluate", "estimate_quality"],
     "store": ["Store"],
     "suite": ["load_suite", "dump_suite", "Suite"],

@@ -1,0 +1,394 @@
+"""Agent baselines and the regression gate that fails only on evidence, not on noise.
+
+:func:`save_agent_baseline` freezes a :class:`~ek_agents.reporting.ReliabilityReport` and its
+:class:`~ek_agents.base.RunProvenance` as ``baselines/<name>.json`` in a store;
+:func:`agent_regression_gate` compares a new report with it:
+
+- **success rate** -- Newcombe's score interval on ``current - baseline``; a regression when
+  its upper bound is below ``-tolerance``.
+- **pass^k** (both runs with the same ``k > 1``) -- the combined bound
+  (:func:`~ek_agents.stats.difference_upper_bound` of the two bootstrap CIs) below
+  ``-tolerance``.
+- **cost per success** (both runs priced) -- with both bootstrap CIs: a regression when the
+  *lower* bound of ``current - baseline`` exceeds ``cost_tolerance * baseline`` (we are
+  confident cost per success rose by more than the relative tolerance); without CIs the point
+  estimates decide (``current > baseline * (1 + cost_tolerance)``). An infinite cost per
+  success (no success at all) is left to the success-rate check.
+
+The gate fails when *any* check fires, so its false-alarm rate is held family-wise: with m
+checks made (success rate, plus pass^k and cost when they apply) each runs at one-sided
+``ALPHA / m`` (Bonferroni; ``ALPHA`` = 2.5%, so a lone check uses the spec's z = 1.96 and two
+checks z = 2.24). Without that split, two 2.5% checks on the same run would false-alarm up to
+5-7% of the time (measured: the pass^k bootstrap bound alone is a little anti-conservative on
+60 tasks). A result that is worse but not
+significantly so passes with ``underpowered=True``, a warning, and a ``hint``: the trials per
+run that would detect the observed drop at 80% power (:func:`~ek_agents.stats.trials_for_power`).
+
+>>> from ek_agents.reporting import reliability
+>>> base = reliability({f"t{i}": [True] * 9 + [False] for i in range(20)}, k=1)
+>>> gate = agent_regression_gate(reliability({f"t{i}": [True] * 5 + [False] * 5 for i in range(20)}), base)
+>>> gate.passed, gate.reasons[0].split(":")[0]
+(False, 'success rate')
+>>> agent_regression_gate(base, base).passed
+True
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any, Optional, Union
+
+from pydantic import Field
+
+from .base import RunProvenance, _JsonShape
+from .core import shape
+from .errors import BaselineError, IncomparableRuns, InvalidInput
+from .store import Store, open_store
+
+__all__ = ["AgentGateResult", "save_agent_baseline", "load_agent_baseline",
+           "agent_regression_gate", "BASELINE_KIND", "ALPHA", "POWER", "Z"]
+
+#: ``kind`` tag of a stored baseline document.
+BASELINE_KIND = "ek-agents/agent-baseline"
+#: The gate's family-wise one-sided false-alarm rate: each of its m checks runs at ALPHA / m.
+ALPHA = 0.025
+#: z of the bound when a single check is made (the spec's 95% two-sided intervals).
+Z = 1.96
+#: Power the sample-size hint aims for.
+POWER = 0.8
+
+
+@shape()
+class AgentGateResult(_JsonShape):
+    """Outcome of a variance-aware agent regression check.
+
+    ``reasons`` holds one sentence per failed check (metric, change, its interval, the
+    threshold); ``warnings`` the non-failing concerns (``underpowered``, skipped checks);
+    ``hint`` the sample-size advice when underpowered; ``details["checks"]`` every check with
+    its numbers.
+    """
+
+    passed: bool = True
+    reasons: tuple[str, ...] = ()
+    pass_hat_k: Optional[float] = None
+    pass_hat_k_baseline: Optional[float] = None
+    success_rate: Optional[float] = None
+    success_rate_baseline: Optional[float] = None
+    cost_per_success: Optional[float] = None
+    cost_per_success_baseline: Optional[float] = None
+    underpowered: bool = False
+    warnings: tuple[str, ...] = ()
+    hint: Optional[str] = None
+    details: dict = Field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+# --------------------------------------------------------------------------- baselines
+
+def _as_report(x: Any, what: str, err: type = InvalidInput) -> Any:
+    from .reporting import ReliabilityReport
+
+    if isinstance(x, ReliabilityReport):
+        return x
+    if isinstance(x, Mapping):
+        try:
+            return ReliabilityReport.from_dict(x)
+        except Exception as exc:  # noqa: BLE001 -- any parse failure is a malformed input
+            raise err(f"{what} is not a valid ReliabilityReport: {exc}") from None
+    raise err(f"{what} must be a ReliabilityReport (or its to_dict()), got {type(x).__name__}")
+
+
+def _as_run(x: Any, what: str, err: type = InvalidInput) -> Optional[RunProvenance]:
+    if x is None or isinstance(x, RunProvenance):
+        return x
+    if isinstance(x, Mapping):
+        try:
+            return RunProvenance.from_dict(x)
+        except Exception as exc:  # noqa: BLE001
+            raise err(f"{what} has a malformed run provenance: {exc}") from None
+    raise err(f"{what}: run provenance must be a RunProvenance or a dict, got {type(x).__name__}")
+
+
+def save_agent_baseline(report: Any, name: str, *, rootdir: Union[Store, str, None] = None,
+                        run: Optional[RunProvenance] = None) -> dict:
+    """Freeze a run as a named baseline (including its provenance, so the gate can guard it).
+
+    Writes ``baselines/<name>.json`` to the store at ``rootdir`` (any Store URL; default
+    ``EK_STORE`` or ``./.ek``) and returns the stored document ``{"kind", "name", "created",
+    "report", "run"}``. ``run`` defaults to the provenance recorded in
+    ``report.detail["run"]``. Raises :class:`~ek_agents.errors.BaselineError` (a ValueError)
+    when the run evaluated nothing: an empty baseline would be a permanent free pass.
+    """
+    Store.validate_name(name, what="baseline name")
+    rep = _as_report(report, "save_agent_baseline: report")
+    if rep.n_trials <= 0:
+        raise BaselineError(
+            f"save_agent_baseline({name!r}): the report evaluated nothing (0 trials); an empty "
+            "baseline is a permanent free pass -- run the suite first")
+    prov = _as_run(run if run is not None else rep.detail.get("run"), "save_agent_baseline")
+    doc = {"schema_version": 1, "kind": BASELINE_KIND, "name": name,
+           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "report": rep.to_dict(), "run": None if prov is None else prov.to_dict()}
+    open_store(rootdir).save_baseline(name, doc)
+    return doc
+
+
+def load_agent_baseline(name: str, *, rootdir: Union[Store, str, None] = None) -> Optional[dict]:
+    """Load a named agent baseline (or ``None`` when there is none)."""
+    return open_store(rootdir).load_baseline(name)
+
+
+def _baseline_parts(baseline: Any, rootdir: Any) -> tuple:
+    from .reporting import ReliabilityReport
+
+    label = "the baseline"
+    if isinstance(baseline, str):
+        label = f"baseline {baseline!r}"
+        st = open_store(rootdir)
+        doc = st.load_baseline(baseline)
+        if doc is None:
+            raise BaselineError(f"no baseline named {baseline!r} in store {st.url!r}: save one "
+                                f"with save_agent_baseline(report, {baseline!r})")
+        baseline = doc
+    if isinstance(baseline, ReliabilityReport):
+        return baseline, _as_run(baseline.detail.get("run"), label, BaselineError), label
+    if not isinstance(baseline, Mapping):
+        raise BaselineError(f"{label} must be a name, a saved baseline dict or a "
+                            f"ReliabilityReport, got {type(baseline).__name__}")
+    if "report" in baseline:
+        rep = _as_report(baseline["report"], label, BaselineError)
+        run = baseline.get("run")
+    elif "n_trials" in baseline:  # a bare report dict
+        rep = _as_report(baseline, label, BaselineError)
+        run = rep.detail.get("run")
+    else:
+        raise BaselineError(f"{label} is malformed: expected the dict save_agent_baseline "
+                            f"returns (keys 'report' and 'run'), got keys {sorted(baseline)[:8]}")
+    return rep, _as_run(run, label, BaselineError), label
+
+
+def _check_counts(rep: Any, label: str, err: type) -> None:
+    if rep.n_trials <= 0:
+        raise err(f"{label} recorded zero trials: it would be a permanent free pass; "
+                  "re-run the suite and save a baseline that evaluated something")
+    if not 0 <= rep.n_success <= rep.n_trials:
+        raise err(f"{label} is malformed: n_success={rep.n_success} with n_trials={rep.n_trials}")
+
+
+# --------------------------------------------------------------------------- the gate
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _pts(x: float) -> str:
+    return f"{100 * x:+.1f} pts" if x else "0.0 pts"
+
+
+def _usd(x: float) -> str:
+    return f"${x:.4g}"
+
+
+def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
+                          cost_tolerance: float = 0.0,
+                          rootdir: Union[Store, str, None] = None) -> AgentGateResult:
+    """Fail only when the evidence says the agent **really** got worse -- not on noise.
+
+    ``baseline`` is a name (loaded from the store at ``rootdir``), the dict
+    :func:`save_agent_baseline` / :func:`load_agent_baseline` return, or a report.
+    ``tolerance`` is in success-rate / pass^k units (0.02 = 2 points); ``cost_tolerance`` a
+    relative increase of cost per success (0.1 = 10%). See the module docstring for the rules.
+
+    Raises :class:`~ek_agents.errors.IncomparableRuns` (a ValueError) when the simulator, suite
+    version or scaffold differ, and :class:`~ek_agents.errors.BaselineError` (a ValueError)
+    when the baseline recorded zero trials or is malformed.
+    """
+    from . import stats
+
+    for nm, v in (("tolerance", tolerance), ("cost_tolerance", cost_tolerance)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise InvalidInput(f"agent_regression_gate: {nm} must be a number >= 0, got {v!r}")
+    cur = _as_report(report, "agent_regression_gate: report")
+    base, base_run, label = _baseline_parts(baseline, rootdir)
+    _check_counts(base, label, BaselineError)
+    _check_counts(cur, "the current run", InvalidInput)
+    cur_run = _as_run(cur.detail.get("run"), "the current report")
+    _check_comparable(cur_run, base_run, label)
+
+    warnings: list[str] = []
+    # which checks apply decides the per-check level (Bonferroni over the checks made)
+    do_hat = False
+    if cur.k > 1 or base.k > 1:
+        if cur.k != base.k:
+            warnings.append(f"pass^k not compared: this run has k={cur.k}, {label} k={base.k}; "
+                            "run both with the same k")
+        elif cur.pass_hat_k is None or base.pass_hat_k is None:
+            warnings.append("pass^k not compared: a run has no task with k trials")
+        else:
+            do_hat = True
+    cost_inputs = _cost_inputs(cur.cost, base.cost, warnings)
+    m = 1 + do_hat + (cost_inputs is not None)
+    z = Z if m == 1 else stats.normal_quantile(1.0 - ALPHA / m)
+    level = 1.0 - 2.0 * ALPHA / m
+    checks: list[dict] = []
+
+    # success rate: Newcombe difference
+    p_c, p_b = cur.n_success / cur.n_trials, base.n_success / base.n_trials
+    lo, hi = stats.newcombe_difference(cur.n_success, cur.n_trials, base.n_success, base.n_trials, z=z)
+    checks.append(_check("success rate", p_c, p_b, p_c - p_b, (lo, hi), -tolerance, level,
+                         regressed=hi < -tolerance, worse=p_c - p_b < -tolerance,
+                         method="Newcombe score interval on the difference"))
+
+    # pass^k: combined bound of the two bootstrap CIs, same k > 1 only
+    if do_hat:
+        d = cur.pass_hat_k - base.pass_hat_k
+        ub = _bound(stats, cur.pass_hat_k, cur.pass_hat_k_ci, base.pass_hat_k, base.pass_hat_k_ci, z)
+        lb = _bound(stats, base.pass_hat_k, base.pass_hat_k_ci, cur.pass_hat_k, cur.pass_hat_k_ci, z)
+        if ub is None:
+            warnings.append("pass^k not compared: a pass^k interval is missing or not finite")
+        else:
+            checks.append(_check(f"pass^{cur.k}", cur.pass_hat_k, base.pass_hat_k, d,
+                                 (None if lb is None else -lb, ub), -tolerance, level,
+                                 regressed=ub < -tolerance, worse=d < -tolerance,
+                                 method="combined bound of the two bootstrap CIs"))
+
+    # cost per success
+    if cost_inputs is not None:
+        checks.append(_cost_check(*cost_inputs, cost_tolerance, z, level, stats))
+
+    regressed = [c for c in checks if c["regressed"]]
+    underpowered = not regressed and any(c["worse"] for c in checks)
+    hint = None
+    if underpowered:
+        worse = [c["metric"] for c in checks if c["worse"]]
+        warnings.insert(0, f"underpowered: {', '.join(worse)} got worse, but not by more than "
+                           "the noise of runs this size; this pass is not evidence of no regression")
+        hint = _power_hint(checks, cur, base, tolerance, ALPHA / m, stats)
+    return AgentGateResult(
+        passed=not regressed, reasons=tuple(c["sentence"] for c in regressed),
+        pass_hat_k=cur.pass_hat_k, pass_hat_k_baseline=base.pass_hat_k,
+        success_rate=p_c, success_rate_baseline=p_b,
+        cost_per_success=_num(cur.cost.get("cost_per_success")),
+        cost_per_success_baseline=_num(base.cost.get("cost_per_success")),
+        underpowered=underpowered, warnings=tuple(warnings), hint=hint,
+        details={"checks": checks, "tolerance": tolerance, "cost_tolerance": cost_tolerance,
+                 "z": z, "alpha_per_check": ALPHA / m, "alpha": ALPHA,
+                 "n_trials": cur.n_trials, "n_trials_baseline": base.n_trials,
+                 "k": cur.k, "k_baseline": base.k, "baseline": label},
+    )
+
+
+def _num(x: Any) -> Optional[float]:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _check_comparable(cur: Optional[RunProvenance], base: Optional[RunProvenance], label: str) -> None:
+    a, b = cur or RunProvenance(), base or RunProvenance()
+    diffs = [f"{f}: {getattr(b, f)!r} in {label}, {getattr(a, f)!r} now"
+             for f in ("simulator", "suite_version", "scaffold") if getattr(a, f) != getattr(b, f)]
+    if diffs:
+        raise IncomparableRuns(
+            "the runs are not comparable (" + "; ".join(diffs) + "): re-run with the baseline's "
+            "settings, or save a new baseline for the new ones (save_agent_baseline)")
+
+
+def _check(metric: str, now: float, before: float, change: float, ci: tuple, threshold: float,
+           level: float, *, regressed: bool, worse: bool, method: str, relative: bool = False) -> dict:
+    lo, hi = ci
+    pct = f"{100 * level:.4g}% CI"
+    if relative:  # cost per success: change and interval as relative increases
+        fmt_d = (lambda x: "?" if x is None else f"{100 * x:+.1f}%")
+        sentence = (f"{metric}: {_usd(before)} -> {_usd(now)} (change {fmt_d(change)}, {pct} "
+                    f"[{fmt_d(lo)}, {fmt_d(hi)}]); the lower bound is "
+                    f"{'above' if regressed else 'not above'} the threshold {fmt_d(threshold)}")
+    else:
+        fmt_p = (lambda x: "?" if x is None else _pts(x))
+        sentence = (f"{metric}: {_pct(before)} -> {_pct(now)} (change {_pts(change)}, {pct} "
+                    f"[{fmt_p(lo)}, {fmt_p(hi)}]); the upper bound is "
+                    f"{'below' if regressed else 'not below'} the threshold {_pts(threshold)}")
+    if regressed:
+        sentence += " -- a real regression, not noise"
+    return {"metric": metric, "value": now, "baseline": before, "change": change,
+            "ci": [lo, hi], "level": level, "threshold": threshold, "regressed": regressed,
+            "worse": worse, "method": method, "sentence": sentence}
+
+
+def _bound(stats: Any, a: float, ci_a: Any, b: float, ci_b: Any, z: float) -> Optional[float]:
+    """Upper bound of ``a - b`` at ``z`` from two 95% CIs (the bootstrap CIs are 95%).
+
+    ``difference_upper_bound`` reads each CI as a ``z``-level interval, so it is called at the
+    CIs' own z (1.96) and its margin is then widened to the level this check runs at.
+    """
+    ub = stats.difference_upper_bound(a, ci_a, b, ci_b, z=Z)
+    return None if ub is None else (a - b) + (z / Z) * (ub - (a - b))
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _cost_inputs(cur: Mapping, base: Mapping, warnings: list) -> Optional[tuple]:
+    c, b = cur.get("cost_per_success"), base.get("cost_per_success")
+    if c is None or b is None:
+        if c is not None or b is not None:
+            warnings.append("cost per success not compared: one of the runs has no prices")
+        return None
+    if not (_finite(c) and _finite(b)) or b <= 0:
+        warnings.append(f"cost per success not compared: {c!r} now vs {b!r} in the baseline "
+                        "(infinite means no success; the success-rate check covers that)")
+        return None
+    return float(c), float(b), cur.get("cost_per_success_ci"), base.get("cost_per_success_ci")
+
+
+def _cost_check(c: float, b: float, ci_c: Any, ci_b: Any, tol: float, z: float, level: float,
+                stats: Any) -> dict:
+    change = (c - b) / b
+    lb_abs = ub_abs = None
+    if ci_c is not None and ci_b is not None:
+        ub_neg = _bound(stats, b, ci_b, c, ci_c, z)  # upper bound of (b - c)
+        ub_abs = _bound(stats, c, ci_c, b, ci_b, z)  # upper bound of (c - b)
+        lb_abs = None if ub_neg is None else -ub_neg
+    if lb_abs is not None:
+        chk = _check("cost per success", c, b, change,
+                     (lb_abs / b, None if ub_abs is None else ub_abs / b), tol, level,
+                     regressed=lb_abs > tol * b, worse=change > tol, relative=True,
+                     method="lower bound of the difference from the two bootstrap CIs")
+    else:
+        regressed = c > b * (1 + tol)
+        chk = _check("cost per success", c, b, change, (None, None), tol, level,
+                     regressed=regressed, worse=change > tol, relative=True,
+                     method="point estimates (no bootstrap CIs to bound the change)")
+        chk["sentence"] = (f"cost per success: {_usd(b)} -> {_usd(c)} (change {100 * change:+.1f}%, "
+                           "no CI available, so the point estimates decide); the change is "
+                           f"{'above' if regressed else 'not above'} the threshold {100 * tol:+.1f}%"
+                           + (" -- a regression" if regressed else ""))
+    return chk
+
+
+def _power_hint(checks: list, cur: Any, base: Any, tolerance: float, alpha: float,
+                stats: Any) -> Optional[str]:
+    parts = []
+    for c in checks:
+        if not c["worse"] or c["metric"] == "cost per success":
+            continue
+        before = c["baseline"]
+        effect = -c["change"] - tolerance  # the part of the drop beyond the tolerance
+        if effect <= 0:
+            continue
+        target = min(max(before - effect, 0.0), 1.0)
+        try:
+            n = stats.trials_for_power(before, target, alpha=alpha, power=POWER)
+        except (InvalidInput, ValueError):
+            continue
+        if c["metric"] == "success rate":
+            parts.append(f"detecting a success-rate drop of {100 * effect:.1f} pts beyond the "
+                         f"tolerance (from {_pct(before)}) at {int(POWER * 100)}% power needs about {n} trials "
+                         f"per run (this run has {cur.n_trials}, the baseline {base.n_trials})")
+        else:  # pass^k averages per-task estimators: the units are tasks (k trials each)
+            parts.append(f"detecting a {c['metric']} drop of {100 * effect:.1f} pts at "
+                         f"{int(POWER * 100)}% power needs about {n} tasks x k={cur.k} = "
+                         f"{n * cur.k} trials per run (this run has {cur.n_tasks} tasks)")
+    return "; ".join(parts) + "." if parts else None

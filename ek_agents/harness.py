@@ -1,0 +1,521 @@
+"""The agent task-suite harness: k trials, per-slice cuts, and a gate that survives noise.
+
+:func:`run_suite` = :func:`run_trials` (run the agent, concurrently, seeded, fault-tolerant,
+optionally persisted and resumable) + :func:`build_report` (grade -> metrics -> cost ->
+reliability). The baseline and gate functions live in :mod:`ek_agents.gate` and are re-exported.
+
+>>> from ek_agents.base import TaskSpec
+>>> tasks = [TaskSpec("t1", input="hi", gold="HI"), TaskSpec("t2", input="yo", gold="YO")]
+>>> def agent(task, *, seed):            # accepts `seed`: trial i gets seed + i
+...     return task.input.upper() if seed % 2 == 0 else "?"
+>>> eps = run_trials(agent, tasks, k=2, seed=10)
+>>> [(e.task_id, e.meta["trial"], e.run.seed, e.output) for e in eps]
+[('t1', 0, 10, 'HI'), ('t1', 1, 11, '?'), ('t2', 0, 10, 'YO'), ('t2', 1, 11, '?')]
+>>> run_suite(agent, tasks, k=2, seed=10).success_rate
+0.5
+
+Fault handling: an agent that raises, or overruns ``timeout_s``, yields a failed episode
+(``success=False``, ``meta["error"] = "<Type>: <message>"``, ``meta["error_kind"]`` =
+``"exception"`` | ``"timeout"`` | ``"infrastructure"``); one bad trial never aborts the suite.
+:class:`~ek_agents.errors.TransientAgentError` is retried up to ``retries`` times with
+exponential backoff (``backoff_s * 2**i``); the retries are counted in ``Cost.retries`` (or in
+``meta["retries"]`` when the agent reported no Cost -- an unknown cost stays unknown).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional, Union
+
+from .base import Episode, RunProvenance, TaskSpec, suite_grammar
+from .errors import (AgentTimeout, EkAgentsError, IntegrityError, InvalidInput,
+                     TransientAgentError)
+from .gate import AgentGateResult, agent_regression_gate, load_agent_baseline, save_agent_baseline
+from .store import Store, episode_key, open_store
+
+__all__ = ["run_suite", "run_trials", "build_report", "new_run_id", "task_table",
+           "save_agent_baseline", "load_agent_baseline", "agent_regression_gate",
+           "AgentGateResult"]
+
+Pair = tuple  # (task_id, trial)
+
+
+def new_run_id() -> str:
+    """A fresh, sortable run id: ``<UTC timestamp>-<8 hex>``."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+
+
+def task_table(tasks: Any) -> dict[str, TaskSpec]:
+    """``{task_id: TaskSpec}`` from TaskSpecs, dicts, a mapping, or a Suite (``.tasks``)."""
+    if hasattr(tasks, "tasks") and not isinstance(tasks, Mapping):
+        tasks = tasks.tasks
+    items = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
+    table: dict[str, TaskSpec] = {}
+    for t in items:
+        if isinstance(t, Mapping):
+            t = TaskSpec.from_dict(t)
+        if not isinstance(t, TaskSpec):
+            raise InvalidInput(f"tasks must be TaskSpecs (or a {{task_id: TaskSpec}} mapping), got {t!r:.80}")
+        if t.task_id in table:
+            raise InvalidInput(f"task_id {t.task_id!r} appears twice in tasks; task ids must be unique")
+        table[t.task_id] = t
+    if not table:
+        raise InvalidInput("tasks is empty: give at least one TaskSpec")
+    return table
+
+
+# --------------------------------------------------------------------------- run_trials
+
+def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] = None,
+               run: Optional[RunProvenance] = None, max_concurrency: int = 8,
+               timeout_s: Optional[float] = None, retries: int = 0,
+               store: Union[Store, str, None] = None, run_id: Optional[str] = None,
+               only: Optional[Any] = None, backoff_s: float = 0.5,
+               progress: Optional[bool] = None) -> list[Episode]:
+    """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
+
+    Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
+    ``episode.meta["trial"]`` is the trial index and ``episode.run.seed`` its seed
+    (``seed + trial``; passed to the agent when it accepts a ``seed`` keyword or ``**kwargs``).
+
+    - ``agent``: ``TaskSpec -> Episode | answer``, a plain or ``async def`` callable. Sync agents
+      run on worker threads, async ones on the event loop; at most ``max_concurrency`` trials
+      run at once.
+    - ``timeout_s`` bounds each attempt (retries get a fresh budget). An async agent is
+      cancelled; a sync one cannot be killed, so its thread is abandoned and its late result
+      dropped -- a hung agent never stalls the suite.
+    - ``run``: provenance merged onto each episode (fields set here win; empty ones are filled
+      from the agent's own ``episode.run``).
+    - ``store`` + ``run_id``: each episode is written as it finishes to
+      ``runs/<run_id>/episodes/<task>/<trial>.json``; trials already stored there are loaded,
+      not re-run (so a killed run resumes without losing or duplicating anything). ``run_id``
+      alone uses the default store; ``store`` alone is an error.
+    - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
+    - ``progress``: a rich progress bar (default: when stderr is a terminal).
+    """
+    specs = task_table(tasks)
+    _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
+                  retries=retries, run=run, backoff_s=backoff_s)
+    wanted = _wanted_pairs(specs, k, only)
+    st: Optional[Store] = None
+    if store is not None or run_id is not None:
+        if run_id is None:
+            raise InvalidInput("run_trials: persisting to a store needs a run_id "
+                               "(e.g. harness.new_run_id()); pass run_id=...")
+        Store.validate_name(run_id, what="run id")
+        st = open_store(store)
+    done = _load_done(st, run_id, wanted, seed) if st is not None else {}
+    todo = [p for p in wanted if p not in done]
+    ran: dict = {}
+    if todo:
+        show = sys.stderr.isatty() if progress is None else bool(progress)
+        runner = _Runner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
+                         timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
+                         store=st, run_id=run_id)
+        ran = _run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
+                                                    show=show))
+    merged = {**done, **ran}
+    return [merged[p] for p in wanted]
+
+
+def _check_params(agent: Any, *, k: Any, seed: Any, max_concurrency: Any, timeout_s: Any,
+                  retries: Any, run: Any, backoff_s: Any) -> None:
+    if not callable(agent):
+        raise InvalidInput(f"agent must be callable (TaskSpec -> Episode or answer), got {agent!r:.80}; "
+                           "wrap a plain function with as_agent(fn)")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInput(f"k must be an int >= 1 (trials per task), got {k!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise InvalidInput(f"seed must be an int or None, got {seed!r}")
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
+        raise InvalidInput(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+    if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+        raise InvalidInput(f"timeout_s must be a positive number of seconds or None, got {timeout_s!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise InvalidInput(f"retries must be an int >= 0, got {retries!r}")
+    if not (isinstance(backoff_s, (int, float)) and backoff_s >= 0):
+        raise InvalidInput(f"backoff_s must be a number >= 0, got {backoff_s!r}")
+    if run is not None and not isinstance(run, RunProvenance):
+        raise InvalidInput(f"run must be a RunProvenance or None, got {run!r:.80}")
+
+
+def _wanted_pairs(specs: Mapping[str, TaskSpec], k: int, only: Any) -> list[Pair]:
+    every = [(tid, i) for tid in sorted(specs) for i in range(k)]
+    if only is None:
+        return every
+    known = set(every)
+    chosen = set()
+    for p in only:
+        try:
+            pair = (p[0], p[1])
+        except (TypeError, IndexError, KeyError):
+            raise InvalidInput(f"only: each item must be a (task_id, trial) pair, got {p!r}") from None
+        if pair not in known:
+            why = (f"task {pair[0]!r} is not in the suite" if pair[0] not in specs
+                   else f"trial must be in 0..{k - 1} (k={k})")
+            raise InvalidInput(f"only: {pair!r} is not a trial of this run: {why}")
+        chosen.add(pair)
+    return sorted(chosen)
+
+
+def _load_done(st: Store, run_id: str, wanted: list[Pair], seed: Optional[int]) -> dict:
+    by_key = {episode_key(run_id, tid, i): (tid, i) for tid, i in wanted}
+    present = [key for key in st.list(f"runs/{run_id}/episodes") if key in by_key]
+    if not present:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(present))) as ex:
+        loaded = list(ex.map(lambda key: _read_episode(st, key), present))
+    done = {}
+    for key, ep in zip(present, loaded):
+        if ep is None:  # unreadable (not written by us): run the trial again
+            continue
+        tid, i = by_key[key]
+        stored_seed = ep.run.seed if ep.run is not None else None
+        if seed is not None and stored_seed != seed + i:
+            raise InvalidInput(
+                f"run {run_id!r} already stored trial {i} of task {tid!r} with seed {stored_seed!r}, "
+                f"but this call asks for seed {seed + i} (seed={seed}): resume with the seed the "
+                "run started with, or start a new run_id")
+        done[(tid, i)] = ep
+    return done
+
+
+def _read_episode(st: Store, key: str) -> Optional[Episode]:
+    try:
+        return Episode.from_dict(st.read_json(key))
+    except (IntegrityError, InvalidInput):
+        return None
+
+
+def _run_coroutine(factory: Callable[[], Any]) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    # called from inside an event loop (a notebook, an async flow): use a loop of our own
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ek-harness") as ex:
+        return ex.submit(lambda: asyncio.run(factory())).result()
+
+
+def _is_async(agent: Any) -> bool:
+    return inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
+        getattr(agent, "__call__", None))
+
+
+def _accepts_seed(agent: Any) -> bool:
+    try:
+        params = inspect.signature(agent).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind == p.VAR_KEYWORD or (p.name == "seed" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+               for p in params)
+
+
+class _Runner:
+    """One run's trial loop (kept in an object so the async pieces share their settings)."""
+
+    def __init__(self, agent: Callable, specs: Mapping[str, TaskSpec], *, seed: Optional[int],
+                 run: Optional[RunProvenance], max_concurrency: int, timeout_s: Optional[float],
+                 retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str]):
+        self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
+        self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
+        self.retries, self.backoff_s = retries, backoff_s
+        self.store, self.run_id = store, run_id
+        self.is_async = _is_async(agent)
+        self.pass_seed = _accepts_seed(agent)
+
+    async def run_all(self, todo: list[Pair], *, total: int, already: int, show: bool) -> dict:
+        self.sem = asyncio.Semaphore(self.max_concurrency)
+        results: dict = {}
+        bar = _progress(show, total, already)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for pair in todo:
+                    tg.create_task(self._one(pair, results, bar))
+        except BaseExceptionGroup as group:  # a store failure: surface it, not the group
+            raise group.exceptions[0] from None
+        finally:
+            if bar is not None:
+                bar[0].stop()
+        return results
+
+    async def _one(self, pair: Pair, results: dict, bar: Any) -> None:
+        ep = await self._trial(self.specs[pair[0]], pair[1])
+        if self.store is not None:
+            ep = await asyncio.to_thread(self._persist, ep, pair)
+        results[pair] = ep
+        if bar is not None:
+            bar[0].advance(bar[1])
+
+    def _persist(self, ep: Episode, pair: Pair) -> Episode:
+        key = episode_key(self.run_id, pair[0], pair[1])
+        try:
+            data = ep.to_dict()
+            self.store.write_json(key, data)
+        except (InvalidInput, ValueError, TypeError) as exc:  # the agent's output is not JSON
+            ep = _failed(self.specs[pair[0]], pair[1], ep.run, ep.meta.get("attempts", 1),
+                         InvalidInput(f"episode is not JSON-serializable, so it cannot be persisted: {exc}"),
+                         "exception", retries=ep.meta.get("retries", 0))
+            self.store.write_json(key, ep.to_dict())
+        return ep
+
+    async def _trial(self, task: TaskSpec, trial: int) -> Episode:
+        trial_seed = None if self.seed is None else self.seed + trial
+        kwargs = {"seed": trial_seed} if self.pass_seed and trial_seed is not None else {}
+        run = _merge_run(self.run, None, trial_seed)
+        attempts = transient = 0
+        async with self.sem:
+            t0 = time.perf_counter()
+            while True:
+                attempts += 1
+                try:
+                    result = await self._attempt(task, kwargs)
+                    break
+                except TransientAgentError as exc:
+                    if transient >= self.retries:
+                        return _failed(task, trial, run, attempts, exc, "infrastructure", transient)
+                    await asyncio.sleep(self.backoff_s * 2 ** transient)
+                    transient += 1
+                except AgentTimeout as exc:
+                    return _failed(task, trial, run, attempts, exc, "timeout", transient)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 -- one bad trial never aborts the suite
+                    return _failed(task, trial, run, attempts, exc, "exception", transient)
+            return _finish(result, task, trial, self.run, trial_seed, attempts, transient,
+                           time.perf_counter() - t0)
+
+    async def _attempt(self, task: TaskSpec, kwargs: dict) -> Any:
+        limit = self.timeout_s
+        t0 = time.perf_counter()
+        try:
+            if self.is_async:
+                return await asyncio.wait_for(self.agent(task, **kwargs), limit)
+            fut = _in_thread(asyncio.get_running_loop(), lambda: self.agent(task, **kwargs))
+            result = await asyncio.wait_for(fut, limit)
+            if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+                left = None if limit is None else max(limit - (time.perf_counter() - t0), 1e-3)
+                result = await asyncio.wait_for(result, left)
+            return result
+        except TimeoutError:
+            raise AgentTimeout(f"trial exceeded timeout_s={limit}") from None
+
+
+def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asyncio.Future:
+    """Run ``fn`` on a daemon thread of its own; its result lands in an asyncio future.
+
+    A thread per trial (the semaphore bounds how many run at once) rather than a fixed pool:
+    a sync agent that overruns its timeout cannot be killed, and a hung one must not hold a
+    pool worker forever -- it is abandoned (daemon: it never blocks interpreter exit) and the
+    suite goes on.
+    """
+    fut = loop.create_future()
+
+    def settle(result: Any, exc: Optional[BaseException]) -> None:
+        if fut.done():  # timed out and cancelled meanwhile: drop the late result
+            return
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+
+    def target() -> None:
+        try:
+            result, exc = fn(), None
+        except BaseException as e:  # noqa: BLE001 -- handed to the awaiting trial
+            result, exc = None, e
+        try:
+            loop.call_soon_threadsafe(settle, result, exc)
+        except RuntimeError:  # the run (and its loop) finished while this thread overran
+            pass
+
+    threading.Thread(target=target, daemon=True, name="ek-trial").start()
+    return fut
+
+
+def _merge_run(run: Optional[RunProvenance], own: Optional[RunProvenance],
+               trial_seed: Optional[int]) -> RunProvenance:
+    base = run or RunProvenance()
+    if own is None:
+        return dataclasses.replace(base, seed=trial_seed if trial_seed is not None else base.seed)
+    fields = {}
+    for f in ("temperature", "model", "simulator", "suite_version", "scaffold"):
+        mine = getattr(base, f)
+        fields[f] = mine if mine not in (None, "") else getattr(own, f)
+    seed = trial_seed if trial_seed is not None else (base.seed if base.seed is not None else own.seed)
+    return RunProvenance(seed=seed, **fields)
+
+
+def _finish(result: Any, task: TaskSpec, trial: int, run: Optional[RunProvenance],
+            trial_seed: Optional[int], attempts: int, transient: int, elapsed: float) -> Episode:
+    ep = result if isinstance(result, Episode) else Episode(task.task_id, output=result)
+    meta = dict(ep.meta)
+    if ep.task_id and ep.task_id != task.task_id:
+        meta["agent_task_id"] = ep.task_id
+    meta.update(trial=trial, attempts=attempts, latency_s=elapsed)
+    cost = ep.cost
+    if cost is not None:
+        cost = dataclasses.replace(cost, retries=cost.retries + transient,
+                                   latency_s=elapsed if cost.latency_s is None else cost.latency_s)
+    elif transient:
+        meta["retries"] = transient
+    return ep.replace(task_id=task.task_id, run=_merge_run(run, ep.run, trial_seed), cost=cost,
+                      meta=meta)
+
+
+def _failed(task: TaskSpec, trial: int, run: Optional[RunProvenance], attempts: int,
+            exc: BaseException, kind: str, retries: int = 0) -> Episode:
+    meta: dict = {"error": f"{type(exc).__name__}: {exc}", "error_kind": kind, "trial": trial,
+                  "attempts": attempts}
+    if retries:
+        meta["retries"] = retries
+    return Episode(task.task_id, success=False, run=run, meta=meta)
+
+
+def _progress(show: bool, total: int, already: int) -> Any:
+    if not show:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("trials"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   transient=True)
+    tid = bar.add_task("trials", total=total, completed=already)
+    bar.start()
+    return bar, tid
+
+
+# --------------------------------------------------------------------------- build_report
+
+def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
+                 metrics: Optional[Mapping[str, Any]] = None, price: Any = None,
+                 prices: Optional[Mapping] = None, seed: int = 0,
+                 run: Optional[RunProvenance] = None) -> Any:
+    """Grade -> metrics -> cost -> reliability: a :class:`~ek_agents.reporting.ReliabilityReport`.
+
+    ``metrics`` (``{name: Metric}``) are scored on every episode against its task's gold with
+    the suite grammar injected (unless the metric carries its own ``grammar``); their
+    aggregates land in ``report.detail["metrics"]``. ``report.detail`` also gets ``"run"`` (the
+    run's provenance: ``run`` if given, else the one shared by the episodes) and ``"errors"``
+    (counts of failed trials by ``error_kind``).
+    """
+    from . import cost as cost_mod
+    from . import metrics as metrics_mod
+    from . import reporting
+
+    specs = task_table(tasks)
+    episodes = list(episodes)
+    graded = metrics_mod.grade(episodes, specs, check=check)
+    metric_values = _score_metrics(graded, specs, metrics)
+    cost_rep = cost_mod.cost_report(graded, prices=prices, price=price, seed=seed)
+    slices = {tid: t.slice for tid, t in specs.items() if t.slice is not None}
+    report = reporting.reliability(graded, k=k, slices=slices or None, cost=cost_rep, seed=seed)
+    detail = dict(report.detail)
+    warnings = list(detail.get("warnings", []))
+    prov, prov_warning = _run_of(graded, run)
+    if prov_warning:
+        warnings.append(prov_warning)
+    errors: dict = {}
+    for ep in graded:
+        if "error" in ep.meta:
+            kind = ep.meta.get("error_kind", "exception")
+            errors[kind] = errors.get(kind, 0) + 1
+    if errors:
+        warnings.append(f"{sum(errors.values())} of {len(graded)} trials failed with an error "
+                        f"({', '.join(f'{n} {kind}' for kind, n in sorted(errors.items()))}); "
+                        "they count as failures")
+    detail.update(run=None if prov is None else prov.to_dict(), errors=errors, warnings=warnings)
+    if metrics:
+        detail["metrics"] = metric_values
+    return dataclasses.replace(report, detail=detail)
+
+
+def _score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) -> dict:
+    if not metrics:
+        return {}
+    if not isinstance(metrics, Mapping):
+        raise InvalidInput(f"metrics must be a {{name: Metric}} mapping, got {type(metrics).__name__}")
+    grammar = suite_grammar(specs)
+    out = {}
+    for name, metric in metrics.items():
+        if not (hasattr(metric, "score") and hasattr(metric, "aggregate")):
+            raise InvalidInput(f"metric {name!r} has no score()/aggregate(): give a Metric "
+                               "(e.g. ToolCallMetric(), TrajectoryMetric())")
+        g = None if getattr(metric, "grammar", None) is not None else grammar
+        scores = [metric.score(ep, specs[ep.task_id].gold, grammar=g) for ep in graded]
+        out[name] = metric.aggregate(scores)
+    return out
+
+
+def _run_of(episodes: list, run: Optional[RunProvenance]) -> tuple:
+    if run is not None:
+        return run, None
+    runs = [ep.run for ep in episodes if ep.run is not None]
+    if not runs:
+        return None, None
+    keys = {r.comparability_key() for r in runs}
+    first = runs[0]
+    seeds = [r.seed for r in runs if r.seed is not None]
+    prov = dataclasses.replace(first, seed=min(seeds) if seeds else None)
+    if len(keys) > 1:
+        return prov, (f"the episodes mix {len(keys)} run provenances (simulator, suite_version, "
+                      f"scaffold): {sorted(keys)}; they are not one comparable run")
+    return prov, None
+
+
+# --------------------------------------------------------------------------- run_suite
+
+def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
+              metrics: Optional[Mapping[str, Any]] = None, price: Any = None,
+              prices: Optional[Mapping] = None, run: Optional[RunProvenance] = None,
+              seed: Optional[int] = None, persist: bool = False, run_id: Optional[str] = None,
+              rootdir: Union[Store, str, None] = None, max_concurrency: int = 8,
+              timeout_s: Optional[float] = None, retries: int = 0, backoff_s: float = 0.5,
+              progress: Optional[bool] = None) -> Any:
+    """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
+
+    :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
+    ``persist=True`` (or a ``run_id``) stores every episode as it finishes under ``rootdir``
+    (any :class:`~ek_agents.store.Store` URL; default ``EK_STORE`` or ``./.ek``); without a
+    ``run_id`` one is generated and reported in ``report.detail["run_id"]`` -- pass it back to
+    resume a killed run. At the end the report is stored as an artifact and
+    ``runs/<run_id>/manifest.json`` lists every episode and the report with their digests.
+    """
+    persisting = persist or run_id is not None
+    st = open_store(rootdir) if persisting else None
+    if persisting and run_id is None:
+        run_id = new_run_id()
+    specs = task_table(tasks)
+    episodes = run_trials(agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
+                          timeout_s=timeout_s, retries=retries, store=st, run_id=run_id,
+                          backoff_s=backoff_s, progress=progress)
+    prov = _merge_run(run, None, seed)
+    report = build_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
+                          prices=prices, seed=0 if seed is None else seed, run=prov)
+    if st is not None:
+        report = dataclasses.replace(report, detail={**report.detail, "run_id": run_id,
+                                                     "store": st.url})
+        _write_manifest(st, run_id, report, episodes, k=k, seed=seed, prov=prov)
+    return report
+
+
+def _write_manifest(st: Store, run_id: str, report: Any, episodes: list, *, k: int,
+                    seed: Optional[int], prov: RunProvenance) -> None:
+    from .store import canonical_json, sha256_hex
+
+    report_digest = st.put_artifact(report.to_dict())
+    artifacts = {episode_key(run_id, e.task_id, e.meta["trial"]): sha256_hex(canonical_json(e.to_dict()))
+                 for e in episodes}
+    st.write_manifest(run_id, {
+        "schema_version": 1, "kind": "ek-agents/run", "run_id": run_id,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "run": prov.to_dict(), "params": {"k": k, "seed": seed, "n_tasks": report.n_tasks},
+        "artifacts": {"report": f"artifacts/{report_digest}.json", "episodes": artifacts},
+        "digests": {"report": report_digest},
+    })
