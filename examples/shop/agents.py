@@ -21,7 +21,8 @@ agent                                       model                     success (a
 ==========================================  ========================  ===============
 
 Deterministic: the same task and seed give the same episode (the RNG is seeded with
-``seed ^ sha256(task_id)``, never Python's salted ``hash``).
+``seed ^ sha256(task_id)``, never Python's salted ``hash``); called without a seed, an agent
+draws one and records it in ``episode.run.seed``.
 
 >>> from ek_agents.suite import load_suite
 >>> from examples.shop.world import SUITE_PATH
@@ -200,7 +201,8 @@ class SimulatedAgent:
         if not isinstance(gold, list) or not gold:
             raise InvalidInput(f"{self.name}: task {task.task_id!r} has no gold 'calls'; the simulated "
                                "shop agents replay (and perturb) the right plan, so they need one")
-        seed = 0 if seed is None else int(seed)
+        # no seed given: draw one (recorded in run.seed, so the episode can be replayed)
+        seed = random.SystemRandom().randrange(2**31) if seed is None else int(seed)
         rng = random.Random(seed ^ _stable(task.task_id))
         plan, mistake = self._plan(task, gold, rng)
         p = self.profile

@@ -197,3 +197,11 @@ def test_agents_refuse_tasks_without_a_plan():
 
     with pytest.raises(InvalidInput, match="no gold 'calls'"):
         small_agent(TaskSpec("x", "hi", gold="HI"), seed=0)
+
+
+def test_without_a_seed_one_is_drawn_and_recorded(suite):
+    t = suite.task("refund-03")
+    eps = [small_agent(t) for _ in range(6)]
+    seeds = {e.run.seed for e in eps}
+    assert None not in seeds and len(seeds) == 6
+    assert all(small_agent(t, seed=e.run.seed) == e for e in eps)  # replayable from the record
