@@ -402,8 +402,8 @@ def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
     ``metrics`` (``{name: Metric}``) are scored on every episode against its task's gold with
     the suite grammar injected (unless the metric carries its own ``grammar``); their
     aggregates land in ``report.detail["metrics"]``. ``report.detail`` also gets ``"run"`` (the
-    run's provenance: ``run`` if given, else the one shared by the episodes) and ``"errors"``
-    (counts of failed trials by ``error_kind``).
+    run's provenance, what the gate checks comparability on: ``run``'s fields, empty ones
+    filled from the episodes' own ``run``) and ``"errors"`` (failed trials by ``error_kind``).
     """
     from . import cost as cost_mod
     from . import metrics as metrics_mod
@@ -454,19 +454,32 @@ def _score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) ->
 
 
 def _run_of(episodes: list, run: Optional[RunProvenance]) -> tuple:
-    if run is not None:
-        return run, None
+    """The run's provenance: ``run``'s fields, empty ones filled from the episodes' own.
+
+    A field the episodes disagree on (two simulators in one run) is reported as a warning:
+    such a run is not one comparable run. The seed is the smallest trial seed (the base seed).
+    """
     runs = [ep.run for ep in episodes if ep.run is not None]
-    if not runs:
+    if run is None and not runs:
         return None, None
-    keys = {r.comparability_key() for r in runs}
-    first = runs[0]
+    base = run or RunProvenance()
+    fields: dict = {}
+    clashes = []
+    for f in ("temperature", "model", "simulator", "suite_version", "scaffold"):
+        values = sorted({getattr(r, f) for r in runs} - {None, ""}, key=repr)
+        if getattr(base, f) not in (None, ""):
+            fields[f] = getattr(base, f)
+        elif values:
+            fields[f] = values[0]
+        if f in ("simulator", "suite_version", "scaffold") and len(values) > 1:
+            clashes.append(f"{f} {values}")
     seeds = [r.seed for r in runs if r.seed is not None]
-    prov = dataclasses.replace(first, seed=min(seeds) if seeds else None)
-    if len(keys) > 1:
-        return prov, (f"the episodes mix {len(keys)} run provenances (simulator, suite_version, "
-                      f"scaffold): {sorted(keys)}; they are not one comparable run")
-    return prov, None
+    seed = base.seed if base.seed is not None else (min(seeds) if seeds else None)
+    warning = None
+    if clashes:
+        warning = (f"the episodes disagree on {'; '.join(clashes)}: they are not one comparable "
+                   "run (the gate compares runs by simulator, suite_version and scaffold)")
+    return RunProvenance(seed=seed, **fields), warning
 
 
 # --------------------------------------------------------------------------- run_suite
@@ -495,14 +508,18 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     episodes = run_trials(agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
                           timeout_s=timeout_s, retries=retries, store=st, run_id=run_id,
                           backoff_s=backoff_s, progress=progress)
-    prov = _merge_run(run, None, seed)
     report = build_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
-                          prices=prices, seed=0 if seed is None else seed, run=prov)
+                          prices=prices, seed=0 if seed is None else seed, run=run)
+    prov = _as_prov(report.detail.get("run"))
     if st is not None:
         report = dataclasses.replace(report, detail={**report.detail, "run_id": run_id,
                                                      "store": st.url})
         _write_manifest(st, run_id, report, episodes, k=k, seed=seed, prov=prov)
     return report
+
+
+def _as_prov(d: Optional[Mapping]) -> RunProvenance:
+    return RunProvenance() if d is None else RunProvenance.from_dict(d)
 
 
 def _write_manifest(st: Store, run_id: str, report: Any, episodes: list, *, k: int,

@@ -170,8 +170,8 @@ def test_only_runs_a_subset():
         run_trials(agent, _tasks(3), k=3, only=[("t0", 3)])
 
 
-def test_persist_and_resume_on_memory_store():
-    url = "memory://ek-harness-resume"
+def test_persist_and_resume_on_every_backend(store_url):
+    url = store_url
     calls = []
 
     def agent(task, *, seed):

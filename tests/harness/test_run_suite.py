@@ -1,0 +1,152 @@
+"""run_suite end to end: grading, metrics with the suite grammar, cost, persistence, baselines."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ek_agents import as_agent, run_suite
+from ek_agents.base import Cost, Episode, RunProvenance, Step, TaskSpec, ToolSpec, Trajectory
+from ek_agents.core import FieldSpec, Score
+from ek_agents.cost import per_million
+from ek_agents.errors import IncomparableRuns, InvalidInput
+from ek_agents.gate import agent_regression_gate, save_agent_baseline
+from ek_agents.harness import build_report, run_trials
+from ek_agents.store import Store
+from ek_agents.toolcalls import ToolCallMetric
+
+
+def test_spec_quickstart():
+    tasks = [TaskSpec("t1", input="hi", gold="HI"), TaskSpec("t2", input="yo", gold="YO")]
+    report = run_suite(as_agent(str.upper), tasks)
+    assert report.success_rate == 1.0 and report.n_trials == 2
+    assert "run_id" not in report.detail  # nothing persisted unless asked
+
+
+class GrammarSpy:
+    """A metric that records the grammar it was given (1.0 per episode)."""
+
+    higher_is_better = True
+
+    def __init__(self, grammar=None):
+        self.grammar = grammar
+        self.seen = []
+
+    def score(self, pred, gold, *, grammar=None):
+        self.seen.append(grammar)
+        return Score(1.0)
+
+    def aggregate(self, scores):
+        return sum(s.value for s in scores) / len(scores)
+
+
+def _shop():
+    refund = ToolSpec("refund", params={"amount": FieldSpec("amount", "number", importance=20.0)},
+                      destructive=True)
+    lookup = ToolSpec("lookup", params={"id": FieldSpec("id")})
+    gold = [("lookup", {"id": "o1"}), ("refund", {"amount": 5})]
+    return [TaskSpec("a", input="o1", gold={"output": "done", "calls": gold}, tools=(lookup,), slice="easy"),
+            TaskSpec("b", input="o1", gold={"output": "done", "calls": gold}, tools=(refund,), slice="hard")]
+
+
+def _shop_agent(task, *, seed):
+    steps = [Step("lookup", {"id": task.input})]
+    if seed % 2 == 0:
+        steps.append(Step("refund", {"amount": 5}))
+    return Episode(trajectory=Trajectory(steps), output="done" if seed % 2 == 0 else "gave up",
+                   cost=Cost(input_tokens=1000, output_tokens=100),
+                   run=RunProvenance(model="m"))
+
+
+def test_metrics_get_the_suite_grammar_and_cost_is_priced():
+    spy, own = GrammarSpy(), GrammarSpy(grammar="mine")
+    price = per_million(1.0, 10.0)
+    report = run_suite(_shop_agent, _shop(), k=2, seed=0, check="output", price=price,
+                       metrics={"spy": spy, "own": own, "calls": ToolCallMetric()})
+    assert report.n_trials == 4 and report.success_rate == 0.5
+    g = spy.seen[0]
+    assert g.node_cost("refund") == 10.0 and g.field_cost("refund", "amount") == 20.0
+    assert "lookup" in g  # union over the suite, not one task's tools
+    assert own.seen == [None] * 4  # a metric with its own grammar keeps it
+    m = report.detail["metrics"]
+    assert m["spy"] == 1.0 and 0.0 < m["calls"] < 1.0
+    per_episode = 1000 * 1e-6 + 100 * 10e-6
+    assert report.cost["total_dollars"] == pytest.approx(4 * per_episode)
+    assert report.cost["cost_per_success"] == pytest.approx(2 * per_episode)
+    assert set(report.per_slice) == {"easy", "hard"}
+    assert report.detail["run"]["model"] == "m" and report.detail["run"]["seed"] == 0
+
+
+def test_persisted_run_writes_a_manifest_and_generates_a_run_id(tmp_path):
+    report = run_suite(_shop_agent, _shop(), k=2, seed=0, persist=True, rootdir=str(tmp_path))
+    run_id = report.detail["run_id"]
+    st = Store(tmp_path)
+    man = st.read_manifest(run_id)
+    assert man["run_id"] == run_id and man["params"] == {"k": 2, "seed": 0, "n_tasks": 2}
+    assert len(man["artifacts"]["episodes"]) == 4
+    assert all(st.digest(key) == d for key, d in man["artifacts"]["episodes"].items())
+    stored = st.get_artifact(man["digests"]["report"])
+    assert stored["n_trials"] == 4 and stored["success_rate"] == 0.5
+    calls = []
+    again = run_suite(lambda t, seed: calls.append(1), _shop(), k=2, seed=0, run_id=run_id,
+                      rootdir=str(tmp_path))
+    assert calls == [] and again.success_rate == 0.5  # everything came from the store
+
+
+def test_progress_bar_when_asked(capsys):
+    report = run_suite(lambda t: t.gold, [TaskSpec("t", gold="x")], k=3, progress=True)
+    assert report.success_rate == 1.0
+
+
+def test_baseline_and_gate_end_to_end(tmp_path):
+    tasks = [TaskSpec(f"t{i}", input=i, gold="ok") for i in range(40)]
+    run = RunProvenance(model="m", simulator="sim-1", suite_version="v1")
+
+    def agent(p):
+        def fn(task, *, seed):
+            import random
+
+            return "ok" if random.Random(f"{task.task_id}:{seed}").random() < p else "no"
+        return fn
+
+    base = run_suite(agent(0.9), tasks, k=3, seed=0, run=run)
+    save_agent_baseline(base, "main", rootdir=tmp_path)
+    same = run_suite(agent(0.9), tasks, k=3, seed=1000, run=run)
+    assert agent_regression_gate(same, "main", rootdir=tmp_path).passed
+    worse = run_suite(agent(0.4), tasks, k=3, seed=2000, run=run)
+    verdict = agent_regression_gate(worse, "main", rootdir=tmp_path)
+    assert not verdict.passed and verdict.reasons
+    moved = run_suite(agent(0.9), tasks, k=3, seed=0, run=dataclasses.replace(run, simulator="sim-2"))
+    with pytest.raises(IncomparableRuns, match="sim-2"):
+        agent_regression_gate(moved, "main", rootdir=tmp_path)
+
+
+def test_build_report_from_separately_run_trials():
+    tasks = _shop()
+    eps = run_trials(_shop_agent, tasks, k=2, seed=0)
+    chunked = (run_trials(_shop_agent, tasks, k=2, seed=0, only=[("a", 0), ("b", 1)])
+               + run_trials(_shop_agent, tasks, k=2, seed=0, only=[("a", 1), ("b", 0)]))
+    a = build_report(eps, tasks, k=2, check="output")
+    b = build_report(chunked, tasks, k=2, check="output")
+    assert (a.success_rate, a.pass_hat_k, a.n_trials) == (b.success_rate, b.pass_hat_k, b.n_trials)
+    assert a.detail["errors"] == {}
+
+
+def test_failed_trials_are_reported_and_mixed_provenance_warns():
+    def agent(task):
+        if task.task_id == "b":
+            raise RuntimeError("tool crashed")
+        return Episode(output="done", run=RunProvenance(simulator="x" if task.task_id == "a" else "y"))
+
+    tasks = _shop() + [TaskSpec("c", gold={"output": "done"})]
+    report = run_suite(agent, tasks)
+    assert report.detail["errors"] == {"exception": 1}
+    assert any("1 of 3 trials failed" in w for w in report.detail["warnings"])
+    assert any("disagree on simulator" in w for w in report.detail["warnings"])
+
+
+def test_metrics_must_be_a_mapping_of_metrics():
+    with pytest.raises(InvalidInput, match="mapping"):
+        run_suite(lambda t: 1, [TaskSpec("t", gold=1)], metrics=[GrammarSpy()])
+    with pytest.raises(InvalidInput, match="score"):
+        run_suite(lambda t: 1, [TaskSpec("t", gold=1)], metrics={"x": object()})
