@@ -45,15 +45,14 @@ from typing import Any, Optional
 from ek_agents.base import Cost, Episode, RunProvenance, TaskSpec, Trajectory
 from ek_agents.errors import InvalidInput
 
-from .world import ORDER_STATUSES, SUITE_VERSION, TOOL_SPECS, ShopEnv, load_db, read_path
+from .world import ORDER_STATUSES, SUITE_VERSION, ShopEnv, load_db, read_path
 
 __all__ = ["Profile", "SimulatedAgent", "small_agent", "large_agent", "degraded_agent",
            "oracle_agent", "SCAFFOLD", "PROFILES"]
 
 #: The scaffold id every example agent records (same prompt format and tools).
 SCAFFOLD = "examples-shop-v1"
-_MUTATING = frozenset(n for n, t in TOOL_SPECS.items() if n in ("update_address", "cancel_order",
-                                                                  "refund_order"))
+_MUTATING = frozenset({"update_address", "cancel_order", "refund_order"})  # the tools that write
 _BASE_PROMPT_TOKENS = 1150   # system prompt + the six tool schemas, as the API counts them
 _CACHE_MIN, _CACHE_BLOCK = 1024, 128  # OpenAI prompt caching: >= 1024 tokens, 128-token steps
 
