@@ -98,10 +98,19 @@ def _run(header: Optional[Mapping]) -> Optional[RunProvenance]:
     )
 
 
-def _cost(sample: Mapping, role: Optional[str], grader_roles: tuple, where: str) -> tuple:
+def _usage_records(records: Any) -> dict:
+    """``{name: usage}`` with unset (None) counts dropped, as inspect_ai writes them to JSON."""
+    if not isinstance(records, Mapping):
+        return {}
+    return {k: ({f: v for f, v in u.items() if v is not None} if isinstance(u, Mapping) else u)
+            for k, u in records.items()}
+
+
+def _cost(sample: Mapping, role: Optional[str], grader_roles: tuple, where: str,
+          known_roles: frozenset = frozenset()) -> tuple:
     """``(cost, meta)`` from the sample's model/role usage."""
-    model_usage = sample.get("model_usage") or {}
-    role_usage = sample.get("role_usage") or {}
+    model_usage = _usage_records(sample.get("model_usage"))
+    role_usage = _usage_records(sample.get("role_usage"))
     meta: dict = {}
     if model_usage:
         meta["model_usage"] = model_usage
@@ -110,6 +119,8 @@ def _cost(sample: Mapping, role: Optional[str], grader_roles: tuple, where: str)
     latency = sample.get("total_time")
     latency = float(latency) if isinstance(latency, (int, float)) and latency >= 0 else None
     if role is not None:
+        if role not in role_usage and role in known_roles:  # the role made no call in this sample
+            return Cost(latency_s=latency), meta
         if role not in role_usage:
             raise BridgeError(f"{where}: no usage for model role {role!r} (roles: {sorted(role_usage)})"
                               f"{did_you_mean(role, role_usage)}")
@@ -139,7 +150,8 @@ def _output(sample: Mapping, final_text: Optional[str]) -> Any:
 
 def _episode(sample: Any, header: Optional[Mapping], *, task_id: Any = "", scorer: Optional[str] = None,
              role: Optional[str] = None, grader_roles: tuple = GRADER_ROLES,
-             provenance: Optional[Provenance] = None, where: str = "sample") -> Episode:
+             provenance: Optional[Provenance] = None, where: str = "sample",
+             known_roles: frozenset = frozenset()) -> Episode:
     s = plain(sample)
     if not isinstance(s, Mapping):
         raise BridgeError(f"{where} must be an Inspect EvalSample (object or dict), got {type(sample).__name__}")
@@ -153,7 +165,7 @@ def _episode(sample: Any, header: Optional[Mapping], *, task_id: Any = "", score
     tr = parse_transcript(messages)
     epoch = s.get("epoch") if isinstance(s.get("epoch"), int) else 1
     meta: dict = {"epoch": epoch, "trial": epoch - 1, "sample_id": s.get("id")}
-    cost, usage_meta = _cost(s, role, grader_roles, where)
+    cost, usage_meta = _cost(s, role, grader_roles, where, known_roles)
     meta.update(usage_meta)
     scores = s.get("scores") or {}
     success: Optional[bool] = None
@@ -229,13 +241,28 @@ def read_inspect_log(path_or_url: Any, *, scorer: Optional[str] = None, role: Op
             header, items = _read_eval(f, url)
         else:
             header, items = _read_json(f, url)
+    known = _known_roles(header, items)
+    if role is not None and role not in known:
+        raise BridgeError(f"{url!r}: no model role {role!r} in this log (roles: {sorted(known)})"
+                          f"{did_you_mean(role, known)}")
     eps = [
         _episode(sample, header, scorer=scorer, role=role, grader_roles=grader_roles,
                  provenance=Provenance(source=url, locator=locator, meta=_prov_meta(header, fmt)),
-                 where=f"{url}:{locator}")
+                 where=f"{url}:{locator}", known_roles=known)
         for sample, locator, fmt in items
     ]
     return sorted(eps, key=lambda e: (e.task_id, e.meta.get("epoch", 0)))
+
+
+def _known_roles(header: Optional[Mapping], items: list) -> frozenset:
+    """The model roles a log mentions: declared in the eval spec, or with usage anywhere."""
+    header = header or {}
+    roles = set((header.get("eval") or {}).get("model_roles") or {})
+    roles |= set((header.get("stats") or {}).get("role_usage") or {})
+    for sample, _, _ in items:
+        if isinstance(sample, Mapping):
+            roles |= set(sample.get("role_usage") or {})
+    return frozenset(roles)
 
 
 def _prov_meta(header: Optional[Mapping], fmt: str) -> dict:

@@ -14,9 +14,9 @@ OpenAI Chat            ``prompt_tokens`` INCLUDES cached tokens   ``completion_t
 OpenAI Responses       ``input_tokens`` INCLUDES cached           ``output_tokens`` INCLUDES
                        (``input_tokens_details.cached_tokens``)   reasoning (``output_tokens_
                                                                   details.reasoning_tokens``)
-Anthropic              ``input_tokens`` = fresh ONLY; add         ``output_tokens`` (thinking
-                       ``cache_read_input_tokens`` and            included)
-                       ``cache_creation_input_tokens``
+Anthropic              ``input_tokens`` = fresh ONLY; add         ``output_tokens`` INCLUDES
+                       ``cache_read_input_tokens`` and            thinking (``output_tokens_
+                       ``cache_creation_input_tokens``            details.thinking_tokens``)
 Inspect ``ModelUsage`` ``input_tokens`` = full-rate ONLY (since   ``output_tokens`` INCLUDES
                        inspect_ai normalised every provider);     ``reasoning_tokens``
                        add ``input_tokens_cache_read`` /
@@ -96,14 +96,18 @@ def _cost(usage: Any, where: str) -> Cost:
 def usage_kind(u: Mapping) -> str:
     """Which spelling a usage record uses: openai_chat | openai_responses | inspect | anthropic | generic."""
     keys = {k for k, v in u.items() if v is not None}
+    out_details = u.get("output_tokens_details")
     if keys & {"prompt_tokens", "completion_tokens"}:
         return "openai_chat"
-    if keys & {"input_tokens_details", "output_tokens_details"}:
+    if "input_tokens_details" in keys:
         return "openai_responses"
     if keys & {"input_tokens_cache_read", "input_tokens_cache_write"}:
         return "inspect"
-    if keys & {"cache_read_input_tokens", "cache_creation_input_tokens"}:
+    if keys & {"cache_read_input_tokens", "cache_creation_input_tokens"} or (
+            isinstance(out_details, Mapping) and "thinking_tokens" in out_details):
         return "anthropic"
+    if "output_tokens_details" in keys:
+        return "openai_responses"
     if keys & {"input_tokens", "output_tokens"}:
         return "generic"
     raise BridgeError(
@@ -141,7 +145,8 @@ def _one(u: Mapping, where: str) -> Cost:
     else:  # anthropic, or generic (no cache counts: every convention agrees)
         base, out = n("input_tokens"), n("output_tokens")
         read, write = n("cache_read_input_tokens"), n("cache_creation_input_tokens")
-        reasoning, inclusive = n("reasoning_tokens"), False
+        reasoning = _detail(u, "output_tokens_details", "thinking_tokens", where) or n("reasoning_tokens")
+        inclusive = False
     out, reasoning = _resolve_output(out, reasoning, base + read + write, base, total)
     inp = _resolve_input(base, read, write, out, total, inclusive)
     return Cost(input_tokens=inp, output_tokens=out, cached_input_tokens=read,
