@@ -148,13 +148,24 @@ def _output(sample: Mapping, final_text: Optional[str]) -> Any:
     return final_text
 
 
+#: The EvalSample fields a bridge reads (events, store, ... are left alone: they can be large).
+_FIELDS = ("id", "epoch", "messages", "output", "scores", "model_usage", "role_usage", "error",
+           "error_retries", "limit", "target", "total_time", "working_time", "uuid", "attachments")
+
+
+def _sample_fields(sample: Any, where: str) -> dict:
+    if isinstance(sample, Mapping):
+        return {k: plain(sample[k]) for k in _FIELDS if k in sample}
+    if sample is None or isinstance(sample, (str, bytes, list, tuple, int, float)):
+        raise BridgeError(f"{where} must be an Inspect EvalSample (object or dict), got {type(sample).__name__}")
+    return {k: plain(getattr(sample, k)) for k in _FIELDS if hasattr(sample, k)}
+
+
 def _episode(sample: Any, header: Optional[Mapping], *, task_id: Any = "", scorer: Optional[str] = None,
              role: Optional[str] = None, grader_roles: tuple = GRADER_ROLES,
              provenance: Optional[Provenance] = None, where: str = "sample",
              known_roles: frozenset = frozenset()) -> Episode:
-    s = plain(sample)
-    if not isinstance(s, Mapping):
-        raise BridgeError(f"{where} must be an Inspect EvalSample (object or dict), got {type(sample).__name__}")
+    s = _sample_fields(sample, where)
     if s.get("attachments"):
         s = _resolve_attachments(s, s["attachments"])
     if "id" not in s and not task_id:

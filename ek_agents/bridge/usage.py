@@ -23,6 +23,14 @@ Inspect ``ModelUsage`` ``input_tokens`` = full-rate ONLY (since   ``output_token
                        ``input_tokens_cache_write``
 =====================  =========================================  ===============================
 
+How inspect_ai fills ``ModelUsage`` (checked in inspect_ai 0.3.285): for OpenAI Chat it sets
+``input_tokens = prompt_tokens - cached_tokens - cache_write_tokens``
+(``model/_openai.py``), for OpenAI Responses ``input_tokens - cached - cache_write``
+(``model/_openai_responses.py``), for Anthropic the API's fresh ``input_tokens`` with
+``total_tokens = input + cache_write + cache_read + output`` (``_providers/anthropic.py``), for
+Google ``prompt - cached`` and ``output = candidates + thoughts``. So every provider arrives
+fresh-only, and ``total_tokens`` is the sum of all four parts.
+
 Where a record also carries ``total_tokens`` the arithmetic is checked against it: older
 inspect_ai versions passed OpenAI's ``prompt_tokens`` (cache included) straight through as
 ``input_tokens``; such a record has ``total_tokens == input + output`` and is read as
