@@ -303,10 +303,17 @@ def _read_yaml(text: str, ctx: _Ctx) -> tuple[Optional[_Row], list[_Row]]:
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ctx.error(where, f"not valid YAML ({problem})") from None
+        if ctx.path.lower().endswith(".json"):  # JSON that YAML 1.1 refuses (tabs): plain JSON
+            try:
+                doc, node = json.loads(text), None
+            except json.JSONDecodeError as jexc:
+                raise ctx.error(f"line {jexc.lineno}", f"not valid JSON ({jexc.msg} at column "
+                                f"{jexc.colno})") from None
+        else:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ctx.error(where, f"not valid YAML ({problem})") from None
     if node is not None:
         _record_lines(node, (), ctx.lines)
     if doc is None:

@@ -123,6 +123,15 @@ def test_format_sniffed_and_fsspec_urls(tmp_path):
     assert load_suite(f"file://{write(tmp_path, 'f.yaml', GOOD_YAML)}").version == "2.1"
 
 
+def test_json_files_load_even_where_yaml_would_refuse_them(tmp_path):
+    doc = {"name": "j", "tasks": [{"task_id": "a", "gold": 1}]}
+    p = write(tmp_path, "tabs.json", json.dumps(doc, indent="\t"))
+    assert load_suite(p).task_ids == ("a",)
+    bad = write(tmp_path, "bad.json", '{\n\t"tasks": [\n\t\t{"task_id": "a" "b"}\n\t]\n}')
+    with pytest.raises(SuiteError, match=r"bad.json: line 3: not valid JSON"):
+        load_suite(bad)
+
+
 def test_lazy_public_names():
     assert ek_agents.load_suite is load_suite and ek_agents.Suite is Suite and ek_agents.dump_suite is dump_suite
 
