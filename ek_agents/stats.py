@@ -262,6 +262,9 @@ def _vec_stats() -> dict[str, Callable[..., Any]]:
     return VECTORIZED_STATISTICS
 
 
+_BLOCK_ELEMENTS = 4_000_000  # resampled values held in memory at once (~32 MB of float64)
+
+
 def _percentile(stats: Any, alpha: float) -> tuple[float, float]:
     import numpy as np
 
@@ -324,9 +327,6 @@ def bootstrap_ci(values: Sequence[Any], statistic: Union[str, Callable[..., Any]
         raise InvalidInput("bootstrap_ci: resamples must be >= 1")
     if not 0.0 < alpha < 1.0:
         raise InvalidInput(f"bootstrap_ci: alpha must be in (0, 1), got {alpha!r}")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
-    samples = data[idx]  # (resamples, n) or (resamples, n, m)
     if isinstance(statistic, str):
         table = _vec_stats()
         fn = table.get(statistic)
@@ -338,13 +338,24 @@ def bootstrap_ci(values: Sequence[Any], statistic: Union[str, Callable[..., Any]
             raise InvalidInput(
                 "bootstrap_ci: statistic='ratio' needs (numerator, denominator) rows, got "
                 f"shape {data.shape}")
-        out = fn(samples, axis=1)
-    elif vectorized:
-        out = statistic(samples, axis=1)
+        reduce = lambda block: fn(block, axis=1)  # noqa: E731
+    elif vectorized and callable(statistic):
+        reduce = lambda block: statistic(block, axis=1)  # noqa: E731
     elif callable(statistic):
-        out = [statistic(s) for s in samples]
+        reduce = lambda block: [statistic(s) for s in block]  # noqa: E731
     else:
         raise InvalidInput(f"bootstrap_ci: statistic must be a name or a callable, got {statistic!r}")
+    rng = np.random.default_rng(seed)
+    # Resample in blocks of rows (bounded memory); drawing the index matrix block by block
+    # consumes the generator exactly as one (resamples, n) draw would.
+    block = max(1, min(resamples, _BLOCK_ELEMENTS // max(1, data.size)))
+    out: list = []
+    for start in range(0, resamples, block):
+        rows = min(block, resamples - start)
+        idx = rng.integers(0, n, size=(rows, n))
+        res = reduce(data[idx])  # (rows, n) or (rows, n, m)
+        out.extend(np.asarray(res, dtype=float).reshape(-1).tolist()
+                   if not isinstance(res, list) else res)
     try:
         stats = np.asarray(out, dtype=float).reshape(-1)
     except (TypeError, ValueError) as exc:
