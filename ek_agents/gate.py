@@ -85,6 +85,21 @@ class AgentGateResult(_JsonShape):
     def __bool__(self) -> bool:
         return self.passed
 
+    def to_dict(self) -> dict:
+        """JSON-safe (an infinite cost per success is written as ``"Infinity"``, as reports do)."""
+        from .reporting import _encode
+
+        return _encode(super().to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "AgentGateResult":
+        """Read back what :meth:`to_dict` wrote."""
+        from .reporting import _decode
+
+        if not isinstance(data, Mapping):
+            raise InvalidInput(f"AgentGateResult.from_dict needs a mapping, got {type(data).__name__}")
+        return super().from_dict(_decode(dict(data)))
+
 
 # --------------------------------------------------------------------------- baselines
 

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional, Union
 
 from .base import Episode, RunProvenance, TaskSpec, suite_grammar
-from .errors import (AgentTimeout, EkAgentsError, IntegrityError, InvalidInput,
+from .errors import (AgentTimeout, IntegrityError, InvalidInput,
                      TransientAgentError)
 from .gate import AgentGateResult, agent_regression_gate, load_agent_baseline, save_agent_baseline
 from .store import Store, episode_key, open_store
@@ -382,10 +382,11 @@ def _failed(task: TaskSpec, trial: int, run: Optional[RunProvenance], attempts: 
 def _progress(show: bool, total: int, already: int) -> Any:
     if not show:
         return None
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     bar = Progress(TextColumn("trials"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   transient=True)
+                   console=Console(stderr=True), transient=True)
     tid = bar.add_task("trials", total=total, completed=already)
     bar.start()
     return bar, tid

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents.base import Episode, TaskSpec
+from ek_agents.base import TaskSpec
 from ek_agents.harness import run_suite, run_trials
 from ek_agents.store import Store, episode_key
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -177,6 +178,13 @@ def test_baseline_round_trip_and_gate_by_name(store_url):
         save_agent_baseline(rep, "../escape", rootdir=store_url)
 
 
-def test_result_round_trips():
+def test_result_round_trips_through_json():
+    from ek_agents.store import canonical_json
+
     g = agent_regression_gate(_counts(11, 20), _counts(14, 20))
     assert AgentGateResult.from_dict(g.to_dict()) == g
+    rep = _counts(8, 10)
+    inf = agent_regression_gate(_with(rep, cost={"cost_per_success": float("inf")}),
+                                _with(rep, cost={"cost_per_success": 2.0}))
+    assert inf.cost_per_success == float("inf")
+    assert AgentGateResult.from_dict(json.loads(canonical_json(inf))) == inf

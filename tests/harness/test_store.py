@@ -1,10 +1,8 @@
 """Store: the same behaviour on a local folder, memory:// and a real S3 API (moto server)."""
 from __future__ import annotations
 
-import builtins
 import json
 import os
-import sys
 
 import pytest
 
