@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from ek_agents.base import Episode, Step
+from ek_agents.base import Episode, Step, Trajectory
 from ek_agents.metrics import final_state_match, grade
 from ek_agents.stats import newcombe_difference
 from ek_agents.suite import load_suite
@@ -205,3 +205,22 @@ def test_without_a_seed_one_is_drawn_and_recorded(suite):
     seeds = {e.run.seed for e in eps}
     assert None not in seeds and len(seeds) == 6
     assert all(small_agent(t, seed=e.run.seed) == e for e in eps)  # replayable from the record
+
+
+def test_argument_importances_reach_the_tool_call_metric(suite):
+    from ek_agents.toolcalls import ToolCallMetric
+
+    t = suite.task("refund-02")
+    m = ToolCallMetric()
+    right = m.score(oracle_agent(t, seed=0), t.gold, grammar=t.grammar()).value
+    env = ShopEnv(task=t)
+    env.call("get_order", {"order_id": "O1009"})
+    env.call("refund_order", {"order_id": "O1009", "amount": 74.97})   # all three hubs, not one
+    wrong_amount = Episode(t.task_id, trajectory=Trajectory(tuple(env.steps)))
+    env = ShopEnv(task=t)
+    env.call("get_order", {"order_id": "O1008"})                       # a wrong id on a read
+    env.call("refund_order", {"order_id": "O1009", "amount": 24.99})
+    wrong_read = Episode(t.task_id, trajectory=Trajectory(tuple(env.steps)))
+    s_amount = m.score(wrong_amount, t.gold, grammar=t.grammar()).value
+    s_read = m.score(wrong_read, t.gold, grammar=t.grammar()).value
+    assert right == 1.0 and s_amount < s_read < 1.0  # a wrong refund amount (importance 20) costs most
