@@ -71,7 +71,8 @@ def cost_from_usage(usage: Any, *, latency_s: Optional[float] = None) -> Cost:
     Understands the OpenAI Chat (``prompt_tokens`` / ``completion_tokens``), OpenAI Responses,
     Anthropic (``input_tokens`` / ``output_tokens`` / ``cache_read_input_tokens``) and Inspect
     ``ModelUsage`` spellings (see the module docstring for which counts include which), as
-    dicts or SDK objects. A list of records, or an Inspect ``{model: usage}`` mapping, is summed.
+    dicts or SDK objects. A list of records, or an Inspect ``{model: usage}`` mapping, is summed;
+    a whole response (anything with a ``usage`` field) is read through its ``usage``.
 
     >>> c = cost_from_usage({"prompt_tokens": 100, "completion_tokens": 20})
     >>> c.input_tokens, c.output_tokens
@@ -95,6 +96,8 @@ def _cost(usage: Any, where: str) -> Cost:
         raise BridgeError(
             f"{where} must be a usage dict or object (e.g. completion.usage), got {type(usage).__name__}: {usage!r:.80}"
         )
+    if not (set(u) & _TOKEN_KEYS) and isinstance(u.get("usage"), Mapping):
+        return _cost(u["usage"], f"{where}.usage")  # a whole completion / Message / ModelOutput
     if u and not (set(u) & _TOKEN_KEYS) and all(isinstance(v, Mapping) for v in u.values()):
         # Inspect's per-model usage: {"openai/gpt-4o": {...}, ...}
         return sum(_cost(v, f"{where}[{k!r}]") for k, v in u.items())

@@ -114,3 +114,11 @@ def test_bad_usage_raises_bridge_error_naming_the_field(bad, needle):
 def test_a_cost_passes_through():
     c = Cost(input_tokens=3, output_tokens=1)
     assert cost_from_usage(c) == c and cost_from_usage(c, latency_s=2.0).latency_s == 2.0
+
+
+def test_a_whole_response_is_read_through_its_usage():
+    from anthropic.types import Message, TextBlock
+    msg = Message(id="m", type="message", role="assistant", model="claude-x", stop_reason="end_turn",
+                  content=[TextBlock(type="text", text="hi")],
+                  usage=AnthropicUsage(input_tokens=3, output_tokens=2, cache_read_input_tokens=7))
+    assert parts(cost_from_usage(msg)) == (10, 7, 0, 2, 0)
