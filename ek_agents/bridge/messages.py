@@ -38,7 +38,6 @@ from .usage import cost_from_usage
 __all__ = ["trajectory_from_messages", "episode_from_messages", "parse_transcript", "Transcript",
            "content_text"]
 
-_CALL_ITEMS = {"function_call", "custom_tool_call"}
 _OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output"}
 _TEXT_BLOCKS = {"text", "output_text", "input_text"}
 
@@ -142,13 +141,16 @@ class Transcript:
         return self.texts[-1] if self.texts else None
 
     def add_call(self, id: Any, tool: Any, raw_args: Any, where: str, *, error: Optional[str] = None,
-                 result: Any = ..., result_error: Optional[str] = None) -> None:
+                 result: Any = ..., result_error: Optional[str] = None, free_form: bool = False) -> None:
         if not isinstance(tool, str) or not tool:
             raise BridgeError(
                 f"{where} has no tool name (got {tool!r}); a tool call needs a name "
                 "(OpenAI: function.name, Anthropic: tool_use.name, Responses: name)"
             )
-        args, arg_error = _parse_args(raw_args)
+        if free_form and isinstance(raw_args, str):
+            args, arg_error = raw_args, None
+        else:
+            args, arg_error = _parse_args(raw_args)
         call = _Call(None if id in (None, "") else str(id), tool, args, _join(arg_error, error))
         self.calls.append(call)
         if result is not ...:  # a call that carries its own result (server-side tool use)
@@ -197,9 +199,10 @@ def parse_transcript(messages: Any) -> Transcript:
             raise BridgeError(f"{where} is a {type(raw).__name__}, not a message: each message is a dict "
                               "(or SDK object) with a 'role', or a Responses item with a 'type'")
         role, kind = m.get("role"), m.get("type")
-        if kind in _CALL_ITEMS:
-            tr.add_call(m.get("call_id") or m.get("id"), m.get("name"),
-                        m.get("arguments", m.get("input")), where)
+        if kind == "function_call":
+            tr.add_call(m.get("call_id") or m.get("id"), m.get("name"), m.get("arguments"), where)
+        elif kind == "custom_tool_call":  # free-form text input by design: kept as given
+            tr.add_call(m.get("call_id") or m.get("id"), m.get("name"), m.get("input"), where, free_form=True)
         elif kind in _OUTPUT_ITEMS:
             out = m.get("output")
             tr.add_result(m.get("call_id"), out, _tool_error(m.get("error"), out))

@@ -125,6 +125,13 @@ def test_responses_output_as_input_param_dict_pairs_by_call_id():
     assert [s.observation for s in trajectory_from_messages(items)] == ["F", "G"]
 
 
+def test_responses_custom_tool_call_keeps_free_form_input_without_error():
+    items = [{"type": "custom_tool_call", "call_id": "k", "name": "shell", "input": "ls -la"},
+             {"type": "custom_tool_call_output", "call_id": "k", "output": [{"type": "input_text", "text": "a.txt"}]}]
+    (step,) = trajectory_from_messages(items).steps
+    assert (step.tool, step.args, step.observation, step.error) == ("shell", "ls -la", "a.txt", None)
+
+
 # ---------------------------------------------------------------- Anthropic
 
 def test_anthropic_sdk_objects_with_is_error_and_usage():
