@@ -144,6 +144,8 @@ def as_calls(x: Any) -> list:
         return [as_call(x)]
     if x is None:
         raise InvalidInput("no tool calls given (None); give a list of calls (an empty list means 'no calls')")
+    if isinstance(x, (list, tuple)):
+        return [c if type(c) is tuple and len(c) == 2 and type(c[0]) is str else as_call(c) for c in x]
     if isinstance(x, Iterable):
         return [as_call(c) for c in x]
     raise InvalidInput(f"cannot read tool calls from {x!r:.80}; give a list of (tool, args) calls")
@@ -306,6 +308,22 @@ class _GoldView:
         self.tool, self.specs, self.weight, self.key, self.mass = tool, specs, weight, key, mass
 
 
+_CACHE_SIZE = 200_000
+
+
+def _signature(call: tuple) -> Any:
+    """A hashable, type-exact signature of a call (None when an argument is unhashable)."""
+    args = call[1]
+    if type(args) is not dict:
+        return None
+    try:
+        sig = (call[0], tuple([(k, v.__class__, v) for k, v in args.items()]))
+        hash(sig)
+    except TypeError:
+        return None
+    return sig
+
+
 class CallComparer:
     """Compares calls under one grammar and one string canonicalizer (cached per tool).
 
@@ -320,6 +338,8 @@ class CallComparer:
         self.canon = canonicalizer if canonicalizer is not None else standardize_string
         self._tools: dict = {}
         self._cache: dict = {}
+        self._preds: dict = {}
+        self._golds: dict = {}
 
     def _tool(self, tool: str) -> tuple:
         info = self._tools.get(tool)
@@ -339,13 +359,36 @@ class CallComparer:
     def _canon(self, s: str) -> Any:
         c = self._cache.get(s)
         if c is None:
-            if len(self._cache) > 200_000:
+            if len(self._cache) > _CACHE_SIZE:
                 self._cache.clear()
             c = self._cache[s] = self.canon(s)
         return c
 
     def pred(self, call: tuple) -> _PredView:
-        """Prepare a predicted call."""
+        """Prepare a predicted call (cached by content: repeated calls cost a lookup)."""
+        sig = _signature(call)
+        if sig is not None:
+            view = self._preds.get(sig)
+            if view is None:
+                if len(self._preds) > _CACHE_SIZE:
+                    self._preds.clear()
+                view = self._preds[sig] = self._pred(call)
+            return view
+        return self._pred(call)
+
+    def gold(self, call: tuple) -> _GoldView:
+        """Prepare a gold call (its arguments may hold AnyOf / OMITTED / ANY); cached by content."""
+        sig = _signature(call)
+        if sig is not None:
+            view = self._golds.get(sig)
+            if view is None:
+                if len(self._golds) > _CACHE_SIZE:
+                    self._golds.clear()
+                view = self._golds[sig] = self._gold(call)
+            return view
+        return self._gold(call)
+
+    def _pred(self, call: tuple) -> _PredView:
         tool = call[0]
         args = _args_of(call)
         w, nt, fields, req, default = self._tool(tool)
@@ -364,8 +407,7 @@ class CallComparer:
                 own.append((a, "missing_required", fields[a][2]))
         return _PredView(tool, keys, w, tuple(own))
 
-    def gold(self, call: tuple) -> _GoldView:
-        """Prepare a gold call (its arguments may hold AnyOf / OMITTED / ANY)."""
+    def _gold(self, call: tuple) -> _GoldView:
         tool = call[0]
         args = _args_of(call)
         w, nt, fields, req, default = self._tool(tool)
@@ -560,6 +602,11 @@ class _Matcher:
         return min(mis, self.cap * self.pv[i].weight)  # a distance: never worse than unpairing
 
     def run(self) -> tuple[list, list, list]:
+        pv, gv = self.pv, self.gv
+        if len(pv) == len(gv) and all(p.key == g.key and not p.own_errors for p, g in zip(pv, gv)):
+            for i in range(len(pv)):  # identical plain calls in the same order: nothing to solve
+                self._mis[(i, i)] = []
+            return [(i, i) for i in range(len(pv))], [], []
         groups_p: dict = {}
         groups_g: dict = {}
         for i, p in enumerate(self.pv):

@@ -94,7 +94,7 @@ def _matched(cmp: CallComparer, pv: list, gv: list, cap: float, pay_pred: bool, 
     matcher = _Matcher(cmp, pv, gv, "distance")
     matcher.cap = cap
     pairs, up, ug = matcher.run()
-    parts = [matcher(i, j) for i, j in pairs]
+    parts = [matcher(i, j) for i, j in pairs if matcher.errors(i, j)]  # exact pairs cost 0
     if pay_pred:
         parts.extend(pv[i].weight for i in up)
     if pay_gold:
