@@ -140,8 +140,13 @@ def as_calls(x: Any) -> list:
             f"cannot read tool calls from a mapping with keys {sorted(map(str, x))}; give a list "
             "of calls or a mapping with key 'calls'"
         )
-    if isinstance(x, (Step, str)):
-        return [as_call(x)]
+    if isinstance(x, Step):
+        return [x.call]
+    if isinstance(x, str):
+        raise InvalidInput(
+            f"cannot read tool calls from the string {x!r:.60} (a final answer?); give a list of "
+            "calls such as [('search', {'q': 'cat'})] or ['search'], or a mapping with key 'calls'"
+        )
     if x is None:
         raise InvalidInput("no tool calls given (None); give a list of calls (an empty list means 'no calls')")
     if isinstance(x, (list, tuple)):

@@ -44,9 +44,11 @@ def test_evaluate_uses_each_metrics_own_aggregate():
 
 def test_evaluate_with_a_list_of_metrics_and_names():
     eps = [Episode(output="a"), Episode(output="b")]
-    out = evaluate(eps, ["a", "c"], [TaskSuccessMetric(), "tool_call_arg"])
-    assert out["task_success"] == 0.5
-    assert set(out) == {"task_success", "tool_call_arg"}
+    golds = [{"output": "a", "calls": []}, {"output": "c", "calls": [("search", {})]}]
+    out = evaluate(eps, golds, [TaskSuccessMetric(), "tool_call_arg"])
+    assert out == {"task_success": 0.5, "tool_call_arg": 0.0}
+    with pytest.raises(InvalidInput, match="a final answer"):
+        evaluate(eps, ["a", "c"], ["tool_call"])  # a string gold is not a list of calls
     with pytest.raises(InvalidInput, match="both named"):
         evaluate(eps, ["a", "c"], [TaskSuccessMetric(), TaskSuccessMetric()])
 
