@@ -48,7 +48,8 @@ from .core import shape
 from .errors import InvalidInput, UnknownName, did_you_mean
 from .toolcalls import min_cost_assignment, standardize_string
 
-__all__ = ["bfcl_check", "CheckResult", "CATEGORIES", "BFCL_TYPES"]
+__all__ = ["bfcl_check", "CheckResult", "CATEGORIES", "BFCL_TYPES", "tool_specs", "gold_calls",
+           "model_calls"]
 
 #: The categories :func:`bfcl_check` understands (and BFCL names containing them).
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple")
@@ -310,3 +311,89 @@ def bfcl_check(functions: Any, model_output: Sequence, possible_answer: Sequence
                  f"no one-to-one pairing of the model output with the possible answers; e.g. possible "
                  f"answer {i} matches none of the outputs left for it",
                  *(f"output {j}: {results[i][j].error_type}" for j in range(len(outputs))))
+
+
+# --------------------------------------------------------------------------- conversion
+
+_FIELD_TYPE = {"string": "string", "integer": "integer", "float": "float", "number": "number",
+               "boolean": "boolean", "array": "array", "tuple": "tuple", "dict": "dict",
+               "object": "dict", "any": "any"}
+
+
+def tool_specs(functions: Any) -> tuple:
+    """BFCL function docs as :class:`~ek_agents.base.ToolSpec` s (types, ``items``, ``required``),
+    for :func:`ek_agents.base.tool_grammar` and the ek-agents metrics.
+
+    >>> [t.name for t in tool_specs([{"name": "f", "parameters": {"properties": {"x": {"type": "integer"}},
+    ...                                                            "required": ["x"]}}])]
+    ['f']
+    """
+    from .base import ToolSpec
+    from .core import FieldSpec
+
+    docs = [functions] if isinstance(functions, Mapping) else list(functions)
+    out = []
+    for doc in docs:
+        params = doc.get("parameters") or {}
+        required = set(params.get("required") or [])
+        fields = {}
+        for name, spec in (params.get("properties") or {}).items():
+            t = spec.get("type")
+            if t not in _FIELD_TYPE:
+                raise InvalidInput(f"BFCL function {doc.get('name')!r}: parameter {name!r} has type {t!r}"
+                                   f"{did_you_mean(str(t), _FIELD_TYPE)}")
+            items = (spec.get("items") or {}).get("type") if t in _NESTED else None
+            fields[name] = FieldSpec(name, _FIELD_TYPE[t], required=name in required,
+                                     items=_FIELD_TYPE.get(items) if items else None)
+        out.append(ToolSpec(doc["name"], fields, description=str(doc.get("description", ""))))
+    return tuple(out)
+
+
+def _acceptable(values: Any, spec: Mapping) -> Any:
+    from .toolcalls import OMITTED, AnyOf
+
+    if not isinstance(values, list):
+        raise InvalidInput(f"BFCL possible answer values must be a list of acceptable values, got {values!r:.80}")
+    t = spec.get("type")
+    item_t = (spec.get("items") or {}).get("type")
+    alts = []
+    for v in values:
+        if isinstance(v, str) and v == "":
+            alts.append(OMITTED)
+        elif t in ("dict", "object") and isinstance(v, Mapping):
+            alts.append({k: _acceptable(x, {}) for k, x in v.items()})
+        elif t in _NESTED and item_t in ("dict", "object") and isinstance(v, list):
+            alts.append([{k: _acceptable(x, {}) for k, x in d.items()} for d in v])
+        else:
+            alts.append(v)
+    return alts[0] if len(alts) == 1 and alts[0] is not OMITTED else AnyOf(*alts)
+
+
+def gold_calls(possible_answer: Sequence, functions: Any = ()) -> list:
+    """BFCL possible answers as gold calls: each list of acceptable values becomes
+    :class:`~ek_agents.toolcalls.AnyOf` (``""`` -> :data:`~ek_agents.toolcalls.OMITTED`); with the
+    function docs, dict-typed parameters' nested possible answers are converted too.
+
+    >>> gold_calls([{"f": {"x": [1, 2], "unit": ["cm", ""]}}])
+    [('f', {'x': AnyOf(1, 2), 'unit': AnyOf('cm', OMITTED)})]
+    """
+    docs = [functions] if isinstance(functions, Mapping) else list(functions)
+    by_name = {d.get("name"): d for d in docs}
+    out = []
+    for entry in possible_answer:
+        if not isinstance(entry, Mapping) or len(entry) != 1:
+            raise InvalidInput(f"a BFCL possible answer is {{name: {{arg: [values]}}}}, got {entry!r:.80}")
+        (name, args), = entry.items()
+        props = ((by_name.get(name) or {}).get("parameters") or {}).get("properties") or {}
+        out.append((name, {a: _acceptable(vals, props.get(a) or {}) for a, vals in args.items()}))
+    return out
+
+
+def model_calls(model_output: Sequence) -> list:
+    """A decoded BFCL model output ``[{name: {arg: value}}]`` as ``(tool, args)`` calls."""
+    out = []
+    for entry in model_output:
+        if not isinstance(entry, Mapping):
+            raise InvalidInput(f"a BFCL model output entry is {{name: {{arg: value}}}}, got {entry!r:.80}")
+        out.extend((name, dict(args)) for name, args in entry.items())
+    return out

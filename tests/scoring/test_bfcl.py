@@ -175,3 +175,49 @@ def test_bad_inputs():
 def test_checkresult_roundtrip():
     r = check([{"area": {}}])
     assert CheckResult.from_dict(r.to_dict()) == r
+
+
+# ------------------------------------------------- BFCL data through the ek-agents metric
+AGREEMENT_CASES = [
+    ([{"geometry.area": {"base": 10, "height": 5.0, "unit": "CentiMeters"}}], AREA_GOLD, (AREA,)),
+    ([{"geometry.area": {"base": 10, "height": 5}}], AREA_GOLD, (AREA,)),
+    ([{"geometry.area": {"base": 10}}], AREA_GOLD, (AREA,)),
+    ([{"geometry.area": {"base": 10, "height": 5.0, "color": "red"}}], AREA_GOLD, (AREA,)),
+    ([{"geometry.area": {"base": 10.0, "height": 5.0}}], AREA_GOLD, (AREA,)),
+    ([{"geometry.area": {"base": "10", "height": 5.0}}], AREA_GOLD, (AREA,)),
+    ([{"geometry.area": {"base": True, "height": 5.0}}], AREA_GOLD, (AREA,)),
+    ([{"geometry.area": {"base": 11, "height": 5.0}}], AREA_GOLD, (AREA,)),
+    ([{"geometry.area": {"base": 10, "height": 5.0, "unit": "inch"}}], AREA_GOLD, (AREA,)),
+    ([{"get_weather": {"city": "paris"}}], [{"get_weather": {"city": ["Paris"], "days": [3]}}], (WEATHER,)),
+    ([{"sort_list": {"items": [3, 1, 2], "pair": ["A-B", "c"]}}],
+     [{"sort_list": {"items": [[3, 1, 2]], "pair": [["a b", "c"], ""]}}], (LIST,)),
+    ([{"sort_list": {"items": [1, 2, 3]}}], [{"sort_list": {"items": [[3, 1, 2]], "pair": [["a b", "c"], ""]}}], (LIST,)),
+    ([{"book": {"guest": {"name": "ann"}, "rooms": [{"kind": "Double"}]}}],
+     [{"book": {"guest": [{"name": ["Ann"], "age": [30, ""]}], "rooms": [[{"kind": ["double"]}]], "extra": [""]}}], (DICTS,)),
+    ([{"book": {"guest": {"name": "ann", "vip": True}, "rooms": [{"kind": "double"}]}}],
+     [{"book": {"guest": [{"name": ["Ann"], "age": [30, ""]}], "rooms": [[{"kind": ["double"]}]], "extra": [""]}}], (DICTS,)),
+    ([{"get_weather": {"city": "Rome"}}, {"get_weather": {"city": "Paris"}}],
+     [{"get_weather": {"city": ["Paris"]}}, {"get_weather": {"city": ["Rome"]}}], (WEATHER,)),
+    ([{"get_weather": {"city": "Rome"}}, {"get_weather": {"city": "Rome"}}],
+     [{"get_weather": {"city": ["Paris"]}}, {"get_weather": {"city": ["Rome"]}}], (WEATHER,)),
+]
+
+
+@pytest.mark.parametrize("out,gold,funcs", AGREEMENT_CASES)
+def test_tool_call_metric_agrees_with_bfcl_on_bfcl_data(out, gold, funcs):
+    from ek_agents.base import tool_grammar
+    from ek_agents.toolcalls import ToolCallMetric
+
+    verdict = bfcl_check(list(funcs), out, gold, "parallel" if len(gold) > 1 else "simple").valid
+    m = ToolCallMetric(grammar=tool_grammar(*bfcl.tool_specs(funcs)))
+    f1 = m.score(bfcl.model_calls(out), bfcl.gold_calls(gold, funcs)).value
+    assert (f1 == 1.0) == verdict
+
+
+def test_conversion_shapes():
+    specs = bfcl.tool_specs([AREA, LIST])
+    assert specs[0].required == ("base", "height")
+    assert specs[1].params["items"].items == "integer"
+    assert bfcl.model_calls([{"f": {"x": 1}}, {"g": {}}]) == [("f", {"x": 1}), ("g", {})]
+    with pytest.raises(InvalidInput):
+        bfcl.gold_calls([{"f": {"x": 1}}])  # values must be lists

@@ -1,13 +1,11 @@
 """Checkers, grade(), TaskSuccessMetric and CostPerSuccessMetric."""
-import math
-
 import pytest
 
 from ek_agents import metrics
-from ek_agents.base import Cost, Episode, Step, TaskSpec, Trajectory
+from ek_agents.base import Cost, Episode, TaskSpec
 from ek_agents.errors import InvalidInput, UnknownName
 from ek_agents.metrics import (
-    CostPerSuccessMetric, TaskSuccessMetric, final_state_match, get_checker, grade,
+    TaskSuccessMetric, final_state_match, get_checker, grade,
     output_match, recorded_success, state_equal,
 )
 

@@ -2,7 +2,7 @@
 import pytest
 
 from ek_agents.base import Episode, Step, TaskSpec, ToolSpec, Trajectory, tool_grammar
-from ek_agents.core import FieldSpec, GraphGrammar
+from ek_agents.core import FieldSpec
 from ek_agents.errors import InvalidInput, UnknownName
 from ek_agents.toolcalls import (
     ANY, OMITTED, AnyOf, ToolCallMetric, as_calls, match_calls, min_cost_assignment,
