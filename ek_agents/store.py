@@ -143,11 +143,6 @@ class Store:
         self._local = "file" in _protocols(self.fs)
         if proto in ("s3", "s3a") and not self._root:
             raise InvalidInput(f"store url {url!r} names no bucket: use s3://<bucket>[/<prefix>]")
-        if self._local:
-            try:
-                os.makedirs(self._root, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create the store folder {self._root!r}: {exc}") from None
 
     def __repr__(self) -> str:
         return f"Store({self.url!r})"

@@ -128,7 +128,11 @@ def test_default_url_and_env(tmp_path, monkeypatch):
     assert Store().url == str(tmp_path / "envstore")
     monkeypatch.delenv("EK_STORE")
     monkeypatch.chdir(tmp_path)
-    assert Store().url == "./.ek" and (tmp_path / ".ek").is_dir()
+    default = Store()
+    assert default.url == "./.ek" and default.list() == [] and default.load_baseline("b") is None
+    assert not (tmp_path / ".ek").exists()  # reading creates nothing
+    default.write_json("a.json", 1)
+    assert (tmp_path / ".ek" / "a.json").is_file()
     s = Store(f"file://{tmp_path}/f")
     s.write_json("a.json", 1)
     assert (tmp_path / "f" / "a.json").read_bytes() == b"1"
