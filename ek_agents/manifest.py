@@ -137,7 +137,7 @@ def _fmt(x: Any, *, money: bool = False) -> str:
     if x is None:
         return "n/a"
     if isinstance(x, float) and money:
-        return "inf" if x == float("inf") else f"${x:.4f}"
+        return "inf" if x == float("inf") else f"${x:.4g}"
     return f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
@@ -196,7 +196,7 @@ def _cell(x: Any, money: bool = False) -> str:
         return "n/a"
     if isinstance(x, float):
         if money:
-            return "inf" if math.isinf(x) else f"${x:.4f}"
+            return "inf" if math.isinf(x) else f"${x:.4g}"
         return f"{x:.3f}"
     return str(x)
 

@@ -8,6 +8,7 @@
 """
 from .audit import audit_run, promote_baseline
 from .evaluate import evaluate_agent, run_trials_flow
+from . import demo
 from .local import call_flow
 
 __all__ = ["evaluate_agent", "audit_run", "promote_baseline", "run_trials_flow", "call_flow"]

@@ -18,10 +18,10 @@ def local_settings() -> Iterator[None]:
         yield
 
 
-def call_flow(name: str, **params: Any) -> Any:
-    """Run flow ``name`` ("evaluate_agent", "audit_run", "promote_baseline") here and now;
-    its result, or the exception that failed it."""
+def call_flow(flow: str, /, **params: Any) -> Any:
+    """Run ``flow`` ("evaluate_agent", "audit_run", "promote_baseline") here and now; its
+    result, or the exception that failed it."""
     import flows
 
     with local_settings():
-        return getattr(flows, name)(**params)
+        return getattr(flows, flow)(**params)

@@ -1,11 +1,12 @@
 """The evaluate, audit and promote flows under a Prefect test server."""
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
 import pytest
 
 from ek_agents import stages
+from ek_agents.audit import differences
 from ek_agents.errors import AuditFailed, GateFailed, IncomparableRuns
 from ek_agents.store import Store
 
@@ -40,3 +41,151 @@ def test_evaluate_records_a_complete_manifest(tmp_path, suite, calls):
     assert report["cost"]["total_dollars"] > 0
     assert man["results"]["success_rate"] == report["success_rate"]
     assert man["gate"] is None
+
+
+def test_second_identical_run_makes_zero_agent_calls(tmp_path, suite, calls):
+    from flows import evaluate_agent
+
+    store = str(tmp_path / "store")
+    first = evaluate_agent(suite=suite, agent=AGENT, k=2, seed=3, store=store, run_id="a")
+    n = len(calls)
+    assert n == 12
+    second = evaluate_agent(suite=suite, agent=AGENT, k=2, seed=3, store=store, run_id="b")
+    assert len(calls) == n  # not one agent call
+    st = Store(store)
+    man = st.read_manifest("b")
+    assert all(s["cached"] for s in man["stages"].values() if "cached" in s)
+    assert st.read_bytes("runs/b/report.json") == st.read_bytes("runs/a/report.json")
+    assert second["results"] == first["results"]
+    # a different seed is a different run: the agent is called again
+    evaluate_agent(suite=suite, agent=AGENT, k=2, seed=4, store=store, run_id="c")
+    assert len(calls) == 2 * n
+    assert not st.read_manifest("c")["stages"]["episodes"]["cached"]
+
+
+def test_killed_run_resumes_without_rerunning_finished_trials(tmp_path, suite, calls):
+    """A run stopped part-way (here: one chunk finished, then the process died) resumes."""
+    from ek_agents.base import RunProvenance
+    from ek_agents.harness import run_trials
+    from ek_agents.suite import load_suite
+
+    from flows import evaluate_agent
+
+    store = str(tmp_path / "store")
+    tasks = load_suite(suite).tasks
+    run = RunProvenance(seed=5, suite_version="1")
+    run_trials(stages.load_agent(AGENT), tasks, k=2, seed=5, run=run, store=Store(store),
+               run_id="r", only=[("t0", 0), ("t0", 1), ("t1", 0)])
+    assert len(calls) == 3
+    evaluate_agent(suite=suite, agent=AGENT, k=2, seed=5, store=store, run_id="r")
+    assert len(calls) == 12  # 12 trials in all, the 3 stored ones not re-run
+    assert sorted(c[0] for c in calls).count("t0") == 2
+
+
+def test_audit_passes_then_catches_one_flipped_byte(tmp_path, suite, calls):
+    from flows import audit_run, evaluate_agent
+
+    store = str(tmp_path / "store")
+    evaluate_agent(suite=suite, agent=AGENT, k=2, seed=1, store=store, run_id="r", prices=PRICES)
+    assert audit_run(run_id="r", store=store)["passed"]
+    st = Store(store)
+    key = "runs/r/episodes/t2/1.json"
+    data = bytearray(st.read_bytes(key))
+    i = data.index(b'"output":"') + len(b'"output":"')
+    data[i] = ord("X") if data[i] != ord("X") else ord("Y")  # one byte of the agent's answer
+    st.write_bytes(key, bytes(data))
+    with pytest.raises(AuditFailed, match=r"runs/r/episodes/t2/1\.json"):
+        audit_run(run_id="r", store=store)
+
+
+def test_audit_names_a_recorded_figure_that_differs(tmp_path, suite, calls):
+    from ek_agents.audit import audit
+
+    from flows import evaluate_agent
+
+    store = str(tmp_path / "store")
+    evaluate_agent(suite=suite, agent=AGENT, k=2, seed=1, store=store, run_id="r")
+    st = Store(store)
+    man = st.read_manifest("r")
+    man["results"]["success_rate"] = 0.99  # a doctored headline, bytes re-hashed nowhere
+    st.write_manifest("r", man)
+    result = audit(st, "r")
+    assert not result.passed
+    assert any(p.startswith("results.success_rate: recorded 0.99") for p in result.problems)
+
+
+def test_promote_then_gate_passes_same_agent_and_fails_a_worse_one(tmp_path, suite, calls):
+    from flows import audit_run, evaluate_agent, promote_baseline
+
+    store = str(tmp_path / "store")
+    big = write_suite(tmp_path / "big.jsonl", n=30)
+    evaluate_agent(suite=big, agent=AGENT, k=3, seed=1, store=store, run_id="base", prices=PRICES)
+    promote_baseline(run_id="base", name="main", store=store)
+    st = Store(store)
+    assert st.load_baseline("main")["report"]["detail"]["run_id"] == "base"
+    ok = evaluate_agent(suite=big, agent=AGENT, k=3, seed=2, store=store, run_id="same",
+                        baseline="main", prices=PRICES)
+    assert ok["gate"]["passed"] is True
+    with pytest.raises(GateFailed, match="main"):
+        evaluate_agent(suite=big, agent=FLAKY_AGENT, k=3, seed=2, store=store, run_id="worse",
+                       baseline="main", prices=PRICES)
+    worse = st.read_manifest("worse")  # recorded before the run failed
+    assert worse["gate"]["passed"] is False and worse["gate"]["reasons"]
+    assert audit_run(baseline="main", store=store)["passed"]
+    assert audit_run(run_id="worse", store=store)["passed"]  # the verdict recomputes too
+
+
+def test_incomparable_baseline_fails_the_flow_run_with_its_message(tmp_path, calls):
+    from flows import evaluate_agent, promote_baseline
+
+    store = str(tmp_path / "store")
+    v1 = write_suite(tmp_path / "v1.jsonl", version="1")
+    v2 = write_suite(tmp_path / "v2.jsonl", version="2")
+    evaluate_agent(suite=v1, agent=AGENT, k=2, seed=1, store=store, run_id="v1")
+    promote_baseline(run_id="v1", name="main", store=store)
+    state = evaluate_agent(suite=v2, agent=AGENT, k=2, seed=1, store=store, run_id="v2",
+                           baseline="main", return_state=True)
+    assert state.is_failed()
+    with pytest.raises(IncomparableRuns, match="suite_version"):
+        state.result()
+    assert Store(store).read_manifest("v2")["gate"]["refused"]
+
+
+def test_bad_input_fails_before_any_work(tmp_path, suite):
+    from ek_agents.errors import InvalidInput
+
+    from flows import evaluate_agent
+
+    with pytest.raises(InvalidInput, match="did you mean 'counting_agent'"):
+        evaluate_agent(suite=suite, agent="tests.pipeline.pipeline_agents:countng_agent",
+                       store=str(tmp_path / "s"))
+    with pytest.raises(InvalidInput, match="needs a suite and an agent"):
+        evaluate_agent(suite=suite, store=str(tmp_path / "s"))
+
+
+def test_dask_runner_gives_the_same_results_as_threads(tmp_path, suite, calls):
+    from flows import evaluate_agent
+
+    a = evaluate_agent(suite=suite, agent=AGENT, k=3, seed=9, store=str(tmp_path / "a"),
+                       run_id="r", chunk_size=4, task_runner="threads", max_workers=2)
+    b = evaluate_agent(suite=suite, agent=AGENT, k=3, seed=9, store=str(tmp_path / "b"),
+                       run_id="r", chunk_size=4, task_runner="dask", max_workers=2)
+    assert len(calls) == 36  # both really ran
+    ra = Store(str(tmp_path / "a")).read_json("runs/r/report.json")
+    rb = Store(str(tmp_path / "b")).read_json("runs/r/report.json")
+    # the same figures; only the measured wall-clock latency may differ
+    assert [d for d in differences(ra, rb, "report") if "latency" not in d] == []
+    assert a["results"] == b["results"]
+
+
+def test_ingest_a_recorded_run(tmp_path):
+    from flows import evaluate_agent
+
+    fixtures = sorted(Path(__file__).resolve().parents[1].glob("fixtures/inspect/*.eval"))
+    if not fixtures:
+        pytest.skip("no Inspect fixture log")
+    out = evaluate_agent(ingest="inspect", ingest_path=str(fixtures[0]), store=str(tmp_path / "s"),
+                         run_id="ing")
+    man = Store(str(tmp_path / "s")).read_manifest("ing")
+    assert man["source"]["kind"] == "inspect" and man["results"]["n_trials"] > 0
+    assert out["results"]["n_trials"] == man["results"]["n_trials"]
