@@ -188,3 +188,12 @@ def test_result_round_trips_through_json():
                                 _with(rep, cost={"cost_per_success": 2.0}))
     assert inf.cost_per_success == float("inf")
     assert AgentGateResult.from_dict(json.loads(canonical_json(inf))) == inf
+
+
+def test_a_single_flake_against_a_perfect_baseline_is_not_a_regression():
+    # the spec's first wrong shortcut: comparing to the baseline's point would fail this
+    perfect = reliability({f"t{i}": [True] * 4 for i in range(60)}, k=4, warn_deterministic=False)
+    flake = reliability({f"t{i}": [True] * 4 if i else [True, True, True, False] for i in range(60)}, k=4)
+    g = agent_regression_gate(flake, perfect)
+    assert g.passed and g.underpowered
+    assert [c["metric"] for c in g.details["checks"]] == ["success rate", "pass^4"]
