@@ -1,0 +1,59 @@
+"""The whole evaluate flow against S3: moto's server on 127.0.0.1, store s3://bucket/prefix."""
+from __future__ import annotations
+
+import logging
+import socket
+
+import pytest
+
+from ek_agents.store import Store
+
+from .conftest import AGENT, PRICES
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_api")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def s3_bucket(monkeypatch):
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    for k, v in {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
+                 "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    import s3fs
+
+    s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True).mkdir("ek-pipeline")
+    yield "s3://ek-pipeline"
+    server.stop()
+
+
+def test_evaluate_audit_and_cache_on_s3(s3_bucket, suite, calls):
+    from flows import audit_run, evaluate_agent, promote_baseline
+
+    store = f"{s3_bucket}/team/evals"
+    out = evaluate_agent(suite=suite, agent=AGENT, k=2, seed=1, store=store, run_id="s3run",
+                         prices=PRICES, chunk_size=4)
+    assert len(calls) == 12 and out["store"] == store
+    st = Store(store)
+    man = st.read_manifest("s3run")
+    assert len([k for k in man["artifacts"] if "/episodes/" in k]) == 12
+    assert all(st.digest(k) == sha for k, sha in man["artifacts"].items())
+    assert st.list("cache/episodes")  # the stage cache lives in the bucket too
+    assert audit_run(run_id="s3run", store=store)["passed"]
+    promote_baseline(run_id="s3run", name="main", store=store)
+    again = evaluate_agent(suite=suite, agent=AGENT, k=2, seed=1, store=store, run_id="s3run2",
+                           prices=PRICES, baseline="main")
+    assert len(calls) == 12  # cached in S3: no agent call
+    assert again["gate"]["passed"]
