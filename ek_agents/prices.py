@@ -152,23 +152,10 @@ def _from_tiered_pricing(info: Mapping[str, Any], tiered: list) -> Optional[Mode
 
 
 def _read_source(source: Union[str, os.PathLike]) -> Mapping[str, Any]:
-    text = os.fspath(source)
-    if "://" in text and not text.startswith("file://"):
-        from .store import Store
+    from .store import read_url
 
-        parent, _, name = text.rstrip("/").rpartition("/")
-        if not name or parent.endswith(":/"):
-            raise InvalidInput(f"load_prices: {text!r} names no file")
-        data = Store(parent).read_bytes(name)
-    else:
-        path = text[len("file://"):] if text.startswith("file://") else text
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            raise InvalidInput(
-                f"load_prices: no price file at {path!r}; pass the path of LiteLLM's "
-                "model_prices_and_context_window.json (or a mapping)") from None
+    text = os.fspath(source)
+    data = read_url(text, what="price catalog (LiteLLM's model_prices_and_context_window.json)")
     try:
         parsed = json.loads(data)
     except json.JSONDecodeError as exc:

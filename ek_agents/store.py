@@ -40,7 +40,7 @@ from typing import Any, Optional, Union
 from .errors import ArtifactNotFound, IntegrityError, InvalidInput, MissingDependency, StoreError
 
 __all__ = ["Store", "open_store", "canonical_json", "sha256_hex", "episode_key", "task_key",
-           "DEFAULT_STORE"]
+           "read_url", "write_url", "DEFAULT_STORE"]
 
 #: Store used when neither ``url`` nor the ``EK_STORE`` environment variable is given.
 DEFAULT_STORE = "./.ek"
@@ -120,11 +120,7 @@ class Store:
         if not isinstance(url, str) or not url.strip():
             raise InvalidInput(f"store url must be a non-empty string or path, got {url!r}")
         self.url = url
-        proto = url.split("://", 1)[0].lower() if "://" in url else "file"
-        if proto in _OPTIONAL and importlib.util.find_spec(_OPTIONAL[proto][0]) is None:
-            mod, extra = _OPTIONAL[proto]
-            raise MissingDependency(
-                f"store url {url!r} needs {mod}: pip install 'ek-agents[{extra}]'")
+        proto = _require_backend(url, "store")
         if proto in ("s3", "s3a") and "endpoint_url" not in options:
             endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
             if endpoint:  # explicit, so fsspec's instance cache keys on it
@@ -308,6 +304,75 @@ class Store:
             return self.read_json(key)
         except ArtifactNotFound:
             return None
+
+
+def read_url(url: Union[str, os.PathLike], *, what: str = "file",
+             invalid: type = InvalidInput) -> bytes:
+    """All bytes of one user-named file: a local path, ``file://`` or any fsspec URL.
+
+    The one reader behind every loader (suites, logs, price catalogs), so that each says the
+    same thing about a missing file (:class:`~ek_agents.errors.ArtifactNotFound`), a missing
+    backend (:class:`~ek_agents.errors.MissingDependency` naming the extra) or a folder
+    (``invalid``, an :class:`~ek_agents.errors.InvalidInput` subclass of the caller's choice).
+
+    >>> _ = write_url("memory://ek-doctest/x.txt", b"hi"); read_url("memory://ek-doctest/x.txt")
+    b'hi'
+    """
+    text = _url_text(url, what, invalid)
+    proto = _require_backend(text, what)
+    import fsspec
+
+    try:
+        with fsspec.open(text, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise ArtifactNotFound(f"no such {what}: {text!r} (check the path or URL)") from None
+    except IsADirectoryError:
+        raise invalid(f"{text!r} is a directory; give the {what} inside it") from None
+    except ImportError as exc:
+        raise MissingDependency(f"reading {text!r} needs an fsspec backend for {proto!r} "
+                                f"({exc}): pip install 'ek-agents[s3]' for s3://") from None
+    except ValueError as exc:  # fsspec: unknown protocol
+        raise invalid(f"cannot open {what} {text!r}: {exc}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {what} {text!r}: {exc}") from None
+
+
+def write_url(url: Union[str, os.PathLike], data: bytes, *, what: str = "file") -> str:
+    """Write ``data`` to one user-named file (atomically where the filesystem allows);
+    return its sha256."""
+    text = _url_text(url, what, InvalidInput)
+    _require_backend(text, what)
+    from fsspec.core import url_to_fs
+
+    try:
+        fs, path = url_to_fs(text)
+        if "file" in _protocols(fs):
+            _atomic_local_write(path, bytes(data))
+        else:
+            fs.pipe_file(path, bytes(data))
+    except ValueError as exc:
+        raise InvalidInput(f"cannot write {what} {text!r}: {exc}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot write {what} {text!r}: {exc}") from None
+    return sha256_hex(bytes(data))
+
+
+def _url_text(url: Any, what: str, invalid: type) -> str:
+    if isinstance(url, os.PathLike):
+        url = os.fspath(url)
+    if not isinstance(url, str) or not url.strip():
+        raise invalid(f"expected the path or URL of a {what} (str or pathlib.Path), got {url!r}")
+    return url
+
+
+def _require_backend(url: str, what: str) -> str:
+    proto = url.split("://", 1)[0].lower() if "://" in url else "file"
+    if proto in _OPTIONAL and importlib.util.find_spec(_OPTIONAL[proto][0]) is None:
+        mod, extra = _OPTIONAL[proto]
+        raise MissingDependency(f"reading or writing {what} {url!r} needs {mod}: "
+                                f"pip install 'ek-agents[{extra}]'")
+    return proto
 
 
 def open_store(rootdir: Union[Store, str, os.PathLike, None] = None) -> Store:

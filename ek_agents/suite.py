@@ -145,22 +145,9 @@ def _sha256(data: bytes) -> str:
 # --------------------------------------------------------------------------- reading
 
 def _read_bytes(path: str) -> bytes:
-    try:
-        import fsspec
-    except ImportError as exc:  # pragma: no cover - fsspec is a core dependency
-        raise MissingDependency("reading a suite needs fsspec: pip install fsspec") from exc
-    try:
-        with fsspec.open(path, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        raise ArtifactNotFound(f"{path}: no such suite file; check the path (or URL)") from None
-    except IsADirectoryError:
-        raise SuiteError(f"{path}: is a directory; give the suite file inside it") from None
-    except ImportError as exc:
-        raise MissingDependency(f"{path}: cannot open this URL ({exc}); for s3:// URLs "
-                                "pip install 'ek-agents[s3]'") from exc
-    except ValueError as exc:  # fsspec: unknown protocol
-        raise SuiteError(f"{path}: cannot open ({exc})") from exc
+    from .store import read_url
+
+    return read_url(path, what="suite file", invalid=SuiteError)
 
 
 def load_suite(path_or_url: Union[str, os.PathLike]) -> Suite:
@@ -687,8 +674,6 @@ def dump_suite(suite_or_tasks: Union[Suite, Iterable[TaskSpec]], path: Union[str
 
         doc = dict(header, tasks=rows)
         data = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100).encode("utf-8")
-    import fsspec
+    from .store import write_url
 
-    with fsspec.open(path, "wb") as fh:
-        fh.write(data)
-    return _sha256(data)
+    return write_url(path, data, what="suite file")

@@ -1,18 +1,19 @@
 """Read a file a bridge was pointed at: a local path or any fsspec URL (``s3://``, ``memory://``...).
 
-Bridges read a single user-named file; the artifact store (``ek_agents.store``) is for our own
-outputs. Missing protocol packages raise :class:`~ek_agents.errors.MissingDependency` naming
-the pip command; a missing file raises :class:`~ek_agents.errors.ArtifactNotFound`.
+Bytes come through :func:`ek_agents.store.read_url`, the one reader of user-named files:
+missing protocol packages raise :class:`~ek_agents.errors.MissingDependency` naming the pip
+command; a missing file raises :class:`~ek_agents.errors.ArtifactNotFound`.
 """
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 from collections.abc import Iterator
 from typing import IO, Any, Union
 
-from ..errors import ArtifactNotFound, BridgeError, MissingDependency
+from ..errors import BridgeError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -28,29 +29,10 @@ def url_of(path_or_url: Any) -> str:
 
 @contextlib.contextmanager
 def open_binary(path_or_url: Any) -> Iterator[IO[bytes]]:
-    """Open ``path_or_url`` for binary reading through fsspec."""
-    url = url_of(path_or_url)
-    try:
-        import fsspec
-    except ImportError as exc:  # pragma: no cover - fsspec is a runtime dependency
-        raise MissingDependency("reading logs needs fsspec: pip install fsspec") from exc
-    try:
-        of = fsspec.open(url, "rb")
-        f = of.open()
-    except FileNotFoundError as exc:
-        raise ArtifactNotFound(f"no such file: {url!r} (check the path or URL)") from exc
-    except IsADirectoryError as exc:
-        raise BridgeError(f"{url!r} is a directory; give the log file itself") from exc
-    except ImportError as exc:
-        proto = url.split("://", 1)[0]
-        hint = "pip install 'ek-agents[s3]'" if proto in ("s3", "s3a") else f"install the fsspec backend for {proto!r}"
-        raise MissingDependency(f"reading {url!r} needs an extra package ({exc}): {hint}") from exc
-    except ValueError as exc:
-        raise BridgeError(f"cannot open {url!r}: {exc}") from exc
-    try:
-        yield f
-    finally:
-        f.close()
+    """``path_or_url`` as a binary file object (read through :func:`ek_agents.store.read_url`)."""
+    from ..store import read_url
+
+    yield io.BytesIO(read_url(url_of(path_or_url), what="log", invalid=BridgeError))
 
 
 def read_json(path_or_url: Any, what: str) -> Any:

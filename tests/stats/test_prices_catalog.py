@@ -73,7 +73,7 @@ def test_sources_path_url_and_mapping(table, tmp_path):
     fs = fsspec.filesystem("memory")
     fs.pipe_file("/ek-prices-test/catalog.json", FIXTURE.read_bytes())
     assert load_prices("memory://ek-prices-test/catalog.json") == table
-    with pytest.raises(errors.InvalidInput, match="no price file"):
+    with pytest.raises(errors.ArtifactNotFound, match="no such price catalog"):
         load_prices(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
