@@ -438,6 +438,14 @@ class CallComparer:
         f = fields.get(arg)
         return f[2] if f is not None else w * default
 
+    def considered_weight(self, p: _PredView, g: _GoldView, errors: list) -> float:
+        """Total weight of the arguments a pair is judged on: the prediction's, the gold's
+        non-omittable ones, and any required one (the denominator of a mismatch fraction)."""
+        names = set(p.keys)
+        names.update(a for a, s in g.specs.items() if not s[1])
+        names.update(a for a, _, _ in errors)
+        return math.fsum(self.arg_weight(p.tool, a) for a in names)
+
     def mismatch(self, p: _PredView, g: _GoldView) -> list:
         """The wrong arguments ``[(arg, kind, weight)]`` of ``p`` against ``g`` (same tool).
 
@@ -570,12 +578,12 @@ def _assign_group(P: list, G: list, cost_fn: Callable[[int, int], float]) -> lis
 
 
 class _Matcher:
-    """Pairs two prepared call lists tool by tool, optimally, under a cost objective."""
+    """Pairs two prepared call lists tool by tool, optimally: the most exact pairs, then the
+    least argument mismatch (a lexicographic objective folded into one cost)."""
 
-    def __init__(self, comparer: CallComparer, pv: list, gv: list, objective: str) -> None:
-        self.cmp, self.pv, self.gv, self.objective = comparer, pv, gv, objective
+    def __init__(self, comparer: CallComparer, pv: list, gv: list) -> None:
+        self.cmp, self.pv, self.gv = comparer, pv, gv
         self._mis: dict = {}
-        self.cap = 2.0
 
     def errors(self, i: int, j: int) -> list:
         k = (i, j)
@@ -601,10 +609,7 @@ class _Matcher:
     def __call__(self, i: int, j: int) -> float:
         errs = self.errors(i, j)
         mis = math.fsum(w for _, _, w in errs)
-        if self.objective == "exact_first":
-            # lexicographic: more exact pairs first, then less mismatch weight
-            return (self._big if errs else 0.0) + mis
-        return min(mis, self.cap * self.pv[i].weight)  # a distance: never worse than unpairing
+        return (self._big if errs else 0.0) + mis
 
     def run(self) -> tuple[list, list, list]:
         pv, gv = self.pv, self.gv
@@ -657,7 +662,7 @@ def match_calls(pred: Any, gold: Any, *, canon: Optional[Callable[[str], Any]] =
     """
     P, G = as_calls(pred), as_calls(gold)
     cmp = CallComparer(grammar, canon)
-    pairs, up, ug = _Matcher(cmp, [cmp.pred(c) for c in P], [cmp.gold(c) for c in G], "exact_first").run()
+    pairs, up, ug = _Matcher(cmp, [cmp.pred(c) for c in P], [cmp.gold(c) for c in G]).run()
     return [(P[i], G[j]) for i, j in pairs], [P[i] for i in up], [G[j] for j in ug]
 
 
@@ -739,7 +744,7 @@ class ToolCallMetric:
         cmp = self._comparer(_grammar_for(gold, grammar, self.grammar))
         pv = [cmp.pred(c) for c in as_calls(pred)]
         gv = [cmp.gold(c) for c in as_calls(gold)]
-        matcher = _Matcher(cmp, pv, gv, "exact_first")
+        matcher = _Matcher(cmp, pv, gv)
         pairs, up, ug = matcher.run()
         tp = fp = fn = 0.0
         n_exact = 0

@@ -1,44 +1,51 @@
 """Trajectory (process) evaluation: a cost-weighted **sequence** edit distance over steps.
 
-Costs come from the grammar: a missing, extra or wrong-tool call costs the call weight
-(``node_cost``; a destructive tool's is 10 by default); a call to the right tool with wrong
-arguments costs the weighted argument mismatch (``node_cost * field_cost`` per wrong argument,
-compared with the rules of :mod:`ek_agents.toolcalls`), never more than replacing the call.
+Costs come from the grammar (``node_cost`` = the call weight; 10 for a destructive tool by
+default): a **missing** or **extra** call costs its call weight; a **wrong** call (another tool
+where a call was due) costs the larger of the two call weights; a call to the **right tool with
+wrong arguments** costs the weighted argument mismatch: its call weight times the fraction of
+its argument weight (``field_cost``) that is wrong -- arguments compared with the rules of
+:mod:`ek_agents.toolcalls` (BFCL equality, AnyOf/OMITTED, required and undeclared arguments) --
+so a single wrong argument of a destructive one-argument tool costs 10, not 1, and a call is
+never worse than a wrong call.
 
 ========== ==========================================================================
 scheme     distance
 ========== ==========================================================================
 in_order   Needleman-Wunsch alignment: order matters, gaps allowed
-exact      0 iff the call sequences are identical, else the full mass
-any_order  multiset distance: optimal pairing within each tool, order ignored
+exact      0 iff the call sequences are identical, else the maximum
+any_order  optimal pairing of the two multisets of calls (order ignored)
 superset   0 iff every gold call occurs in the prediction; extra calls are free
 subset     0 iff every predicted call occurs in the gold (agentevals' fourth mode);
            missing calls are free
 ========== ==========================================================================
 
-Per episode, ``Score.value`` = raw distance / maximum distance, in [0, 1] (0 = perfect; the
-maximum is every call wrong: both sides' call weights for in_order / exact / any_order, the gold
-side's for superset, the prediction's for subset). ``detail`` has ``distance`` and
-``max_distance``; :meth:`TrajectoryMetric.aggregate` is total raw / total max.
+Per episode, ``Score.value`` = raw distance / maximum distance, in [0, 1] (0 = perfect). The
+maximum is the distance if every call were wrong: for in_order / exact the alignment of the two
+weight sequences with every substitution wrong (``max(len) * w`` for equal weights), for
+any_order the same without order, for superset the gold weights, for subset the predicted
+weights. ``detail`` has ``distance`` and ``max_distance``; :meth:`TrajectoryMetric.aggregate`
+is total raw / total max. ``any_order <= in_order`` always (it minimizes over more pairings).
 
 >>> m = TrajectoryMetric("in_order")
 >>> m.score(["search", "answer"], ["search", "answer"]).value
 0.0
 >>> s = m.score(["search", "search", "answer"], ["search", "answer"])  # one extra call
 >>> s.detail["distance"], s.detail["max_distance"]
-(1.0, 5.0)
+(1.0, 3.0)
 >>> TrajectoryMetric("any_order").score(["b", "a"], ["a", "b"]).value
 0.0
 """
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
 from .core import GraphGrammar, Score
 from .errors import UnknownName, did_you_mean
-from .toolcalls import CallComparer, _detail_sums, _grammar_for, _Matcher, as_calls
+from .toolcalls import CallComparer, _detail_sums, _grammar_for, as_calls, min_cost_assignment
 
 __all__ = ["TrajectoryMetric", "SCHEMES", "trajectory_distance"]
 
@@ -47,10 +54,17 @@ SCHEMES = ("in_order", "exact", "any_order", "superset", "subset")
 
 
 def _sub(cmp: CallComparer, p: Any, g: Any) -> float:
-    """Cost of aligning predicted ``p`` with gold ``g`` (<= deleting one and inserting the other)."""
+    """Cost of aligning predicted ``p`` with gold ``g``: a call to another tool is a wrong call
+    (``max`` of the two call weights); the right tool with wrong arguments costs the call weight
+    times the weighted fraction of its arguments that are wrong (so never more than a wrong call)."""
     if p.tool != g.tool:
-        return p.weight + g.weight
-    return min(math.fsum(w for _, _, w in cmp.mismatch(p, g)), p.weight + g.weight)
+        return p.weight if p.weight >= g.weight else g.weight
+    errs = cmp.mismatch(p, g)
+    if not errs:
+        return 0.0
+    total = cmp.considered_weight(p, g, errs)
+    wrong = math.fsum(w for _, _, w in errs)
+    return p.weight if total <= 0 else p.weight * min(1.0, wrong / total)
 
 
 def _exact(cmp: CallComparer, p: Any, g: Any) -> bool:
@@ -58,6 +72,7 @@ def _exact(cmp: CallComparer, p: Any, g: Any) -> bool:
 
 
 def _in_order(cmp: CallComparer, pv: list, gv: list) -> float:
+    """Needleman-Wunsch over the calls (gaps cost the call weight), common ends trimmed first."""
     lo = 0
     hi_p, hi_g = len(pv), len(gv)
     while lo < hi_p and lo < hi_g and _exact(cmp, pv[lo], gv[lo]):  # common prefix is free
@@ -66,39 +81,95 @@ def _in_order(cmp: CallComparer, pv: list, gv: list) -> float:
         hi_p -= 1
         hi_g -= 1
     P, G = pv[lo:hi_p], gv[lo:hi_g]
-    if not P:
-        return math.fsum(g.weight for g in G)
-    if not G:
-        return math.fsum(p.weight for p in P)
+    if not P or not G:
+        return math.fsum(c.weight for c in P or G)
     wg = [g.weight for g in G]
     prev = [0.0]
     for w in wg:
         prev.append(prev[-1] + w)
     for p in P:
-        wp = p.weight
-        cur = [prev[0] + wp]
+        a = p.weight
+        cur = [prev[0] + a]
         for j, g in enumerate(G):
             best = prev[j] + _sub(cmp, p, g)
-            d = prev[j + 1] + wp
+            d = prev[j + 1] + a
             if d < best:
                 best = d
-            ins = cur[j] + wg[j]
-            if ins < best:
-                best = ins
+            d = cur[j] + wg[j]
+            if d < best:
+                best = d
             cur.append(best)
         prev = cur
     return prev[-1]
 
 
-def _matched(cmp: CallComparer, pv: list, gv: list, cap: float, pay_pred: bool, pay_gold: bool) -> float:
-    matcher = _Matcher(cmp, pv, gv, "distance")
-    matcher.cap = cap
-    pairs, up, ug = matcher.run()
-    parts = [matcher(i, j) for i, j in pairs if matcher.errors(i, j)]  # exact pairs cost 0
-    if pay_pred:
-        parts.extend(pv[i].weight for i in up)
-    if pay_gold:
-        parts.extend(gv[j].weight for j in ug)
+def _in_order_max(wp: list, wg: list) -> float:
+    """The in_order distance if every call were wrong (the normalizer): the same alignment with
+    every substitution costing the larger weight."""
+    if not wp or not wg:
+        return math.fsum(wp) + math.fsum(wg)
+    if wp == wg:  # every call must be covered at least at its own weight; the diagonal does it
+        return math.fsum(wp)
+    w0 = wp[0]
+    if all(w == w0 for w in wp) and all(w == w0 for w in wg):
+        return w0 * max(len(wp), len(wg))
+    prev = [0.0]
+    for w in wg:
+        prev.append(prev[-1] + w)
+    for a in wp:
+        cur = [prev[0] + a]
+        for j, b in enumerate(wg):
+            best = prev[j] + (a if a >= b else b)
+            d = prev[j + 1] + a
+            if d < best:
+                best = d
+            d = cur[j] + b
+            if d < best:
+                best = d
+            cur.append(best)
+        prev = cur
+    return prev[-1]
+
+
+def _any_order(cmp: CallComparer, pv: list, gv: list) -> float:
+    if not any(p.own_errors for p in pv) and all(g.key is not None for g in gv) and \
+            Counter(p.key for p in pv) == Counter(g.key for g in gv):
+        return 0.0  # the same multiset of calls: a perfect pairing exists
+    if not pv or not gv:
+        return math.fsum(c.weight for c in pv or gv)
+    # total = (all calls unpaired) + sum over pairs of (pair cost - the two weights it saves);
+    # each such saving is <= 0, so a largest assignment on the savings is optimal
+    cost = [[_sub(cmp, p, g) - p.weight - g.weight for g in gv] for p in pv]
+    pairs = min_cost_assignment(cost)
+    return math.fsum([p.weight for p in pv] + [g.weight for g in gv] + [cost[i][j] for i, j in pairs])
+
+
+def _any_order_max(wp: list, wg: list) -> float:
+    """Every call wrong: pair the heaviest with the heaviest (maximizes the saved min weights)."""
+    a, b = sorted(wp, reverse=True), sorted(wg, reverse=True)
+    return math.fsum(wp) + math.fsum(wg) - math.fsum(min(x, y) for x, y in zip(a, b))
+
+
+def _covered(cmp: CallComparer, pv: list, gv: list, *, pay_pred: bool) -> float:
+    """superset (``pay_pred=False``: uncovered gold calls cost) / subset (uncovered predicted
+    calls cost): optimal pairing within each tool; a pair costs its argument mismatch."""
+    by_tool_p: dict = {}
+    by_tool_g: dict = {}
+    for i, p in enumerate(pv):
+        by_tool_p.setdefault(p.tool, []).append(i)
+    for j, g in enumerate(gv):
+        by_tool_g.setdefault(g.tool, []).append(j)
+    parts: list = []
+    for tool in set(by_tool_p) | set(by_tool_g):
+        P, G = by_tool_p.get(tool, []), by_tool_g.get(tool, [])
+        pairs = []
+        if P and G:
+            cost = [[_sub(cmp, pv[i], gv[j]) for j in G] for i in P]
+            pairs = min_cost_assignment(cost)
+            parts.extend(cost[r][c] for r, c in pairs)
+        left = ([P[r] for r in range(len(P)) if r not in {r for r, _ in pairs}] if pay_pred
+                else [G[c] for c in range(len(G)) if c not in {c for _, c in pairs}])
+        parts.extend((pv if pay_pred else gv)[k].weight for k in left)
     return math.fsum(parts)
 
 
@@ -109,25 +180,28 @@ def trajectory_distance(pred: Any, gold: Any, *, scheme: str = "in_order",
     """``(raw, max)`` distance between two call sequences under ``scheme`` (see the module doc).
 
     >>> trajectory_distance(["a", "b"], ["b", "a"], scheme="in_order")
-    (2.0, 4.0)
+    (2.0, 2.0)
+    >>> trajectory_distance(["a", "b"], ["b", "a"], scheme="any_order")
+    (0.0, 2.0)
     """
     if scheme not in SCHEMES:
         raise UnknownName(f"unknown trajectory scheme {scheme!r}{did_you_mean(str(scheme), SCHEMES)} (one of {SCHEMES})")
     cmp = comparer if comparer is not None else CallComparer(grammar, canonicalizer)
     pv = [cmp.pred(c) for c in as_calls(pred)]
     gv = [cmp.gold(c) for c in as_calls(gold)]
-    wp = math.fsum(p.weight for p in pv)
-    wg = math.fsum(g.weight for g in gv)
+    wp = [p.weight for p in pv]
+    wg = [g.weight for g in gv]
     if scheme == "in_order":
-        return _in_order(cmp, pv, gv), wp + wg
+        return _in_order(cmp, pv, gv), _in_order_max(wp, wg)
     if scheme == "exact":
+        mx = _in_order_max(wp, wg)
         same = len(pv) == len(gv) and all(_exact(cmp, p, g) for p, g in zip(pv, gv))
-        return (0.0 if same else wp + wg), wp + wg
+        return (0.0 if same else mx), mx
     if scheme == "any_order":
-        return _matched(cmp, pv, gv, 2.0, True, True), wp + wg
+        return _any_order(cmp, pv, gv), _any_order_max(wp, wg)
     if scheme == "superset":
-        return _matched(cmp, pv, gv, 1.0, False, True), wg
-    return _matched(cmp, pv, gv, 1.0, True, False), wp  # subset
+        return _covered(cmp, pv, gv, pay_pred=False), math.fsum(wg)
+    return _covered(cmp, pv, gv, pay_pred=True), math.fsum(wp)  # subset
 
 
 class TrajectoryMetric:

@@ -38,8 +38,8 @@ def test_evaluate_uses_each_metrics_own_aggregate():
     out = evaluate(preds, golds, {"f1": ToolCallMetric(), "traj": TrajectoryMetric("in_order")})
     # micro F1: tp 2, fp 2 -> 4 / 6 (a mean of per-item F1s would be (1 + 0.5) / 2)
     assert out["f1"] == pytest.approx(4 / 6)
-    # total raw / total max: (0 + 2) / (2 + 4)
-    assert out["traj"] == pytest.approx(2 / 6)
+    # total raw / total max: (0 + 2) / (1 + 3)
+    assert out["traj"] == pytest.approx(2 / 4)
 
 
 def test_evaluate_with_a_list_of_metrics_and_names():

@@ -123,7 +123,7 @@ def test_match_calls_total_cost_is_optimal_vs_scipy(seed):
     gold = [gold_call() for _ in range(rnd.randint(1, 7))]
     cmp = CallComparer(None)
     pv, gv = [cmp.pred(c) for c in pred], [cmp.gold(c) for c in gold]
-    matcher = _Matcher(cmp, pv, gv, "exact_first")
+    matcher = _Matcher(cmp, pv, gv)
     matcher.set_group(list(range(len(pv))), list(range(len(gv))))
     cost = [[matcher(i, j) for j in range(len(gv))] for i in range(len(pv))]
     pairs, _, _ = matcher.run()
@@ -133,24 +133,31 @@ def test_match_calls_total_cost_is_optimal_vs_scipy(seed):
     assert len(match_calls(pred, gold)[0]) == min(len(pred), len(gold))
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", range(30))
 def test_any_order_distance_is_optimal_vs_scipy(seed):
+    """any_order pairs across tools too (a wrong call costs the larger weight); the reference is
+    scipy on the square matrix padded with 'leave unpaired' rows and columns."""
+    from ek_agents.trajectory import _sub
+
     rnd = random.Random(2000 + seed)
-    pred = [("a", {"x": rnd.randint(0, 2), "y": rnd.choice("pq")}) for _ in range(rnd.randint(0, 6))]
-    gold = [("a", {"x": rnd.randint(0, 2), "y": rnd.choice("pq")}) for _ in range(rnd.randint(0, 6))]
-    raw, _ = trajectory_distance(pred, gold, scheme="any_order", grammar=GRAMMAR)
+    def call():
+        return (rnd.choice("abc"), {k: rnd.choice([0, 1, "p"]) for k in ("x", "y") if rnd.random() < 0.7})
+    pred = [call() for _ in range(rnd.randint(0, 6))]
+    gold = [call() for _ in range(rnd.randint(0, 6))]
+    raw, mx = trajectory_distance(pred, gold, scheme="any_order", grammar=GRAMMAR)
     cmp = CallComparer(GRAMMAR)
-    # pad to square with "leave unpaired" costs (call weight 1 each side) and solve with scipy
-    n, m = len(pred), len(gold)
+    pv, gv = [cmp.pred(c) for c in pred], [cmp.gold(c) for c in gold]
+    n, m = len(pv), len(gv)
     size = n + m
     big = [[0.0] * size for _ in range(size)]
     for i in range(size):
         for j in range(size):
             if i < n and j < m:
-                big[i][j] = min(sum(w for _, _, w in cmp.mismatch(cmp.pred(pred[i]), cmp.gold(gold[j]))), 2.0)
+                big[i][j] = _sub(cmp, pv[i], gv[j])
             elif i < n:
-                big[i][j] = 1.0 if j - m == i else 1e9
+                big[i][j] = pv[i].weight if j - m == i else 1e9
             elif j < m:
-                big[i][j] = 1.0 if i - n == j else 1e9
+                big[i][j] = gv[j].weight if i - n == j else 1e9
     rows, cols = scipy_optimize.linear_sum_assignment(big) if size else ([], [])
     assert raw == pytest.approx(sum(big[i][j] for i, j in zip(rows, cols)))
+    assert 0.0 <= raw <= mx + 1e-9

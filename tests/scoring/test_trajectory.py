@@ -12,6 +12,7 @@ G = tool_grammar(
     ToolSpec("refund", {"order_id": FieldSpec("order_id", "string", required=True),
                         "amount": FieldSpec("amount", "number")}, destructive=True),
     ToolSpec("answer", {"text": FieldSpec("text")}),
+    ToolSpec("delete_user", {"user_id": FieldSpec("user_id", required=True)}, destructive=True),
 )
 
 
@@ -35,21 +36,26 @@ def test_identical_is_zero(scheme):
 
 
 def test_in_order_missing_and_extra_cost_call_weight():
-    assert dist([S, A], [S, R, A], "in_order") == (10.0, 2 + 12.0)  # missing destructive call: 10
-    assert dist([S, S, R, A], [S, R, A], "in_order") == (1.0, 13.0 + 12.0)  # extra search: 1
+    assert dist([S, A], [S, R, A], "in_order") == (10.0, 12.0)  # missing destructive call: 10
+    assert dist([S, S, R, A], [S, R, A], "in_order") == (1.0, 13.0)  # extra search: 1
 
 
-def test_in_order_wrong_tool_costs_both_weights():
-    # a search where an answer was due: the answer is missing (1) and the search extra (1)
-    assert dist([S], [A], "in_order") == (2.0, 2.0)
+def test_in_order_wrong_tool_costs_the_call_weight():
+    assert dist([S], [A], "in_order") == (1.0, 1.0)   # a search where an answer was due
+    assert dist([S], [R], "in_order") == (10.0, 10.0)  # ... where a refund was due: the larger weight
+    assert dist([S, A], [A, S], "in_order") == (2.0, 2.0)
 
 
 def test_in_order_wrong_argument_costs_weighted_mismatch():
-    # destructive refund (weight 10), wrong amount (importance 1): 10 * 1
-    raw, mx = dist([("refund", {"order_id": "o1", "amount": 6})], [R], "in_order")
-    assert (raw, mx) == (10.0, 20.0)
-    raw, _ = dist([("search", {"q": "dog"})], [S], "in_order")
-    assert raw == 1.0
+    # a destructive one-argument tool: its wrong argument costs the call weight 10, not 1
+    assert dist([("delete_user", {"user_id": "u2"})], [("delete_user", {"user_id": "u1"})], "in_order") == (10.0, 10.0)
+    # destructive refund (weight 10), one of its two equally important arguments wrong: 10 * 1/2
+    assert dist([("refund", {"order_id": "o1", "amount": 6})], [R], "in_order") == (5.0, 10.0)
+    assert dist([("search", {"q": "dog"})], [S], "in_order") == (1.0, 1.0)
+    # importance shifts the cost between arguments of one call
+    g = tool_grammar(ToolSpec("pay", {"to": FieldSpec("to"), "amount": FieldSpec("amount", "number", importance=3.0)}))
+    assert dist([("pay", {"to": "a", "amount": 9})], [("pay", {"to": "a", "amount": 5})], "in_order", g)[0] == 0.75
+    assert dist([("pay", {"to": "b", "amount": 5})], [("pay", {"to": "a", "amount": 5})], "in_order", g)[0] == 0.25
 
 
 def test_in_order_order_matters_any_order_does_not():
@@ -58,8 +64,8 @@ def test_in_order_order_matters_any_order_does_not():
 
 
 def test_exact_is_all_or_nothing():
-    assert dist([S, A], [S, A], "exact") == (0.0, 4.0)
-    assert dist([A, S], [S, A], "exact") == (4.0, 4.0)
+    assert dist([S, A], [S, A], "exact") == (0.0, 2.0)
+    assert dist([A, S], [S, A], "exact") == (2.0, 2.0)
     assert dist([S, ("answer", {"text": "OK"})], [S, A], "exact")[0] == 0.0  # BFCL string rules
 
 
@@ -80,17 +86,18 @@ def test_gold_markers_apply_to_trajectories():
 
 
 def test_required_missing_costs_even_if_gold_silent():
-    assert dist([("refund", {"amount": 5})], [("refund", {"amount": 5})], "in_order")[0] == 10.0
+    # order_id is required: one of the two arguments wrong -> 10 * 1/2
+    assert dist([("refund", {"amount": 5})], [("refund", {"amount": 5})], "in_order")[0] == 5.0
 
 
 def test_value_is_normalized_and_aggregate_is_total_over_total():
     m = TrajectoryMetric("in_order", grammar=G)
-    s1 = m.score([S, A], [S, R, A])   # 10 / 14
-    s2 = m.score([S], [S])            # 0 / 2
+    s1 = m.score([S, A], [S, R, A])   # 10 / 12
+    s2 = m.score([S], [S])            # 0 / 1
     s3 = m.score([], [])              # 0 / 0
-    assert s1.value == pytest.approx(10 / 14)
+    assert s1.value == pytest.approx(10 / 12)
     assert s3.value == 0.0 and s3.detail["max_distance"] == 0.0
-    assert m.aggregate([s1, s2, s3]) == pytest.approx(10 / 16)
+    assert m.aggregate([s1, s2, s3]) == pytest.approx(10 / 13)
     assert not m.higher_is_better
     with pytest.raises(InvalidInput):
         m.aggregate([])
@@ -102,11 +109,11 @@ def test_accepts_episodes_trajectories_and_taskspec_grammar():
         ToolSpec("refund", {"order_id": FieldSpec("order_id", required=True), "amount": FieldSpec("amount", "number")},
                  destructive=True),))
     s = TrajectoryMetric().score(ep, task)
-    assert s.detail["distance"] == 10.0
+    assert s.detail["distance"] == 5.0
     s = TrajectoryMetric().score(ep, Trajectory([Step(*R)]), grammar=G)
-    assert s.detail["distance"] == 10.0
+    assert s.detail["distance"] == 5.0
     s = TrajectoryMetric().score(ep, Trajectory([Step(*R)]))  # no grammar: weights 1
-    assert s.detail["distance"] == 1.0
+    assert s.detail["distance"] == 0.5
 
 
 def test_canonicalizer_option():
