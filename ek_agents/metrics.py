@@ -68,7 +68,8 @@ def _unwrap(gold: Any, key: str) -> Any:
 
 def _gold_part(episode: Any, gold: Any, key: str) -> Any:
     part = _unwrap(gold, key)
-    if part is None:
+    wrapper_without_key = isinstance(gold, Mapping) and gold and set(gold) <= GOLD_KEYS and key not in gold
+    if part is None or wrapper_without_key:
         raise InvalidInput(
             f"{key} checker: task {getattr(episode, 'task_id', '')!r} has no gold {key} (gold is "
             f"{gold!r}); give the task a gold {key!r} or choose another checker "

@@ -38,6 +38,10 @@ def test_output_match_numbers_and_strings():
 def test_output_match_refuses_missing_gold():
     with pytest.raises(InvalidInput, match="no gold output"):
         output_match(ep(output=None), None)
+    with pytest.raises(InvalidInput, match="no gold output"):  # a gold with only calls
+        output_match(ep(output="x"), {"calls": [("search", {})]})
+    with pytest.raises(InvalidInput, match="no gold final_state"):
+        final_state_match(ep(final_state={}), {"output": "x"})
 
 
 def test_errored_episode_never_succeeds_even_if_output_matches():
