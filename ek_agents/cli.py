@@ -152,6 +152,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       max_workers=a.max_workers, dask_address=a.dask_address)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
+    from .stages import check_request
+
+    check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
+                  ingest_path=params.get("ingest_path"))  # bad input: exit 2 before Prefect starts
     try:
         _flows().call_flow("evaluate_agent", **params)
     finally:

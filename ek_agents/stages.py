@@ -352,7 +352,7 @@ def raise_for_verdict(verdict: Optional[Mapping]) -> None:
         cls = cls if isinstance(cls, type) and issubclass(cls, errors.InvalidInput) else errors.BaselineError
         raise cls(f"gate refused baseline {name!r}: {verdict['refused']}")
     raise errors.GateFailed(f"gate failed against baseline {name!r}: "
-                            + " ".join(verdict.get("reasons") or ["(no reason recorded)"]))
+                            + "; ".join(verdict.get("reasons") or ["(no reason recorded)"]))
 
 
 def results_of(report: Mapping) -> dict:
