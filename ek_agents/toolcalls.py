@@ -494,6 +494,8 @@ def min_cost_assignment(cost: Sequence[Sequence[float]]) -> list[tuple[int, int]
     m = len(cost[0])
     if m == 0:
         return []
+    if any(len(row) != m for row in cost) or not all(map(math.isfinite, itertools.chain.from_iterable(cost))):
+        raise InvalidInput("min_cost_assignment needs a rectangular matrix of finite costs")
     if n == 1:
         row = cost[0]
         return [(0, min(range(m), key=row.__getitem__))]

@@ -215,6 +215,9 @@ def test_min_cost_assignment_small_cases():
     assert min_cost_assignment([[3.0, 1.0, 2.0]]) == [(0, 1)]
     assert min_cost_assignment([[1.0], [0.5], [2.0]]) == [(1, 0)]
     assert min_cost_assignment([[0, 0], [0, 0]]) == [(0, 0), (1, 1)]
+    for bad in ([[1.0, float("inf")], [0.0, 1.0]], [[float("nan")]], [[1.0, 2.0], [1.0]]):
+        with pytest.raises(InvalidInput):
+            min_cost_assignment(bad)
 
 
 # ------------------------------------------------------------------------- inputs and shapes
