@@ -7,9 +7,6 @@ with the library alone and start no Prefect at all.
 
 Exit codes: 0 ok; 1 when the gate or the audit fails; 2 on bad input -- always with a one-line
 reason on stderr (no traceback for an ek-agents error).
-
->>> main(["gate"])  # doctest: +SKIP
-2
 """
 from __future__ import annotations
 

@@ -123,6 +123,9 @@ class RunManifest(_JsonShape):
         """A manifest stamped with the time and this package's version and git sha."""
         fields.setdefault("created_at", utc_now())
         fields.setdefault("package", package_info())
+        for name in ("parameters", "inputs", "results", "gate"):  # inf stays inf, never null
+            if fields.get(name) is not None:
+                fields[name] = finite(fields[name])
         return cls(run_id=run_id, **fields)
 
     def headline(self) -> str:
@@ -134,6 +137,7 @@ class RunManifest(_JsonShape):
 
 
 def _fmt(x: Any, *, money: bool = False) -> str:
+    x = _num(x) if isinstance(x, str) else x
     if x is None:
         return "n/a"
     if isinstance(x, float) and money:

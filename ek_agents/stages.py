@@ -413,13 +413,13 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[Mapping]]
     report = store.read_json(refs["report"]["key"])
     manifest = RunManifest.build(
         run_id, provenance=RunProvenance.from_dict((report.get("detail") or {}).get("run") or {}),
-        inputs=finite(dict(inputs)),
+        inputs=dict(inputs),
         suite={f: tasks.get(f) for f in ("name", "version", "digest", "path", "checker")},
-        agent=agent, source=dict(source or {}), parameters=finite(dict(parameters or {})),
+        agent=agent, source=dict(source or {}), parameters=dict(parameters or {}),
         orchestrator=dict(orchestrator or {}), artifacts=artifacts,
         stages={name: {f: ref[f] for f in ("input_digest", "cached", "artifact") if f in ref}
                 for name, ref in refs.items()},
-        results=finite(results_of(report)),
+        results=results_of(report),
         gate=refs["gate"]["verdict"] if "gate" in refs else None)
     key = f"runs/{run_id}/manifest.json"
     return {"stage": "manifest", "key": key, "sha256": store.write_manifest(run_id, manifest),

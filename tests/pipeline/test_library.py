@@ -1,0 +1,83 @@
+"""The pipeline's library side (ek_agents.stages / manifest / audit): no Prefect needed."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import ek_agents
+from ek_agents import stages
+from ek_agents.errors import InvalidInput, UnknownName
+from ek_agents.manifest import RunManifest, input_digest, package_info, report_markdown, report_rows
+from ek_agents.store import Store
+
+
+def test_a_2000_trial_run_is_tens_of_task_runs():
+    chunks = stages.plan_chunks([f"t{i}" for i in range(500)], k=4)
+    assert len(chunks) == stages.DEFAULT_CHUNKS == 16
+    pairs = [tuple(p) for c in chunks for p in c]
+    assert len(pairs) == 2000 == len(set(pairs))
+    assert len(stages.plan_chunks(["a"], k=3, chunk_size=1)) == 3
+    with pytest.raises(InvalidInput):
+        stages.plan_chunks(["a"], k=0)
+
+
+def test_input_digest_covers_inputs_and_the_package_version(monkeypatch):
+    a = input_digest("graded", episodes="e", check="output")
+    assert a == input_digest("graded", check="output", episodes="e")
+    assert a != input_digest("graded", episodes="e", check="final_state")
+    assert a != input_digest("metrics", episodes="e", check="output")
+    monkeypatch.setattr(ek_agents, "__version__", "9.9.9")
+    assert a != input_digest("graded", episodes="e", check="output")
+
+
+def test_cache_recomputes_a_damaged_artifact():
+    st = Store("memory://ek-lib-cache")
+    d = input_digest("x", n=1)
+    doc, sha, hit = stages.cached(st, "x", d, lambda: {"v": 1})
+    assert not hit and stages.cached(st, "x", d, lambda: {"v": 2})[:3] == ({"v": 1}, sha, True)
+    st.write_bytes(f"artifacts/{sha}.json", b'{"v":666}')  # tampered: never trusted
+    assert stages.cached(st, "x", d, lambda: {"v": 1}) == ({"v": 1}, sha, False)
+
+
+def test_load_agent_names_the_problem():
+    assert stages.load_agent("os.path:join")("a", "b") == "a/b"
+    with pytest.raises(InvalidInput, match="import path"):
+        stages.load_agent("os.path.join")
+    with pytest.raises(InvalidInput, match="cannot import module 'no_such_mod_xyz'"):
+        stages.load_agent("no_such_mod_xyz:f")
+    with pytest.raises(InvalidInput, match="did you mean 'join'"):
+        stages.load_agent("os.path:jion")
+    with pytest.raises(UnknownName, match="did you mean 'inspect'"):
+        stages.read_source("inspekt", "x")
+
+
+def test_manifest_round_trips_and_records_the_code():
+    info = package_info()
+    assert info["version"] == ek_agents.__version__ and info["python"]
+    assert info["git_sha"] is None or len(info["git_sha"].split("+")[0]) == 40
+    m = RunManifest.build("r", results={"success_rate": 0.5, "k": 2, "pass_hat_k": 0.25,
+                                        "cost_per_success": float("inf")})
+    assert RunManifest.from_dict(m.to_dict()) == m
+    assert m.created_at.endswith("Z") and "$/success inf" in m.headline()
+
+
+def test_report_presentation():
+    report = {"k": 2, "n_tasks": 2, "n_trials": 4, "success_rate": 0.0, "pass_hat_k": 0.0,
+              "per_slice": {"a": {"n_tasks": 1, "n_trials": 2, "success_rate": 0.0, "pass_hat_k": 0.0}},
+              "cost": {"total_dollars": 0.5, "cost_per_success": "Infinity",
+                       "per_slice": {"a": {"total_dollars": 0.25, "cost_per_success": "Infinity"}}}}
+    rows = report_rows(report)
+    assert [r["slice"] for r in rows] == ["all", "a"]
+    assert rows[1]["cost_per_success"] == float("inf") and rows[1]["dollars"] == 0.25
+    md = report_markdown({"run_id": "r", "suite": {"name": "s", "version": "1"},
+                          "gate": {"passed": False, "baseline": "b", "reasons": ["worse"]}}, report)
+    assert "| a | 1 | 2 | 0.000 | 0.000 | $0.25 | inf |" in md and "FAILED" in md and "- worse" in md
+
+
+def test_importing_ek_agents_pipeline_modules_imports_no_prefect():
+    import subprocess
+
+    code = ("import sys, ek_agents.cli, ek_agents.stages, ek_agents.audit, ek_agents.manifest; "
+            "sys.exit('prefect' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
