@@ -101,3 +101,19 @@ def test_estimate_quality_bad_args():
         estimate_quality("x", [])
     with pytest.raises(InvalidInput):
         estimate_quality("x", [lambda o: 1.0], combine="max")
+
+
+def test_estimate_quality_with_the_real_judge_signal():
+    from ek_agents.judge import JudgeSignal
+
+    calls = []
+
+    def judge(out, *, criteria=""):
+        calls.append(out)
+        return 0.8
+
+    j = JudgeSignal(judge, criteria="polite")
+    r = estimate_quality("hello", [j, lambda o: 1.0])
+    assert r["order"] == ["<lambda>", "judge"] and r["estimate"] == 0.8
+    r = estimate_quality("", [j, lambda o: 0.0])  # the cheap check decides: the judge is never paid
+    assert r["skipped"] == ["judge"] and calls == ["hello"]
