@@ -12,7 +12,11 @@ Three layers:
      ``float`` is **not** accepted for an ``integer`` one; a bool is never a number; a string
      is never a number (``2`` vs ``"2"`` differ);
    - lists compare element by element (order matters); dicts key by key;
-   - an undeclared type (``any``, or no ToolSpec) is read from the values themselves.
+   - an undeclared type (``any``, or no ToolSpec) is read from the values themselves;
+   - numbers compare exactly; arguments a bridge could not parse (a raw string) never match.
+
+   (The spec page defaults the string rule to ek's canonicalizer; following the issue, the
+   default here is BFCL's standardization -- pass ``canonicalizer=canonicalize`` for the other.)
 
    A gold argument may be :class:`AnyOf` several acceptable values; :data:`OMITTED` among them
    means "may be left out" (alone, it means "must be left out"), and :data:`ANY` accepts any
