@@ -28,26 +28,28 @@ GRAMMAR = tool_grammar(
 WORDS = ["shoes", "red dress", "order status", "refund policy", "Blue Hat", "socks"]
 
 
-def _call(rnd: random.Random) -> tuple:
+def _call(rnd: random.Random, tag: str = "") -> tuple:
     tool = rnd.choice(["search", "search", "get_order", "refund", "send_email", "answer"])
     if tool == "search":
-        return (tool, {"q": rnd.choice(WORDS), "limit": rnd.choice([5, 10])})
+        return (tool, {"q": rnd.choice(WORDS) + tag, "limit": rnd.choice([5, 10])})
     if tool == "get_order":
-        return (tool, {"order_id": f"o-{rnd.randint(1, 50)}"})
+        return (tool, {"order_id": f"o-{rnd.randint(1, 50)}{tag}"})
     if tool == "refund":
-        return (tool, {"order_id": f"o-{rnd.randint(1, 50)}", "amount": rnd.choice([5, 12.5, 20])})
+        return (tool, {"order_id": f"o-{rnd.randint(1, 50)}{tag}", "amount": rnd.choice([5, 12.5, 20])})
     if tool == "send_email":
-        return (tool, {"to": "ann@example.com", "body": rnd.choice(WORDS)})
-    return (tool, {"text": rnd.choice(WORDS)})
+        return (tool, {"to": "ann@example.com", "body": rnd.choice(WORDS) + tag})
+    return (tool, {"text": rnd.choice(WORDS) + tag})
 
 
-def make_episodes(n: int, steps: int = 10, seed: int = 0) -> tuple[list, list]:
+def make_episodes(n: int, steps: int = 10, seed: int = 0, distinct: bool = False) -> tuple[list, list]:
     """``n`` (pred, gold) pairs of ``steps``-call episodes: half exact, half perturbed
-    (swapped, wrong argument, extra or missing call)."""
+    (swapped, wrong argument, extra or missing call). ``distinct`` makes every episode's
+    argument values unique (no call repeats across episodes: the worst case for caching)."""
     rnd = random.Random(seed)
     preds, golds = [], []
-    for _ in range(n):
-        gold = [_call(rnd) for _ in range(steps)]
+    for e in range(n):
+        tag = f" #{e}" if distinct else ""
+        gold = [_call(rnd, tag) for _ in range(steps)]
         pred = [(t, dict(a)) for t, a in gold]
         r = rnd.random()
         if r < 0.125:
@@ -58,7 +60,7 @@ def make_episodes(n: int, steps: int = 10, seed: int = 0) -> tuple[list, list]:
             k = next(iter(a))
             a[k] = "wrong"
         elif r < 0.375:
-            pred.insert(rnd.randrange(steps), _call(rnd))
+            pred.insert(rnd.randrange(steps), _call(rnd, tag))
         elif r < 0.5:
             pred.pop(rnd.randrange(steps))
         preds.append(pred)
@@ -77,13 +79,15 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--n", type=int, default=100_000, help="episodes (default 100000)")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--distinct", action="store_true", help="unique argument values per episode (no cache hits)")
     args = ap.parse_args(argv)
-    preds, golds = make_episodes(args.n, args.steps, args.seed)
+    preds, golds = make_episodes(args.n, args.steps, args.seed, args.distinct)
 
     t_eq, n_equal = _timed(lambda: sum(p == g for p, g in zip(preds, golds)))
     t_json, _ = _timed(lambda: [json.dumps(p) + json.dumps(g) for p, g in zip(preds, golds)])
 
     figures: dict[str, Any] = {"episodes": args.n, "steps": args.steps, "seed": args.seed,
+                               "distinct": args.distinct,
                                "baseline_eq_s": t_eq, "baseline_json_s": t_json,
                                "identical_pairs": n_equal}
     metrics = {"tool_call": ToolCallMetric("call", grammar=GRAMMAR),
@@ -97,7 +101,7 @@ def main(argv: list[str] | None = None) -> dict:
         figures[f"{name}_vs_eq"] = t / t_eq if t_eq else None
         figures[f"{name}_vs_json"] = t / t_json if t_json else None
 
-    print(f"scoring {args.n:,} episodes of {args.steps} steps "
+    print(f"scoring {args.n:,} episodes of {args.steps} steps{' (distinct values)' if args.distinct else ''} "
           f"(baselines: == loop {t_eq:.3f} s, json.dumps {t_json:.3f} s)")
     for name in metrics:
         print(f"  {name:22s} {figures[name + '_s']:7.2f} s   "

@@ -162,7 +162,7 @@ def as_calls(x: Any) -> list:
 
 def _args_of(call: tuple) -> Mapping:
     tool, args = call
-    if isinstance(args, Mapping):
+    if type(args) is dict or isinstance(args, Mapping):
         return args
     if isinstance(args, str):  # unparseable raw JSON kept by a bridge: one undeclarable argument
         return {"<unparsed>": args}
@@ -228,7 +228,12 @@ def _bad(v: Any) -> tuple:
         return ("x", type(v).__name__, repr(v))
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _has_marker(v: Any) -> bool:
+    if type(v) in _SCALARS:
+        return False
     if v is OMITTED or v is ANY or isinstance(v, AnyOf):
         return True
     if isinstance(v, Mapping):
@@ -317,7 +322,8 @@ class _GoldView:
         self.tool, self.specs, self.weight, self.key, self.mass = tool, specs, weight, key, mass
 
 
-_CACHE_SIZE = 200_000
+_CACHE_SIZE = 100_000
+_CACHE_PROBE = 2_000
 
 
 def _signature(call: tuple) -> Any:
@@ -349,6 +355,8 @@ class CallComparer:
         self._cache: dict = {}
         self._preds: dict = {}
         self._golds: dict = {}
+        self._pred_stats = [0, 0, 0]  # lookups, hits, bypassed
+        self._gold_stats = [0, 0, 0]
 
     def _tool(self, tool: str) -> tuple:
         info = self._tools.get(tool)
@@ -374,28 +382,33 @@ class CallComparer:
         return c
 
     def pred(self, call: tuple) -> _PredView:
-        """Prepare a predicted call (cached by content: repeated calls cost a lookup)."""
-        sig = _signature(call)
-        if sig is not None:
-            view = self._preds.get(sig)
-            if view is None:
-                if len(self._preds) > _CACHE_SIZE:
-                    self._preds.clear()
-                view = self._preds[sig] = self._pred(call)
-            return view
-        return self._pred(call)
+        """Prepare a predicted call (cached by content while repeats are common)."""
+        return self._cached(call, self._preds, self._pred_stats, self._pred)
 
     def gold(self, call: tuple) -> _GoldView:
-        """Prepare a gold call (its arguments may hold AnyOf / OMITTED / ANY); cached by content."""
+        """Prepare a gold call (its arguments may hold AnyOf / OMITTED / ANY); cached likewise."""
+        return self._cached(call, self._golds, self._gold_stats, self._gold)
+
+    @staticmethod
+    def _cached(call: tuple, cache: dict, stats: list, make: Callable[[tuple], Any]) -> Any:
+        if stats[0] >= _CACHE_PROBE and stats[1] * 5 < stats[0]:
+            stats[2] += 1  # under 20% repeats: caching costs more than it saves; probe again later
+            if stats[2] > 25 * _CACHE_PROBE:
+                stats[:] = [0, 0, 0]
+            return make(call)
         sig = _signature(call)
-        if sig is not None:
-            view = self._golds.get(sig)
-            if view is None:
-                if len(self._golds) > _CACHE_SIZE:
-                    self._golds.clear()
-                view = self._golds[sig] = self._gold(call)
-            return view
-        return self._gold(call)
+        if sig is None:
+            return make(call)
+        stats[0] += 1
+        view = cache.get(sig)
+        if view is None:
+            if len(cache) > _CACHE_SIZE:
+                cache.clear()
+                stats[0] = stats[1] = 0
+            view = cache[sig] = make(call)
+        else:
+            stats[1] += 1
+        return view
 
     def _pred(self, call: tuple) -> _PredView:
         tool = call[0]
