@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence, Set
-from typing import Any, Callable, Optional, Protocol, Union, runtime_checkable
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 from .base import Episode, TaskSpec, is_episode
 from .core import GraphGrammar, Score, canonicalize
@@ -430,5 +430,3 @@ class CostPerSuccessMetric:
     def __repr__(self) -> str:
         return f"CostPerSuccessMetric(check={self.check!r}, price={self.price!r})"
 
-
-CheckSpec = Union[str, Callable[[Any, Any], bool], None]
