@@ -50,8 +50,8 @@ def _never() -> None:
     raise AssertionError("a cache hit was found a moment ago")
 
 
-@task(name="run-trial-chunk", task_run_name="trials-{run_id}-{index}", retries=1,
-      retry_delay_seconds=2, **TASK_DEFAULTS)
+@task(name="run-trial-chunk", task_run_name="trials-{run_id}-{index}", **TASK_DEFAULTS,
+      **IO_RETRIES)
 def run_trial_chunk(store_url: str, run_id: str, index: int, tasks: dict, agent: str, k: int,
                     seed: Optional[int], run: dict, pairs: list, max_concurrency: int,
                     timeout_s: Optional[float], retries: int) -> int:

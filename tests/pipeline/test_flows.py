@@ -7,7 +7,7 @@ import pytest
 
 from ek_agents import stages
 from ek_agents.audit import differences
-from ek_agents.errors import AuditFailed, GateFailed, IncomparableRuns
+from ek_agents.errors import AuditFailed, GateFailed, IncomparableRuns, SuiteError
 from ek_agents.store import Store
 
 from .conftest import AGENT, FLAKY_AGENT, PRICES, write_suite
@@ -161,6 +161,12 @@ def test_bad_input_fails_before_any_work(tmp_path, suite):
                        store=str(tmp_path / "s"))
     with pytest.raises(InvalidInput, match="needs a suite and an agent"):
         evaluate_agent(suite=suite, store=str(tmp_path / "s"))
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"task_id": "t1", "input": "x", "value": "high"}\n')
+    state = evaluate_agent(suite=str(broken), agent=AGENT, store=str(tmp_path / "s"),
+                           return_state=True)
+    with pytest.raises(SuiteError, match="broken.jsonl: task 't1' \\(line 1\\)"):
+        state.result()  # failed at once: bad input is never retried
 
 
 def test_dask_runner_gives_the_same_results_as_threads(tmp_path, suite, calls):
