@@ -81,51 +81,79 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.mark.integration
-def test_served_deployment_runs_on_a_real_server(tmp_path, suite):
+def test_deployments_run_on_a_real_server(tmp_path, suite):
+    """Serve ``evaluate-agent/manual`` (flow.serve) and run it with parameters; then deploy
+    prefect.yaml to a process work pool and run ``audit-run/audit`` on a process worker."""
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"),
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
-           "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_RUNNER_POLL_FREQUENCY": "2"}
+           "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_RUNNER_POLL_FREQUENCY": "2",
+           "PREFECT_WORKER_QUERY_SECONDS": "2", "EK_AGENTS_HOME": str(ROOT)}
     env.pop("PREFECT_API_URL", None)
     logs = tmp_path / "logs"
     logs.mkdir()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-         str(port)], env=env, stdout=open(logs / "server.log", "wb"), stderr=subprocess.STDOUT,
-        start_new_session=True)
-    served = None
+    procs: list = []
+
+    def start(name: str, *cmd: str, **kw) -> subprocess.Popen:
+        p = subprocess.Popen(list(cmd), stdout=open(logs / f"{name}.log", "wb"),
+                             stderr=subprocess.STDOUT, start_new_session=True, **kw)
+        procs.append(p)
+        return p
+
+    prefect = [sys.executable, "-m", "prefect"]
+    server = start("server", *prefect, "server", "start", "--host", "127.0.0.1", "--port",
+                   str(port), env=env)
+    client_env = {**env, "PREFECT_API_URL": api}
     try:
         _wait("prefect server", lambda: urllib.request.urlopen(f"{api}/health", timeout=2).status == 200,
               120, server)
-        served = subprocess.Popen(
-            [sys.executable, str(ROOT / "deployments" / "serve.py"), "--only", "manual"],
-            env={**env, "PREFECT_API_URL": api}, cwd=str(ROOT),
-            stdout=open(logs / "serve.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        served = start("serve", sys.executable, str(ROOT / "deployments" / "serve.py"), "--only",
+                       "manual", env=client_env, cwd=str(ROOT))
 
         from prefect.client.orchestration import get_client
         from prefect.deployments import run_deployment
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
-        with temporary_settings(updates={PREFECT_API_URL: api}):
-            def deployed() -> bool:
+        def deployed(name: str):
+            def ok() -> bool:
                 with get_client(sync_client=True) as c:
-                    return c.read_deployment_by_name("evaluate-agent/manual") is not None
+                    return c.read_deployment_by_name(name) is not None
+            return ok
 
-            _wait("served deployment", deployed, 120, served)
-            store = str(tmp_path / "store")
+        store = str(tmp_path / "store")
+        with temporary_settings(updates={PREFECT_API_URL: api}):
+            _wait("served deployment", deployed("evaluate-agent/manual"), 120, served)
             fr = run_deployment("evaluate-agent/manual", timeout=180, parameters={
                 "suite": suite, "agent": AGENT, "k": 2, "seed": 4, "store": store,
                 "run_id": "served"})
             with get_client(sync_client=True) as c:
                 run = c.read_flow_run(fr.id)
-        assert run.state.name == "Completed", (logs / "serve.log").read_text()[-3000:]
-        assert run.parameters["k"] == 2
-        man = Store(store).read_manifest("served")
-        assert man["orchestrator"]["flow_run_id"] == str(fr.id)
-        assert man["orchestrator"]["deployment_id"] == str(run.deployment_id)
-        assert man["results"]["n_trials"] == 12
-    finally:
-        if served is not None:
+            assert run.state.name == "Completed", (logs / "serve.log").read_text()[-3000:]
+            assert run.parameters["k"] == 2
+            man = Store(store).read_manifest("served")
+            assert man["orchestrator"]["flow_run_id"] == str(fr.id)
+            assert man["orchestrator"]["deployment_id"] == str(run.deployment_id)
+            assert man["results"]["n_trials"] == 12
             _stop(served)
-        _stop(server)
+
+            # prefect.yaml on a process work pool, run by a worker
+            for cmd in (["work-pool", "create", "ek-agents", "--type", "process"],
+                        ["--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml"]):
+                r = subprocess.run(prefect + cmd, env=client_env, cwd=str(ROOT), capture_output=True,
+                                   text=True, timeout=120)
+                assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+            with get_client(sync_client=True) as c:
+                nightly = c.read_deployment_by_name("evaluate-agent/nightly")
+            assert nightly.schedules[0].schedule.cron == "0 3 * * *"
+            worker = start("worker", *prefect, "worker", "start", "--pool", "ek-agents", "--limit", "1",
+                           env=client_env, cwd=str(ROOT))
+            fr = run_deployment("audit-run/audit", timeout=180,
+                                parameters={"run_id": "served", "baseline": None, "store": store})
+            with get_client(sync_client=True) as c:
+                run = c.read_flow_run(fr.id)
+            assert worker.poll() is None
+        assert run.state.name == "Completed", (logs / "worker.log").read_text()[-3000:]
+    finally:
+        for p in reversed(procs):
+            _stop(p)

@@ -1,6 +1,7 @@
 """The evaluate, audit and promote flows under a Prefect test server."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,14 @@ def test_evaluate_records_a_complete_manifest(tmp_path, suite, calls):
     assert report["cost"]["total_dollars"] > 0
     assert man["results"]["success_rate"] == report["success_rate"]
     assert man["gate"] is None
+    # the report and the per-slice table, published as Prefect artifacts keyed by suite
+    from prefect.artifacts import Artifact
+
+    md, table = Artifact.get("tiny-report", _sync=True), Artifact.get("tiny-slices", _sync=True)
+    assert md.type == "markdown" and "run `r1`" in md.data
+    assert str(md.flow_run_id) == man["orchestrator"]["flow_run_id"]
+    rows = json.loads(table.data)
+    assert [r["slice"] for r in rows] == ["all", "easy", "hard"] and rows[0]["trials"] == 18
 
 
 def test_second_identical_run_makes_zero_agent_calls(tmp_path, suite, calls):
