@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import hashlib
-import json
 import math
 import platform
 import subprocess
@@ -30,24 +29,8 @@ from pydantic import Field
 from .base import RunProvenance, _JsonShape
 from .core import shape
 
-__all__ = ["RunManifest", "package_info", "git_sha", "input_digest", "canonical_json", "utc_now",
-           "finite", "as_plain"]
-
-
-def canonical_json(obj: Any) -> bytes:
-    """The bytes a digest is taken over: sorted keys, compact, no NaN."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False,
-                      default=_jsonable).encode()
-
-
-def _jsonable(obj: Any) -> Any:
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    if isinstance(obj, (set, frozenset)):
-        return sorted(obj, key=repr)
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"cannot put {type(obj).__name__} into a digest: {obj!r:.80}")
+__all__ = ["RunManifest", "package_info", "git_sha", "input_digest", "utc_now", "finite",
+           "as_plain", "report_rows", "report_markdown"]
 
 
 def input_digest(stage: str, **inputs: Any) -> str:
@@ -57,6 +40,7 @@ def input_digest(stage: str, **inputs: Any) -> str:
     a new ek-agents version gives a new one (so an upgrade never reuses stale results).
     """
     from . import __version__
+    from .store import canonical_json
 
     return hashlib.sha256(canonical_json(
         {"stage": stage, "ek_agents": __version__, "inputs": inputs})).hexdigest()

@@ -34,10 +34,12 @@ from .errors import (ArtifactNotFound, BaselineError, IntegrityError, InvalidInp
 from .manifest import as_plain, finite, input_digest, utc_now
 
 __all__ = [
-    "cached", "lookup", "stage_output", "check_request", "write_doc", "write_tasks", "source_digest", "read_source", "SOURCES", "input_digest", "load_agent", "agent_fingerprint", "plan_chunks",
-    "episodes_doc", "episodes_of", "tasks_doc", "tasks_of", "tasks_for_episodes",
-    "grade_stage", "metrics_stage", "cost_stage", "gate_stage", "guarded_gate", "raise_for_verdict", "prices_doc", "results_of",
-    "run_key", "DEFAULT_CHUNKS",
+    "lookup", "cached", "stage_output", "input_digest", "run_key", "write_doc", "write_tasks",
+    "source_digest", "check_request", "load_agent", "agent_fingerprint", "plan_chunks",
+    "episodes_doc", "episodes_of", "tasks_doc", "tasks_of", "tasks_for_episodes", "read_source",
+    "SOURCES", "prices_doc", "grade_stage", "metrics_stage", "cost_stage", "gate_stage",
+    "guarded_gate", "raise_for_verdict", "results_of", "trial_digests", "record_run",
+    "run_report", "gate_run", "promote", "DEFAULT_CHUNKS",
 ]
 
 #: A run's trials are split into about this many chunks (one Prefect task run each).
@@ -369,14 +371,6 @@ def results_of(report: Mapping) -> dict:
                               "n_trials": s.get("n_trials")}
                       for label, s in (report.get("per_slice") or {}).items()},
     }
-
-
-def provenance_of(*, seed: Optional[int], temperature: Optional[float], model: str,
-                  simulator: str, suite_version: str, scaffold: str) -> RunProvenance:
-    """The :class:`RunProvenance` a run records (a thin, named constructor for the flows)."""
-    return RunProvenance(seed=seed, temperature=temperature, model=model or "",
-                         simulator=simulator or "", suite_version=suite_version or "",
-                         scaffold=scaffold or "")
 
 
 # --------------------------------------------------------------------------- the run record

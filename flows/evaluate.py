@@ -8,6 +8,7 @@ from prefect.futures import wait
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from ek_agents import stages
+from ek_agents.base import RunProvenance
 from ek_agents.harness import new_run_id
 from ek_agents.store import Store
 from tasks import (collect_episodes, cost, gate, grade, ingest_bridge, ingest_tasks, load_prices,
@@ -61,13 +62,10 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     if ingest:
         episodes = ingest_bridge(st, run_id, ingest, ingest_path)
         tasks = load_suite(st, run_id, suite) if suite else ingest_tasks(st, run_id, episodes)
-        run = stages.provenance_of(seed=seed, temperature=temperature, model=model,
-                                   simulator=simulator, suite_version="", scaffold=scaffold).to_dict()
+        run = RunProvenance(seed, temperature, model, simulator, "", scaffold).to_dict()
     else:
         tasks = load_suite(st, run_id, suite)
-        run = stages.provenance_of(seed=seed, temperature=temperature, model=model,
-                                   simulator=simulator, suite_version=tasks["version"],
-                                   scaffold=scaffold).to_dict()
+        run = RunProvenance(seed, temperature, model, simulator, tasks["version"], scaffold).to_dict()
         runner = make_task_runner(task_runner, max_workers=max_workers, dask_address=dask_address)
         episodes = run_trials_flow.with_options(task_runner=runner)(
             st, run_id, tasks, agent, k, seed, run, chunk_size, max_concurrency, timeout_s, retries)
