@@ -45,6 +45,8 @@ for _mod, _names in {
     "facades": ["score", "evaluate", "estimate_quality"],
     "store": ["Store"],
     "suite": ["load_suite", "dump_suite", "Suite"],
+    "manifest": ["RunManifest"],
+    "audit": ["AuditResult"],
 }.items():
     for _n in _names:
         _EXPORTS[_n] = _mod

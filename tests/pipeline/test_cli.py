@@ -92,3 +92,18 @@ def test_report_and_gate_need_no_prefect(tmp_path, suite, calls):
     assert json.loads(subprocess.run([sys.executable, "-m", "ek_agents.cli", "report", "lib", "--json",
                                       "--store", st.url], cwd=str(ROOT), capture_output=True,
                                      text=True, timeout=60).stdout)["n_trials"] == 12
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_ingest_an_inspect_log(tmp_path, capsys):
+    log = ROOT / "tests" / "fixtures" / "inspect" / "calc.json"
+    if not log.exists():
+        pytest.skip("no Inspect fixture log")
+    store = str(tmp_path / "s")
+    assert main(["ingest", "inspect", str(log), "--store", store, "--run-id", "ing"]) == 0
+    assert "runs/ing/manifest.json" in capsys.readouterr().out
+    man = Store(store).read_manifest("ing")
+    assert man["source"] == {"kind": "inspect", "path": str(log)} and man["results"]["n_trials"] > 0
+    with pytest.raises(SystemExit) as exc:  # argparse refuses an unknown kind, exit 2
+        main(["ingest", "inspekt", str(log), "--store", store])
+    assert exc.value.code == 2
