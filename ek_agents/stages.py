@@ -411,8 +411,8 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[Mapping]]
         suite={f: tasks.get(f) for f in ("name", "version", "digest", "path", "checker")},
         agent=agent, source=dict(source or {}), parameters=dict(parameters or {}),
         orchestrator=dict(orchestrator or {}), artifacts=artifacts,
-        stages={name: {f: ref[f] for f in ("input_digest", "cached", "artifact") if f in ref}
-                for name, ref in refs.items()},
+        stages={name: {f: ref[f] for f in ("input_digest", "cached", "artifact")}
+                for name, ref in refs.items() if "input_digest" in ref},
         results=results_of(report),
         gate=refs["gate"]["verdict"] if "gate" in refs else None)
     key = f"runs/{run_id}/manifest.json"
