@@ -130,15 +130,12 @@ def _fmt(x: Any, *, money: bool = False) -> str:
 
 
 def finite(x: Any) -> Any:
-    """``x`` with non-finite floats as the strings ``"Infinity"``/``"-Infinity"``/``"NaN"`` (the
-    convention of ``ReliabilityReport.to_dict``), so it can be stored as strict JSON."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
-    if isinstance(x, Mapping):
-        return {k: finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [finite(v) for v in x]
-    return x
+    """``x`` with non-finite floats as the strings ``"Infinity"``/``"-Infinity"``/``"NaN"`` --
+    the convention of ``ReliabilityReport.to_dict`` (whose encoder this is) -- so that it can be
+    stored as strict JSON."""
+    from .reporting import _encode
+
+    return _encode(x)
 
 
 def as_plain(x: Any) -> Any:
