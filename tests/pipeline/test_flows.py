@@ -204,3 +204,44 @@ def test_ingest_a_recorded_run(tmp_path):
     man = Store(str(tmp_path / "s")).read_manifest("ing")
     assert man["source"]["kind"] == "inspect" and man["results"]["n_trials"] > 0
     assert out["results"]["n_trials"] == man["results"]["n_trials"]
+
+
+def _messages_jsonl(path: Path) -> Path:
+    rows = []
+    for i in range(3):
+        for trial in range(2):
+            rows.append({"task_id": f"m{i}", "trial": trial, "success": (i + trial) % 2 == 0,
+                         "model": "gpt-4o-mini-2024-07-18",
+                         "usage": {"prompt_tokens": 100 + i, "completion_tokens": 10},
+                         "messages": [{"role": "user", "content": f"q{i}"},
+                                      {"role": "assistant", "tool_calls": [{"id": "c1", "function": {
+                                          "name": "lookup", "arguments": json.dumps({"i": i})}}]},
+                                      {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+                                      {"role": "assistant", "content": f"a{i}"}]})
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["tau-bench", "tau2", "messages"])
+def test_ingest_tau_bench_and_message_logs(tmp_path, kind):
+    """Every ingest source runs through the flow; the flow's figures equal the bridge's own."""
+    from flows import evaluate_agent
+    from ek_agents.bridge import read_messages_jsonl, read_tau_bench_results
+
+    fixtures = Path(__file__).resolve().parents[1] / "bridge" / "fixtures"
+    if kind == "messages":
+        path, reader = _messages_jsonl(tmp_path / "run.jsonl"), read_messages_jsonl
+    else:
+        path = fixtures / ("tau_bench_v1.json" if kind == "tau-bench" else "tau2_results.json")
+        reader = read_tau_bench_results
+    direct = reader(str(path))
+    out = evaluate_agent(ingest="messages" if kind == "messages" else "tau-bench",
+                         ingest_path=str(path), store=str(tmp_path / "s"), run_id="ing",
+                         prices=PRICES if kind == "messages" else None)
+    man = Store(str(tmp_path / "s")).read_manifest("ing")
+    assert man["results"]["n_trials"] == len(direct) == out["results"]["n_trials"]
+    assert man["results"]["n_success"] == sum(bool(e.success) for e in direct)
+    if kind == "messages":  # priced from usage: 6 episodes, (100+i) in / 10 out tokens each
+        rates = json.loads(Path(PRICES).read_text())["gpt-4o-mini-2024-07-18"]
+        expect = 2 * (100 + 101 + 102) * rates["input_cost_per_token"] + 60 * rates["output_cost_per_token"]
+        assert man["results"]["total_dollars"] == pytest.approx(expect, rel=1e-12)
