@@ -23,7 +23,7 @@ categories BFCL pairs each expected call with the *first* remaining model call t
 (the first accepts ``x=1`` or an omitted ``x``, the second only ``x=1``) against the output
 ``[f(x=1), f()]``: first-fit gives ``f(x=1)`` to the first expectation and then finds nothing
 for the second. Here the pairing is a perfect bipartite matching (the assignment solver of
-:mod:`ek_agents.toolcalls`), which accepts every output for which a valid one-to-one pairing
+:mod:`ek_agents.assignment`), which accepts every output for which a valid one-to-one pairing
 exists; when none exists the verdict and the error type
 (``parallel_function_checker_no_order:cannot_find_match``) are BFCL's.
 
@@ -43,10 +43,11 @@ from typing import Any, Optional
 
 from pydantic import Field
 
+from .argmatch import standardize_string
+from .assignment import min_cost_assignment
 from .base import _JsonShape
 from .core import shape
 from .errors import InvalidInput, UnknownName, did_you_mean
-from .toolcalls import min_cost_assignment, standardize_string
 
 __all__ = ["bfcl_check", "CheckResult", "CATEGORIES", "BFCL_TYPES", "tool_specs", "gold_calls",
            "model_calls"]
@@ -350,7 +351,7 @@ def tool_specs(functions: Any) -> tuple:
 
 
 def _acceptable(values: Any, spec: Mapping) -> Any:
-    from .toolcalls import OMITTED, AnyOf
+    from .argmatch import OMITTED, AnyOf
 
     if not isinstance(values, list):
         raise InvalidInput(f"BFCL possible answer values must be a list of acceptable values, got {values!r:.80}")
@@ -371,7 +372,7 @@ def _acceptable(values: Any, spec: Mapping) -> Any:
 
 def gold_calls(possible_answer: Sequence, functions: Any = ()) -> list:
     """BFCL possible answers as gold calls: each list of acceptable values becomes
-    :class:`~ek_agents.toolcalls.AnyOf` (``""`` -> :data:`~ek_agents.toolcalls.OMITTED`); with the
+    :class:`~ek_agents.argmatch.AnyOf` (``""`` -> :data:`~ek_agents.argmatch.OMITTED`); with the
     function docs, dict-typed parameters' nested possible answers are converted too.
 
     >>> gold_calls([{"f": {"x": [1, 2], "unit": ["cm", ""]}}])

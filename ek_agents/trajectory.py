@@ -5,7 +5,7 @@ default): a **missing** or **extra** call costs its call weight; a **wrong** cal
 where a call was due) costs the larger of the two call weights; a call to the **right tool with
 wrong arguments** costs the weighted argument mismatch: its call weight times the fraction of
 its argument weight (``field_cost``) that is wrong -- arguments compared with the rules of
-:mod:`ek_agents.toolcalls` (BFCL equality, AnyOf/OMITTED, required and undeclared arguments) --
+:mod:`ek_agents.argmatch` (BFCL equality, AnyOf/OMITTED, required and undeclared arguments) --
 so a single wrong argument of a destructive one-argument tool costs 10, not 1, and a call is
 never worse than a wrong call.
 
@@ -43,9 +43,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
+from .argmatch import CallComparer
+from .assignment import min_cost_assignment
 from .core import GraphGrammar, Score
 from .errors import UnknownName, did_you_mean
-from .toolcalls import CallComparer, _detail_sums, _grammar_for, as_calls, min_cost_assignment
+from .toolcalls import _detail_sums, _grammar_for, as_calls
 
 __all__ = ["TrajectoryMetric", "SCHEMES", "trajectory_distance"]
 

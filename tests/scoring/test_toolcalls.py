@@ -281,7 +281,7 @@ def test_anyof_needs_values():
 def test_view_cache_never_changes_results(monkeypatch):
     import random
 
-    from ek_agents import toolcalls
+    from ek_agents import argmatch
 
     rnd = random.Random(7)
     vals = [1, 1.0, True, "1", "a", "A", [1, 2], {"k": 1}]
@@ -289,7 +289,7 @@ def test_view_cache_never_changes_results(monkeypatch):
                [("add", {"n": rnd.choice(vals)}), ("lookup", {"user_id": rnd.choice(vals)})]) for _ in range(300)]
     warm = ToolCallMetric(grammar=G)
     cached = [warm.score(p, g).detail for p, g in corpus]
-    monkeypatch.setattr(toolcalls, "_CACHE_PROBE", 0)  # bypass the cache from the first call
+    monkeypatch.setattr(argmatch, "_CACHE_PROBE", 0)  # bypass the cache from the first call
     cold = [ToolCallMetric(grammar=G).score(p, g).detail for p, g in corpus]
     assert cached == cold
     assert [warm.score(p, g).detail for p, g in corpus] == cached  # and a warm cache is stable

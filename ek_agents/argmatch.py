@@ -1,0 +1,440 @@
+"""Argument equality under BFCL's AST rules: the gold vocabulary and :class:`CallComparer`.
+
+Arguments are typed by the tool's :class:`~ek_agents.core.FieldSpec` (looked up with
+``grammar.field(tool, arg)``):
+
+- strings compare after BFCL's standardization (:func:`standardize_string`: lower-case;
+  spaces and ``, . / - _ * ^`` removed; ``'`` read as ``"``) unless a canonicalizer is given;
+- an ``int`` is accepted for a ``number`` / ``float`` parameter (``2`` matches ``2.0``), a
+  ``float`` is **not** accepted for an ``integer`` one; a bool is never a number; a string
+  is never a number (``2`` vs ``"2"`` differ);
+- lists compare element by element (order matters); dicts key by key;
+- an undeclared type (``any``, or no ToolSpec) is read from the values themselves;
+- numbers compare exactly; arguments a bridge could not parse (a raw string) never match.
+
+(The spec page defaults the string rule to ek's canonicalizer; following the issue, the
+default here is BFCL's standardization -- pass ``canonicalizer=canonicalize`` for the other.)
+
+A gold argument may be :class:`AnyOf` several acceptable values; :data:`OMITTED` among them
+means "may be left out" (alone, it means "must be left out"), and :data:`ANY` accepts any
+supplied value. A call that lacks a parameter its ToolSpec marks ``required`` is wrong even
+when the gold is silent about it; an argument the ToolSpec does not declare is wrong (only
+when the grammar declares the tool); an argument the gold does not mention is wrong (BFCL's
+``unexpected_param``: write ``AnyOf(ANY, OMITTED)`` to allow anything).
+
+>>> c = CallComparer()
+>>> c.mismatch(c.pred(("f", {"city": "New York", "n": 2})), c.gold(("f", {"city": "new-york", "n": 2.0})))
+[]
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Mapping, Set
+from typing import Any, Callable, Optional
+
+from .core import GraphGrammar
+from .errors import InvalidInput
+
+__all__ = ["AnyOf", "OMITTED", "ANY", "standardize_string", "CallComparer"]
+
+_EMPTY_GRAMMAR = GraphGrammar()
+_MAX_ALTERNATIVES = 4096
+
+
+# --------------------------------------------------------------------------- gold vocabulary
+
+class _Sentinel:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+#: Gold marker: the argument may be left out (inside :class:`AnyOf`) / must be left out (alone).
+OMITTED = _Sentinel("OMITTED")
+#: Gold marker: any supplied value is accepted.
+ANY = _Sentinel("ANY")
+
+
+class AnyOf:
+    """A gold argument with several acceptable values (BFCL's list of possible answers).
+
+    >>> AnyOf("NYC", "New York", OMITTED)
+    AnyOf('NYC', 'New York', OMITTED)
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, *values: Any) -> None:
+        if not values:
+            raise InvalidInput("AnyOf() needs at least one acceptable value (use OMITTED for 'may be left out')")
+        flat: list = []
+        for v in values:
+            flat.extend(v.values if isinstance(v, AnyOf) else (v,))
+        self.values = tuple(flat)
+
+    def __repr__(self) -> str:
+        return f"AnyOf({', '.join(map(repr, self.values))})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AnyOf) and self.values == other.values
+
+    def __hash__(self) -> int:
+        return hash(("AnyOf", self.values))
+
+
+_STD = re.compile(r"[ ,./\-_*^]")
+
+
+def standardize_string(s: str) -> str:
+    """BFCL's string standardization: drop spaces and ``, . / - _ * ^``, lower-case, ``'`` -> ``"``.
+
+    >>> standardize_string("April 1, 2024") == standardize_string("april 1 2024")
+    True
+    """
+    return _STD.sub("", s).lower().replace("'", '"')
+
+
+# --------------------------------------------------------------------------- reading arguments
+
+def _args_of(call: tuple) -> Mapping:
+    tool, args = call
+    if type(args) is dict or isinstance(args, Mapping):
+        return args
+    if isinstance(args, str):  # unparseable raw JSON kept by a bridge: one undeclarable argument
+        return {"<unparsed>": args}
+    raise InvalidInput(f"tool call {tool!r}: args must be a mapping, got {args!r:.80}")
+
+
+# --------------------------------------------------------------------------- typed value keys
+
+_NUMERIC = ("number", "float")
+
+
+def _key(v: Any, t: Optional[str], canon: Callable[[str], Any], items: Optional[str] = None) -> Any:
+    """A hashable normal form: two values are equal (for a parameter of type ``t``) iff their
+    keys are equal."""
+    if t is None or t == "any":
+        return _infer_key(v, canon)
+    if t == "string":
+        return ("s", canon(v)) if isinstance(v, str) else _bad(v)
+    if t == "boolean":
+        return ("b", v) if isinstance(v, bool) else _bad(v)
+    if t == "integer":
+        if isinstance(v, bool):
+            return _bad(v)
+        if isinstance(v, int):
+            return ("n", v)
+        return ("f", v) if isinstance(v, float) else _bad(v)
+    if t in _NUMERIC:
+        return ("n", v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _bad(v)
+    if t in ("array", "tuple"):
+        if isinstance(v, (list, tuple)):
+            return ("l", tuple(_key(e, items, canon) for e in v))
+        return _bad(v)
+    if t in ("dict", "object"):
+        if isinstance(v, Mapping):
+            return ("d", frozenset((k, _infer_key(x, canon)) for k, x in v.items()))
+        return _bad(v)
+    return _infer_key(v, canon)
+
+
+def _infer_key(v: Any, canon: Callable[[str], Any]) -> Any:
+    if v is None:
+        return ("z",)
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float)):
+        return ("n", v)
+    if isinstance(v, str):
+        return ("s", canon(v))
+    if isinstance(v, Mapping):
+        return ("d", frozenset((k, _infer_key(x, canon)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return ("l", tuple(_infer_key(e, canon) for e in v))
+    if isinstance(v, (Set, frozenset)):
+        return ("S", frozenset(_infer_key(e, canon) for e in v))
+    return _bad(v)
+
+
+def _bad(v: Any) -> tuple:
+    try:
+        hash(v)
+        return ("x", type(v).__name__, v)
+    except TypeError:
+        return ("x", type(v).__name__, repr(v))
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _has_marker(v: Any) -> bool:
+    if type(v) in _SCALARS:
+        return False
+    if v is OMITTED or v is ANY or isinstance(v, AnyOf):
+        return True
+    if isinstance(v, Mapping):
+        return any(_has_marker(x) for x in v.values())
+    if isinstance(v, (list, tuple)):
+        return any(_has_marker(x) for x in v)
+    return False
+
+
+def _alternatives(v: Any, t: Optional[str], canon: Callable, items: Optional[str]) -> tuple:
+    """(set of acceptable keys, omittable, anything) for a gold value with markers."""
+    alts = v.values if isinstance(v, AnyOf) else (v,)
+    keys: set = set()
+    omittable = anything = False
+    for a in alts:
+        if a is OMITTED:
+            omittable = True
+        elif a is ANY:
+            anything = True
+        elif _has_marker(a):
+            keys.update(_expand(a, t, canon, items))
+        else:
+            keys.add(_key(a, t, canon, items))
+    return frozenset(keys), omittable, anything
+
+
+def _expand(v: Any, t: Optional[str], canon: Callable, items: Optional[str]) -> set:
+    """All keys a nested gold value with markers (inside a list or a dict) accepts."""
+    if isinstance(v, Mapping) and (t in (None, "any", "dict", "object")):
+        names = list(v)
+        choices = []
+        for k in names:
+            sub = v[k]
+            alts = sub.values if isinstance(sub, AnyOf) else (sub,)
+            opts: list = []
+            for a in alts:
+                if a is OMITTED:
+                    opts.append(None)
+                elif a is ANY:
+                    raise InvalidInput(f"ANY is only supported as a whole argument, not inside a dict (key {k!r})")
+                else:
+                    opts.extend((k, x) for x in (_expand(a, None, canon, None) if _has_marker(a)
+                                                 else [_infer_key(a, canon)]))
+            choices.append(opts)
+        _check_size(choices, v)
+        return {("d", frozenset(c for c in combo if c is not None)) for combo in itertools.product(*choices)}
+    if isinstance(v, (list, tuple)) and t in (None, "any", "array", "tuple"):
+        el_t = items if t in ("array", "tuple") else None
+        choices = []
+        for e in v:
+            alts = e.values if isinstance(e, AnyOf) else (e,)
+            opts = []
+            for a in alts:
+                if a is OMITTED or a is ANY:
+                    raise InvalidInput(f"{a!r} cannot be a list element; give the acceptable lists with AnyOf([...], [...])")
+                opts.extend(_expand(a, el_t, canon, None) if _has_marker(a) else [_key(a, el_t, canon)])
+            choices.append(opts)
+        _check_size(choices, v)
+        return {("l", tuple(combo)) for combo in itertools.product(*choices)}
+    raise InvalidInput(f"gold value {v!r:.80}: AnyOf/OMITTED/ANY may only appear as an argument or inside a list or dict")
+
+
+def _check_size(choices: list, v: Any) -> None:
+    if math.prod(len(c) for c in choices) > _MAX_ALTERNATIVES:
+        raise InvalidInput(
+            f"gold value {v!r:.80} expands to more than {_MAX_ALTERNATIVES} acceptable values; "
+            "list fewer alternatives (or use ANY for the whole argument)"
+        )
+
+
+# --------------------------------------------------------------------------- comparing calls
+
+class _PredView:
+    __slots__ = ("tool", "keys", "weight", "own_errors", "key")
+
+    def __init__(self, tool, keys, weight, own_errors):
+        self.tool, self.keys, self.weight, self.own_errors = tool, keys, weight, own_errors
+        # the whole-call key: equal keys + no own errors => an exact match of two plain calls
+        self.key = (tool, frozenset(keys.items()))
+
+
+class _GoldView:
+    __slots__ = ("tool", "specs", "weight", "key", "mass")
+
+    def __init__(self, tool, specs, weight, key, mass):
+        self.tool, self.specs, self.weight, self.key, self.mass = tool, specs, weight, key, mass
+
+
+_CACHE_SIZE = 100_000
+_CACHE_PROBE = 2_000
+
+
+def _signature(call: tuple) -> Any:
+    """A hashable, type-exact signature of a call (None when an argument is unhashable)."""
+    args = call[1]
+    if type(args) is not dict:
+        return None
+    try:
+        sig = (call[0], tuple([(k, v.__class__, v) for k, v in args.items()]))
+        hash(sig)
+    except TypeError:
+        return None
+    return sig
+
+
+class CallComparer:
+    """Compares calls under one grammar and one string canonicalizer (cached per tool).
+
+    ``mismatch(p, g)`` lists the wrong arguments of a predicted call ``p`` against a gold call
+    ``g`` of the same tool, each with its weight ``node_cost(tool) * field_cost(tool, arg)``:
+    a wrong argument to a destructive tool (call weight 10) costs 10, not 1.
+    """
+
+    def __init__(self, grammar: Optional[GraphGrammar] = None,
+                 canonicalizer: Optional[Callable[[str], Any]] = None) -> None:
+        self.grammar = grammar if grammar is not None else _EMPTY_GRAMMAR
+        self.canon = canonicalizer if canonicalizer is not None else standardize_string
+        self._tools: dict = {}
+        self._cache: dict = {}
+        self._preds: dict = {}
+        self._golds: dict = {}
+        self._pred_stats = [0, 0, 0]  # lookups, hits, bypassed
+        self._gold_stats = [0, 0, 0]
+
+    def _tool(self, tool: str) -> tuple:
+        info = self._tools.get(tool)
+        if info is None:
+            g = self.grammar
+            nt = g.nodes.get(tool)
+            w = g.node_cost(tool)
+            if nt is None:
+                info = (w, None, {}, (), g.default)
+            else:
+                fields = {n: (f.type, f.items, w * float(f.importance)) for n, f in nt.fields.items()}
+                req = tuple(n for n, f in nt.fields.items() if f.required)
+                info = (w, nt, fields, req, g.default)
+            self._tools[tool] = info
+        return info
+
+    def _canon(self, s: str) -> Any:
+        c = self._cache.get(s)
+        if c is None:
+            if len(self._cache) > _CACHE_SIZE:
+                self._cache.clear()
+            c = self._cache[s] = self.canon(s)
+        return c
+
+    def pred(self, call: tuple) -> _PredView:
+        """Prepare a predicted call (cached by content while repeats are common)."""
+        return self._cached(call, self._preds, self._pred_stats, self._pred)
+
+    def gold(self, call: tuple) -> _GoldView:
+        """Prepare a gold call (its arguments may hold AnyOf / OMITTED / ANY); cached likewise."""
+        return self._cached(call, self._golds, self._gold_stats, self._gold)
+
+    @staticmethod
+    def _cached(call: tuple, cache: dict, stats: list, make: Callable[[tuple], Any]) -> Any:
+        if stats[0] >= _CACHE_PROBE and stats[1] * 5 < stats[0]:
+            stats[2] += 1  # under 20% repeats: caching costs more than it saves; probe again later
+            if stats[2] > 25 * _CACHE_PROBE:
+                stats[:] = [0, 0, 0]
+            return make(call)
+        sig = _signature(call)
+        if sig is None:
+            return make(call)
+        stats[0] += 1
+        view = cache.get(sig)
+        if view is None:
+            if len(cache) > _CACHE_SIZE:
+                cache.clear()
+                stats[0] = stats[1] = 0
+            view = cache[sig] = make(call)
+        else:
+            stats[1] += 1
+        return view
+
+    def _pred(self, call: tuple) -> _PredView:
+        tool = call[0]
+        args = _args_of(call)
+        w, nt, fields, req, default = self._tool(tool)
+        keys = {}
+        own: list = []
+        for a, v in args.items():
+            f = fields.get(a)
+            if f is None:
+                keys[a] = _key(v, None, self._canon)
+                if nt is not None:
+                    own.append((a, "undeclared", w * default))
+            else:
+                keys[a] = _key(v, f[0], self._canon, f[1])
+        for a in req:
+            if a not in args:
+                own.append((a, "missing_required", fields[a][2]))
+        return _PredView(tool, keys, w, tuple(own))
+
+    def _gold(self, call: tuple) -> _GoldView:
+        tool = call[0]
+        args = _args_of(call)
+        w, nt, fields, req, default = self._tool(tool)
+        specs = {}
+        plain = True
+        mass = w
+        for a, v in args.items():
+            f = fields.get(a)
+            t, items, aw = (f if f is not None else (None, None, w * default))
+            if _has_marker(v):
+                plain = False
+                specs[a] = _alternatives(v, t, self._canon, items)
+                if not specs[a][1]:
+                    mass += aw
+            else:
+                specs[a] = (frozenset((_key(v, t, self._canon, items),)), False, False)
+                mass += aw
+        key = (tool, frozenset((a, next(iter(s[0]))) for a, s in specs.items())) if plain else None
+        return _GoldView(tool, specs, w, key, mass)
+
+    def arg_weight(self, tool: str, arg: str) -> float:
+        w, nt, fields, req, default = self._tool(tool)
+        f = fields.get(arg)
+        return f[2] if f is not None else w * default
+
+    def considered_weight(self, p: _PredView, g: _GoldView, errors: list) -> float:
+        """Total weight of the arguments a pair is judged on: the prediction's, the gold's
+        non-omittable ones, and any required one (the denominator of a mismatch fraction)."""
+        names = set(p.keys)
+        names.update(a for a, s in g.specs.items() if not s[1])
+        names.update(a for a, _, _ in errors)
+        return math.fsum(self.arg_weight(p.tool, a) for a in names)
+
+    def mismatch(self, p: _PredView, g: _GoldView) -> list:
+        """The wrong arguments ``[(arg, kind, weight)]`` of ``p`` against ``g`` (same tool).
+
+        kinds: ``wrong_value``, ``unexpected`` (gold does not mention it), ``missing`` (gold
+        requires it), ``missing_required`` (the ToolSpec requires it), ``undeclared``.
+        """
+        if p.tool != g.tool:
+            raise InvalidInput(f"cannot compare a call to {p.tool!r} with a call to {g.tool!r}")
+        if g.key is not None and p.key == g.key:
+            return list(p.own_errors)
+        errs = list(p.own_errors)
+        flagged = {a for a, _, _ in errs}
+        for a, k in p.keys.items():
+            if a in flagged:
+                continue
+            spec = g.specs.get(a)
+            if spec is None:
+                errs.append((a, "unexpected", self.arg_weight(p.tool, a)))
+            elif not (spec[2] or k in spec[0]):
+                errs.append((a, "wrong_value", self.arg_weight(p.tool, a)))
+        for a, spec in g.specs.items():
+            if a not in p.keys and a not in flagged and not spec[1]:
+                errs.append((a, "missing", self.arg_weight(p.tool, a)))
+        return errs
+
+    def pred_mass(self, p: _PredView) -> float:
+        """Weight of a predicted call counted whole (call + its arguments)."""
+        return p.weight + sum(self.arg_weight(p.tool, a) for a in p.keys)
+
+
