@@ -50,12 +50,11 @@ Traceback (most recent call last):
 ek_agents.errors.SuiteError: ...s.jsonl: task 't2' (line 2): 'value' must be a non-negative number, got 'high'
 >>> _ = open(p, "w").write('{"task_id": "t1", "input": "hi", "gold": "HI", "slice": "easy"}\\n')
 >>> s = load_suite(p)
->>> s.name, len(s), s.tasks[0].slice, s.digest == _sha256(open(p, "rb").read())
+>>> s.name, len(s), s.tasks[0].slice, s.digest == sha256_hex(open(p, "rb").read())
 ('s', 1, 'easy', True)
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -67,10 +66,8 @@ from pydantic import Field
 
 from .base import SCHEMA_VERSION, TaskSpec, ToolSpec, _JsonShape
 from .core import FIELD_TYPES, FieldSpec, shape
-from .errors import (
-    ArtifactNotFound, EkAgentsError, InvalidInput, MissingDependency, SuiteError, UnknownName,
-    did_you_mean,
-)
+from .errors import EkAgentsError, InvalidInput, SuiteError, UnknownName, did_you_mean
+from .store import read_url, sha256_hex, write_url
 
 __all__ = ["Suite", "load_suite", "dump_suite", "suite_schema", "parse_suite"]
 
@@ -138,17 +135,7 @@ def suite_schema() -> dict:
     return json.loads(resources.files("ek_agents").joinpath("schemas/suite.schema.json").read_text())
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 # --------------------------------------------------------------------------- reading
-
-def _read_bytes(path: str) -> bytes:
-    from .store import read_url
-
-    return read_url(path, what="suite file", invalid=SuiteError)
-
 
 def load_suite(path_or_url: Union[str, os.PathLike]) -> Suite:
     """Read a suite file (YAML or JSONL, see the module docs) through fsspec.
@@ -158,8 +145,7 @@ def load_suite(path_or_url: Union[str, os.PathLike]) -> Suite:
     naming the file, line and field on a malformed file.
     """
     path = os.fspath(path_or_url)
-    data = _read_bytes(path)
-    return parse_suite(data, path=path)
+    return parse_suite(read_url(path, what="suite file", invalid=SuiteError), path=path)
 
 
 def parse_suite(data: Union[bytes, str], *, path: str = "<suite>",
@@ -181,7 +167,7 @@ def parse_suite(data: Union[bytes, str], *, path: str = "<suite>",
         header, task_rows = _read_jsonl(text, ctx)
     else:
         header, task_rows = _read_yaml(text, ctx)
-    return _build(header, task_rows, ctx, digest=_sha256(raw))
+    return _build(header, task_rows, ctx, digest=sha256_hex(raw))
 
 
 def _format_of(path: str, text: str) -> str:
@@ -674,6 +660,4 @@ def dump_suite(suite_or_tasks: Union[Suite, Iterable[TaskSpec]], path: Union[str
 
         doc = dict(header, tasks=rows)
         data = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100).encode("utf-8")
-    from .store import write_url
-
     return write_url(path, data, what="suite file")
