@@ -6,16 +6,11 @@ command; a missing file raises :class:`~ek_agents.errors.ArtifactNotFound`.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
-from collections.abc import Iterator
-from typing import IO, Any, Union
+from typing import Any
 
 from ..errors import BridgeError
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 
 def url_of(path_or_url: Any) -> str:
@@ -27,29 +22,29 @@ def url_of(path_or_url: Any) -> str:
     raise BridgeError(f"expected a file path or URL (str or pathlib.Path), got {path_or_url!r}")
 
 
-@contextlib.contextmanager
-def open_binary(path_or_url: Any) -> Iterator[IO[bytes]]:
-    """``path_or_url`` as a binary file object (read through :func:`ek_agents.store.read_url`)."""
+def read_bytes(path_or_url: Any) -> bytes:
+    """All bytes at ``path_or_url`` (through :func:`ek_agents.store.read_url`)."""
     from ..store import read_url
 
-    yield io.BytesIO(read_url(url_of(path_or_url), what="log", invalid=BridgeError))
+    return read_url(url_of(path_or_url), what="log", invalid=BridgeError)
+
+
+def loads(data: bytes, where: str, what: str = "valid JSON") -> Any:
+    """Parse JSON ``data`` (``where`` names its file or member in errors)."""
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BridgeError(f"{where} is not {what}: {exc}") from exc
 
 
 def read_json(path_or_url: Any, what: str) -> Any:
     """Parse the JSON document at ``path_or_url`` (``what`` names it in errors)."""
-    with open_binary(path_or_url) as f:
-        data = f.read()
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BridgeError(f"{url_of(path_or_url)!r} is not a JSON {what}: {exc}") from exc
+    return loads(read_bytes(path_or_url), repr(url_of(path_or_url)), f"a JSON {what}")
 
 
 def read_lines(path_or_url: Any) -> list[str]:
     """The lines of the UTF-8 text file at ``path_or_url``."""
-    with open_binary(path_or_url) as f:
-        data = f.read()
     try:
-        return data.decode("utf-8").splitlines()
+        return read_bytes(path_or_url).decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise BridgeError(f"{url_of(path_or_url)!r} is not UTF-8 text: {exc}") from exc

@@ -20,7 +20,7 @@ dropped (Inspect's reducers leave errored epochs out by default; a failure is a 
 from __future__ import annotations
 
 import dataclasses
-import json
+import io
 import re
 from collections.abc import Mapping
 from typing import Any, Optional
@@ -30,7 +30,7 @@ from ..core import Provenance
 from ..errors import BridgeError, did_you_mean
 from ._access import plain
 from ._evalzip import EvalZip
-from ._io import open_binary, url_of
+from ._io import loads, read_bytes, url_of
 from .messages import content_text, parse_transcript
 from .usage import cost_from_usage, cost_minus
 
@@ -161,7 +161,7 @@ def _sample_fields(sample: Any, where: str) -> dict:
     return {k: plain(getattr(sample, k)) for k in _FIELDS if hasattr(sample, k)}
 
 
-def _episode(sample: Any, header: Optional[Mapping], *, task_id: Any = "", scorer: Optional[str] = None,
+def _episode(sample: Any, run: Optional[RunProvenance], *, task_id: Any = "", scorer: Optional[str] = None,
              role: Optional[str] = None, grader_roles: tuple = GRADER_ROLES,
              provenance: Optional[Provenance] = None, where: str = "sample",
              known_roles: frozenset = frozenset()) -> Episode:
@@ -206,7 +206,6 @@ def _episode(sample: Any, header: Optional[Mapping], *, task_id: Any = "", score
             meta[key] = s[key]
     if tr.unpaired_results:
         meta["unpaired_tool_results"] = tr.unpaired_results
-    run = _run(header)
     if run is not None and run.model:
         meta["model"] = run.model
     tid = task_id if task_id not in ("", None) else s.get("id")
@@ -245,19 +244,18 @@ def read_inspect_log(path_or_url: Any, *, scorer: Optional[str] = None, role: Op
     ``grader_roles`` are the roles whose usage is subtracted otherwise.
     """
     url = url_of(path_or_url)
-    with open_binary(url) as f:
-        magic = f.read(4)
-        f.seek(0)
-        if magic == b"PK\x03\x04":
-            header, items = _read_eval(f, url)
-        else:
-            header, items = _read_json(f, url)
+    data = read_bytes(url)
+    if data[:4] == b"PK\x03\x04":
+        header, items = _read_eval(io.BytesIO(data), url)
+    else:
+        header, items = _read_json(data, url)
     known = _known_roles(header, items)
     if role is not None and role not in known:
         raise BridgeError(f"{url!r}: no model role {role!r} in this log (roles: {sorted(known)})"
                           f"{did_you_mean(role, known)}")
+    run = _run(header)
     eps = [
-        _episode(sample, header, scorer=scorer, role=role, grader_roles=grader_roles,
+        _episode(sample, run, scorer=scorer, role=role, grader_roles=grader_roles,
                  provenance=Provenance(source=url, locator=locator, meta=_prov_meta(header, fmt)),
                  where=f"{url}:{locator}", known_roles=known)
         for sample, locator, fmt in items
@@ -289,15 +287,8 @@ def _prov_meta(header: Optional[Mapping], fmt: str) -> dict:
     return meta
 
 
-def _loads(data: bytes, where: str) -> Any:
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BridgeError(f"{where} is not valid JSON: {exc}") from exc
-
-
-def _read_json(f: Any, url: str) -> tuple:
-    data = _loads(f.read(), url)
+def _read_json(raw: bytes, url: str) -> tuple:
+    data = loads(raw, url)
     if not isinstance(data, Mapping) or "eval" not in data:
         raise BridgeError(f"{url!r} is not an Inspect log: a .json log is an object with 'eval' and "
                           "'samples' (a .eval log is a zip)")
@@ -312,13 +303,13 @@ def _read_eval(f: Any, url: str) -> tuple:
     z = EvalZip(f, url)
     names = z.names()
     if "header.json" in names:
-        header = _loads(z.read("header.json"), f"{url}:header.json")
+        header = loads(z.read("header.json"), f"{url}:header.json")
     elif "_journal/start.json" in names:  # a log still being written, or one that crashed
-        header = _loads(z.read("_journal/start.json"), f"{url}:_journal/start.json")
+        header = loads(z.read("_journal/start.json"), f"{url}:_journal/start.json")
     else:
         raise BridgeError(f"{url!r} is a zip but not an Inspect .eval log (no header.json)")
     members = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
     if not members:
         raise BridgeError(f"{url!r} holds no samples (written with log_samples=False?); "
                           "re-run the eval with samples logged")
-    return header, [(_loads(z.read(n), f"{url}:{n}"), n, "eval") for n in members]
+    return header, [(loads(z.read(n), f"{url}:{n}"), n, "eval") for n in members]
