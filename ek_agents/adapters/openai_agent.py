@@ -88,11 +88,6 @@ def _import_openai():
     return openai
 
 
-def _plain(obj: Any) -> Any:
-    dump = getattr(obj, "model_dump", None)
-    return dump(exclude_none=True) if callable(dump) else obj
-
-
 class OpenAIToolAgent:
     """``agent(task, *, seed=None) -> Episode`` over an OpenAI-compatible endpoint.
 
@@ -213,7 +208,7 @@ class OpenAIToolAgent:
             response = self._complete(request)
             turns += 1
             if getattr(response, "usage", None) is not None:
-                usages.append(_plain(response.usage))
+                usages.append(response.usage)  # cost_from_usage reads SDK objects
             if not getattr(response, "choices", None):
                 raise TransientAgentError(f"{self.model} at {self._where()}: a completion without choices")
             message = response.choices[0].message
