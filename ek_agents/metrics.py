@@ -29,6 +29,7 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 from .base import Episode, TaskSpec, is_episode
 from .core import GraphGrammar, Score, canonicalize
+from .cost import cost_of_pass, episode_dollars
 from .errors import InvalidInput, UnknownName, did_you_mean
 
 __all__ = [
@@ -401,8 +402,6 @@ class CostPerSuccessMetric:
         self._checker = get_checker(check)
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
-        from .cost import episode_dollars  # lazy: cost is a sibling module
-
         ep = _as_episode(pred)
         ok = False if is_errored(ep) else self._checker(ep, _gold_of(gold))
         d = episode_dollars(ep, prices=self.prices, price=self.price)
@@ -423,9 +422,8 @@ class CostPerSuccessMetric:
                 "on_missing_cost='skip' to leave them out of both sums"
             )
         known = [s for s in scores if s.detail.get("dollars") is not None]
-        n_success = sum(1 for s in known if s.detail.get("success"))
-        total = sum(float(s.detail["dollars"]) for s in known)
-        return math.inf if n_success == 0 else total / n_success
+        return cost_of_pass(sum(float(s.detail["dollars"]) for s in known),
+                            sum(1 for s in known if s.detail.get("success")))
 
     def __repr__(self) -> str:
         return f"CostPerSuccessMetric(check={self.check!r}, price={self.price!r})"
