@@ -45,7 +45,7 @@ from typing import Any, Optional
 from ek_agents.base import Cost, Episode, RunProvenance, TaskSpec, Trajectory
 from ek_agents.errors import InvalidInput
 
-from .world import ORDER_STATUSES, SUITE_VERSION, ShopEnv, load_db, read_path
+from .world import CANCEL_REASONS, ORDER_STATUSES, SUITE_VERSION, ShopEnv, load_db, read_path
 
 __all__ = ["Profile", "SimulatedAgent", "small_agent", "large_agent", "degraded_agent",
            "oracle_agent", "SCAFFOLD", "PROFILES"]
@@ -177,8 +177,7 @@ class SimulatedAgent:
                                              round(a / 2, 2)])
                 return "wrong_arg"
             if "reason" in args:
-                args["reason"] = rng.choice([r for r in ("customer_request", "duplicate", "fraud")
-                                             if r != args["reason"]])
+                args["reason"] = rng.choice([r for r in CANCEL_REASONS if r != args["reason"]])
                 return "wrong_arg"
             if "zip" in args:
                 z = args["zip"]
