@@ -336,17 +336,20 @@ def episode_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] 
     """
     if getattr(episode, "cost", None) is None:
         return None
-    p = _episode_price(episode, prices, price)
-    tier = None if batch else (getattr(episode, "meta", None) or {}).get("service_tier")
-    return dollars(episode.cost, p, batch=batch, service_tier=_lenient_tier(tier, p))
+    return _billed(episode, prices, price, batch)
 
 
-def _lenient_tier(tier: Any, price: ModelPrice) -> Optional[str]:
-    """A recorded service tier the price has rates for, else the standard rates."""
+def _billed(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
+            price: Optional[ModelPrice], batch: bool, memo: Optional[dict] = None) -> float:
+    """Dollars of an episode that carries a Cost, at its recorded ``meta["service_tier"]``
+    when the price has rates for that tier (else the standard rates)."""
+    p = _episode_price(episode, prices, price, memo)
     try:
-        return _service_tier(tier, price)
+        tier = None if batch else _service_tier(
+            (getattr(episode, "meta", None) or {}).get("service_tier"), p)
     except InvalidInput:
-        return None
+        tier = None
+    return dollars(episode.cost, p, batch=batch, service_tier=tier)
 
 
 def cost_of_pass(total_cost: Optional[float], n_success: int) -> Optional[float]:
@@ -427,10 +430,7 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
         if c.latency_s is not None:
             lat.append(float(c.latency_s))
         if priced:
-            p = _episode_price(ep, prices, price, memo)
-            tier = None if batch else (ep.meta or {}).get("service_tier")
-            costed.append((str(ep.task_id),
-                           dollars(c, p, batch=batch, service_tier=_lenient_tier(tier, p)), ok))
+            costed.append((str(ep.task_id), _billed(ep, prices, price, batch, memo), ok))
         else:
             costed.append((str(ep.task_id), math.nan, ok))
     n = len(eps)
