@@ -262,7 +262,7 @@ class ShopEnv:
 
     def __init__(self, db: Optional[dict] = None, *, task: Optional[TaskSpec] = None) -> None:
         self._initial = copy.deepcopy(db) if db is not None else load_db()
-        self._db = copy.deepcopy(self._initial)
+        self._db = self._initial  # the tools are pure: a call returns a new db, never edits this one
         self.task = task
         self.steps: list[Step] = []
 
