@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ek_agents.base import TaskSpec
+from ek_agents.store import sha256_hex
 from ek_agents.suite import dump_suite
 
 from .world import SUITE_NAME, SUITE_PATH, SUITE_VERSION, TOOL_SPECS, ShopEnv, read_path
@@ -144,13 +145,11 @@ def build_tasks() -> list[TaskSpec]:
 
 def main(path: Optional[str] = None) -> str:
     """Write the suite file (default: the bundled ``suite.yaml``); returns its sha256."""
-    import hashlib
-
     target = Path(path or SUITE_PATH)
     dump_suite(build_tasks(), target, name=SUITE_NAME, version=SUITE_VERSION, description=DESCRIPTION)
     data = HEADER.encode() + target.read_bytes()
     target.write_bytes(data)
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 if __name__ == "__main__":  # pragma: no cover
