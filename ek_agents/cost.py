@@ -32,7 +32,8 @@ from pydantic import Field
 
 from .base import Cost, _JsonShape
 from .core import shape
-from .errors import InvalidInput, UnknownModelPrice
+from .errors import InvalidInput, UnknownModelPrice, did_you_mean
+from .stats import bootstrap_ci
 
 __all__ = [
     "ModelPrice", "per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report",
@@ -77,8 +78,6 @@ def _check_card(where: str, card: Any, *, nested: tuple[str, ...] = ()) -> None:
         elif key in RATE_KINDS:
             _rate(f"{where}[{key!r}]", v)
         else:
-            from .errors import did_you_mean
-
             raise InvalidInput(
                 f"ModelPrice: {where} has unknown key {key!r}"
                 f"{did_you_mean(str(key), RATE_KINDS + nested)} (rate kinds: {RATE_KINDS})")
@@ -129,8 +128,6 @@ class ModelPrice(_JsonShape):
                 _rate(name, v)
         for tier, card in self.service_tiers.items():
             if tier not in SERVICE_TIERS:
-                from .errors import did_you_mean
-
                 raise InvalidInput(f"ModelPrice: unknown service tier {tier!r}"
                                    f"{did_you_mean(str(tier), SERVICE_TIERS)} (one of {SERVICE_TIERS})")
             _check_card(f"service_tiers[{tier!r}]", card)
@@ -212,18 +209,16 @@ class ModelPrice(_JsonShape):
         return b
 
 
-def _service_tier(name: Optional[str], price: Optional[ModelPrice] = None) -> Optional[str]:
+def _service_tier(name: Optional[str], price: ModelPrice) -> Optional[str]:
     if name is None or (isinstance(name, str) and name.lower() in _STANDARD_TIERS):
         return None
     if not isinstance(name, str):
         raise InvalidInput(f"service_tier must be a string, got {name!r}")
     tier = _TIER_ALIASES.get(name.lower(), name.lower())
     if tier not in SERVICE_TIERS:
-        from .errors import did_you_mean
-
         raise InvalidInput(f"unknown service_tier {name!r}{did_you_mean(tier, SERVICE_TIERS)} "
                            f"(one of {SERVICE_TIERS}, or None for the standard rates)")
-    if price is not None and tier not in price.service_tiers:
+    if tier not in price.service_tiers:
         raise InvalidInput(
             f"service_tier {name!r}: this price declares no {tier!r} rates (it has "
             f"{sorted(price.service_tiers) or 'none'}); add them to your price catalog, or bill "
@@ -449,8 +444,6 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
         total = math.fsum(ds)
         mean_d = total / len(ds)
         cps = cost_of_pass(total, sum(ok for _, _, ok in costed))
-        from .stats import bootstrap_ci
-
         ci = bootstrap_ci([(d, float(ok)) for _, d, ok in costed], "ratio",
                           resamples=resamples, seed=seed)
     elif priced:
