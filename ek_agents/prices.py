@@ -23,7 +23,6 @@ True
 """
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -31,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Optional, Union
 
 from .cost import SERVICE_TIERS, ModelPrice
-from .errors import InvalidInput, UnknownModelPrice
+from .errors import InvalidInput, UnknownModelPrice, did_you_mean
 
 __all__ = ["load_prices", "price_of"]
 
@@ -241,11 +240,7 @@ def price_of(model: str, *, prices: Optional[Mapping[str, ModelPrice]] = None) -
     lower = {k.lower(): k for k in prices}
     if model.lower() in lower:
         return prices[lower[model.lower()]]
-    close = difflib.get_close_matches(model, list(prices), n=5, cutoff=0.6)
-    if bare != model:
-        close += [c for c in difflib.get_close_matches(bare, list(prices), n=5, cutoff=0.6)
-                  if c not in close]
-    hint = f"; closest: {close[:5]}" if close else ""
+    hint = did_you_mean(model, prices) or (did_you_mean(bare, prices) if bare != model else "")
     raise UnknownModelPrice(
         f"no rates for model {model!r} in the price catalog ({len(prices)} models){hint}; "
         "add the model to your price catalog or pass price=ModelPrice(...)")
