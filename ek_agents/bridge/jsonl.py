@@ -49,9 +49,10 @@ def read_messages_jsonl(path_or_url: Any) -> list[Episode]:
         success = rec.get("success")
         if success is not None and not isinstance(success, bool):
             raise BridgeError(f"{where}: 'success' must be true, false or null, got {success!r}")
-        meta = dict(rec.get("meta") or {}) if isinstance(rec.get("meta", {}), Mapping) else None
-        if meta is None:
-            raise BridgeError(f"{where}: 'meta' must be an object, got {rec['meta']!r:.60}")
+        meta = rec.get("meta", {})
+        if not isinstance(meta, Mapping):
+            raise BridgeError(f"{where}: 'meta' must be an object, got {meta!r:.60}")
+        meta = dict(meta)
         model = rec.get("model")
         if model is not None:
             meta["model"] = model
