@@ -231,11 +231,27 @@ def _as_bool(result: Any, who: str) -> bool:
     )
 
 
+def _checked(check: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    """``check`` wrapped so that an errored episode is never a success and a non-bool answer
+    is refused (the built-in checkers do both themselves)."""
+    who = getattr(check, "__name__", repr(check))
+
+    def checker(episode: Any, gold: Any) -> bool:
+        if is_errored(episode):
+            return False
+        return _as_bool(check(episode, gold), who)
+
+    checker.__name__ = f"checked_{who}"
+    checker.__wrapped__ = check  # type: ignore[attr-defined]
+    return checker
+
+
 def get_checker(check: Any = None) -> Callable[[Any, Any], bool]:
     """Resolve ``check`` to an ``(episode, gold) -> bool`` callable.
 
-    ``None`` -> :func:`output_match`; a registered name; or any callable (wrapped so that an
-    errored episode is never a success and a non-bool answer is refused).
+    ``None`` -> :func:`output_match`; a registered name; or any callable. Whatever it
+    resolves to, an errored episode is never a success and a non-bool answer is refused
+    (a registered or given callable is wrapped to enforce both).
 
     >>> get_checker("final_state") is final_state_match
     True
@@ -254,20 +270,11 @@ def get_checker(check: Any = None) -> Callable[[Any, Any], bool]:
                 f"unknown checker {check!r}{did_you_mean(check, names)} "
                 f"(registered: {', '.join(map(repr, names))})"
             )
-        return fn
-    if any(check is f for f in CHECKERS.values()):
+        check = fn
+    if check is output_match or check is final_state_match or check is recorded_success:
         return check
     if callable(check):
-        who = getattr(check, "__name__", repr(check))
-
-        def checker(episode: Any, gold: Any) -> bool:
-            if is_errored(episode):
-                return False
-            return _as_bool(check(episode, gold), who)
-
-        checker.__name__ = f"checked_{who}"
-        checker.__wrapped__ = check  # type: ignore[attr-defined]
-        return checker
+        return _checked(check)
     raise InvalidInput(
         f"a checker must be a name ({', '.join(map(repr, sorted(CHECKERS)))}) or an "
         f"(episode, gold) -> bool callable, got {check!r}"
@@ -312,8 +319,7 @@ def grade(episodes: Any, tasks: Any, *, check: Any = None) -> list[Episode]:
         fn = cache.get(key)
         if fn is None:
             fn = cache[key] = get_checker(name)
-        ok = False if is_errored(ep) else _as_bool(fn(ep, task.gold), getattr(fn, "__name__", "?"))
-        out.append(ep.graded(ok))
+        out.append(ep.graded(fn(ep, task.gold)))
     return out
 
 
@@ -348,8 +354,7 @@ class TaskSuccessMetric:
         self._checker = get_checker(check)
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
-        ep = _as_episode(pred)
-        ok = False if is_errored(ep) else self._checker(ep, _gold_of(gold))
+        ok = self._checker(_as_episode(pred), _gold_of(gold))
         return Score(1.0 if ok else 0.0, {"success": bool(ok)})
 
     def aggregate(self, scores: Sequence[Score]) -> float:
@@ -403,7 +408,7 @@ class CostPerSuccessMetric:
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
         ep = _as_episode(pred)
-        ok = False if is_errored(ep) else self._checker(ep, _gold_of(gold))
+        ok = self._checker(ep, _gold_of(gold))
         d = episode_dollars(ep, prices=self.prices, price=self.price)
         value = math.nan if d is None else float(d)
         return Score(value, {"dollars": None if d is None else float(d), "success": bool(ok)})
