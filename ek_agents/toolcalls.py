@@ -27,7 +27,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Iterable, Optional
 
-from .argmatch import _EMPTY_GRAMMAR, ANY, OMITTED, AnyOf, CallComparer, standardize_string
+from .argmatch import ANY, OMITTED, AnyOf, CallComparer, standardize_string
 from .assignment import min_cost_assignment
 from .base import Step, TaskSpec, Trajectory, as_call, is_episode
 from .core import GraphGrammar, Score
@@ -214,6 +214,18 @@ def _grammar_for(gold: Any, *given: Optional[GraphGrammar]) -> Optional[GraphGra
     return None
 
 
+def _comparer_for(cache: dict, grammar: Optional[GraphGrammar],
+                  canonicalizer: Optional[Callable[[str], Any]]) -> CallComparer:
+    """A metric's :class:`CallComparer` for ``grammar``, kept in ``cache`` (by grammar object)
+    so that its per-tool and per-call caches survive from one ``score()`` to the next."""
+    c = cache.get(id(grammar))
+    if c is None:  # a cached comparer holds its grammar, so an id is never reused while cached
+        if len(cache) > 64:
+            cache.clear()
+        c = cache[id(grammar)] = CallComparer(grammar, canonicalizer)
+    return c
+
+
 _FN_KINDS = frozenset({"wrong_value", "missing", "missing_required"})
 
 
@@ -268,17 +280,8 @@ class ToolCallMetric:
         self.name = "tool_call" if level == "call" else "tool_call_arg"
         self._comparers: dict = {}
 
-    def _comparer(self, grammar: Optional[GraphGrammar]) -> CallComparer:
-        key = id(grammar)
-        c = self._comparers.get(key)
-        if c is None or c.grammar is not (grammar if grammar is not None else _EMPTY_GRAMMAR):
-            if len(self._comparers) > 64:
-                self._comparers.clear()
-            c = self._comparers[key] = CallComparer(grammar, self.canonicalizer)
-        return c
-
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
-        cmp = self._comparer(_grammar_for(gold, grammar, self.grammar))
+        cmp = _comparer_for(self._comparers, _grammar_for(gold, grammar, self.grammar), self.canonicalizer)
         pv = [cmp.pred(c) for c in as_calls(pred)]
         gv = [cmp.gold(c) for c in as_calls(gold)]
         matcher = _Matcher(cmp, pv, gv)

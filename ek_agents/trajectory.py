@@ -47,7 +47,7 @@ from .argmatch import CallComparer
 from .assignment import min_cost_assignment
 from .core import GraphGrammar, Score
 from .errors import UnknownName, did_you_mean
-from .toolcalls import _detail_sums, _grammar_for, as_calls
+from .toolcalls import _comparer_for, _detail_sums, _grammar_for, as_calls
 
 __all__ = ["TrajectoryMetric", "SCHEMES", "trajectory_distance"]
 
@@ -230,17 +230,10 @@ class TrajectoryMetric:
         self.grammar = grammar
         self.canonicalizer = canonicalizer
         self.name = f"trajectory_{scheme}"
-        self._cmp: Optional[CallComparer] = None
-
-    def _comparer(self, grammar: Optional[GraphGrammar]) -> CallComparer:
-        c = self._cmp
-        want = grammar if grammar is not None else CallComparer().grammar
-        if c is None or c.grammar is not want:
-            c = self._cmp = CallComparer(grammar, self.canonicalizer)
-        return c
+        self._comparers: dict = {}
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
-        cmp = self._comparer(_grammar_for(gold, grammar, self.grammar))
+        cmp = _comparer_for(self._comparers, _grammar_for(gold, grammar, self.grammar), self.canonicalizer)
         raw, mx = trajectory_distance(pred, gold, scheme=self.scheme, comparer=cmp)
         value = 0.0 if mx == 0 else min(1.0, max(0.0, raw / mx))
         return Score(value, {"distance": raw, "max_distance": mx, "scheme": self.scheme})
