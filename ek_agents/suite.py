@@ -384,9 +384,10 @@ def _build(header: Optional[_Row], rows: list[_Row], ctx: _Ctx, *, digest: str) 
                  description=description, digest=digest, path=ctx.path, meta=meta)
 
 
-def _where_task(row: _Row, task_id: Any = None) -> str:
+def _where_task(row: _Row, task_id: Any = None, line: Optional[int] = None) -> str:
     who = f"task {task_id!r}" if isinstance(task_id, str) and task_id else f"task #{row.index + 1}"
-    return f"{who} (line {row.line})" if row.line is not None else who
+    ln = row.line if line is None else line
+    return f"{who} (line {ln})" if ln is not None else who
 
 
 def _shared_tools(tools: Any, ctx: _Ctx, header: Optional[_Row]) -> dict:
@@ -501,9 +502,7 @@ def _task(row: _Row, ctx: _Ctx, shared: Mapping[str, ToolSpec], default_checker:
     jsonl = not row.node or row.node[0] != "tasks"
 
     def where(*sub: Any) -> str:
-        who = f"task {tid!r}" if isinstance(tid, str) and tid else f"task #{row.index + 1}"
-        ln = row.line if jsonl else ctx.line(*row.node, *sub)
-        return f"{who} (line {ln})" if ln is not None else who
+        return _where_task(row, tid, row.line if jsonl else ctx.line(*row.node, *sub))
 
     if "task_id" not in obj:
         raise ctx.error(where(), "missing 'task_id'; give every task a unique string id")
