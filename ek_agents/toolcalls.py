@@ -84,34 +84,12 @@ def as_calls(x: Any) -> list:
 
 # --------------------------------------------------------------------------- matching calls
 
-def _assign_group(P: list, G: list, cost_fn: Callable[[int, int], float]) -> list[tuple[int, int]]:
-    """Optimal pairs of indices within one tool group (exact-key pairs are taken first)."""
-    pairs: list = []
-    if not P or not G:
-        return pairs
-    # exact fast path: identical plain calls (an equivalence) are paired in index order; by the
-    # triangle inequality of the argument-mismatch cost this never loses optimality.
-    by_key: dict = {}
-    for gi in G:
-        k = cost_fn.gold_key(gi)  # type: ignore[attr-defined]
-        if k is not None:
-            by_key.setdefault(k, []).append(gi)
-    restP = []
-    taken = set()
-    for pi in P:
-        bucket = by_key.get(cost_fn.pred_key(pi))  # type: ignore[attr-defined]
-        if bucket:
-            gi = bucket.pop(0)
-            taken.add(gi)
-            pairs.append((pi, gi))
-        else:
-            restP.append(pi)
-    restG = [gi for gi in G if gi not in taken]
-    if restP and restG:
-        cost_fn.set_group(restP, restG)  # type: ignore[attr-defined]
-        matrix = [[cost_fn(pi, gi) for gi in restG] for pi in restP]
-        pairs.extend((restP[r], restG[c]) for r, c in min_cost_assignment(matrix))
-    return pairs
+def _by_tool(views: list) -> dict[str, list[int]]:
+    """Indices of prepared calls grouped by tool name (first-seen order)."""
+    groups: dict = {}
+    for i, v in enumerate(views):
+        groups.setdefault(v.tool, []).append(i)
+    return groups
 
 
 class _Matcher:
@@ -132,21 +110,42 @@ class _Matcher:
     def set_group(self, P: list, G: list) -> None:
         """Bound the group's total mismatch, so one inexact pair outweighs any mismatch sum."""
         cmp, tool = self.cmp, self.pv[P[0]].tool
-        req = sum(w for a, w in ((a, cmp.arg_weight(tool, a)) for a in cmp._tool(tool)[3]))
+        req = sum(cmp.arg_weight(tool, a) for a in cmp._tool(tool)[3])
         self._big = 1.0 + sum(cmp.pred_mass(self.pv[i]) + req for i in P) + sum(self.gv[j].mass for j in G) \
             + sum(cmp.arg_weight(tool, a) for j in G for a in self.gv[j].specs)
-
-    def pred_key(self, i: int) -> Any:
-        p = self.pv[i]
-        return p.key if not p.own_errors else ("own-errors", i)
-
-    def gold_key(self, j: int) -> Any:
-        return self.gv[j].key
 
     def __call__(self, i: int, j: int) -> float:
         errs = self.errors(i, j)
         mis = math.fsum(w for _, _, w in errs)
         return (self._big if errs else 0.0) + mis
+
+    def _assign(self, P: list, G: list) -> list[tuple[int, int]]:
+        """Optimal pairs of indices within one tool group (exact-key pairs are taken first)."""
+        # exact fast path: identical plain calls (an equivalence) are paired in index order; by the
+        # triangle inequality of the argument-mismatch cost this never loses optimality.
+        by_key: dict = {}
+        for j in G:
+            k = self.gv[j].key
+            if k is not None:
+                by_key.setdefault(k, []).append(j)
+        pairs: list = []
+        restP = []
+        taken = set()
+        for i in P:
+            p = self.pv[i]
+            bucket = by_key.get(p.key) if not p.own_errors else None
+            if bucket:
+                j = bucket.pop(0)
+                taken.add(j)
+                pairs.append((i, j))
+            else:
+                restP.append(i)
+        restG = [j for j in G if j not in taken]
+        if restP and restG:
+            self.set_group(restP, restG)
+            matrix = [[self(i, j) for j in restG] for i in restP]
+            pairs.extend((restP[r], restG[c]) for r, c in min_cost_assignment(matrix))
+        return pairs
 
     def run(self) -> tuple[list, list, list]:
         pv, gv = self.pv, self.gv
@@ -154,17 +153,12 @@ class _Matcher:
             for i in range(len(pv)):  # identical plain calls in the same order: nothing to solve
                 self._mis[(i, i)] = []
             return [(i, i) for i in range(len(pv))], [], []
-        groups_p: dict = {}
-        groups_g: dict = {}
-        for i, p in enumerate(self.pv):
-            groups_p.setdefault(p.tool, []).append(i)
-        for j, g in enumerate(self.gv):
-            groups_g.setdefault(g.tool, []).append(j)
+        groups_g = _by_tool(gv)
         pairs: list = []
-        for tool, P in groups_p.items():
+        for tool, P in _by_tool(pv).items():
             G = groups_g.get(tool)
             if G:
-                pairs.extend(_assign_group(P, G, self))
+                pairs.extend(self._assign(P, G))
         pairs.sort()
         matched_p = {i for i, _ in pairs}
         matched_g = {j for _, j in pairs}

@@ -47,7 +47,7 @@ from .argmatch import CallComparer
 from .assignment import min_cost_assignment
 from .core import GraphGrammar, Score
 from .errors import UnknownName, did_you_mean
-from .toolcalls import _comparer_for, _detail_sums, _grammar_for, as_calls
+from .toolcalls import _by_tool, _comparer_for, _detail_sums, _grammar_for, as_calls
 
 __all__ = ["TrajectoryMetric", "SCHEMES", "trajectory_distance"]
 
@@ -155,23 +155,18 @@ def _any_order_max(wp: list, wg: list) -> float:
 def _covered(cmp: CallComparer, pv: list, gv: list, *, pay_pred: bool) -> float:
     """superset (``pay_pred=False``: uncovered gold calls cost) / subset (uncovered predicted
     calls cost): optimal pairing within each tool; a pair costs its argument mismatch."""
-    by_tool_p: dict = {}
-    by_tool_g: dict = {}
-    for i, p in enumerate(pv):
-        by_tool_p.setdefault(p.tool, []).append(i)
-    for j, g in enumerate(gv):
-        by_tool_g.setdefault(g.tool, []).append(j)
+    by_p, by_g = _by_tool(pv), _by_tool(gv)
     parts: list = []
-    for tool in set(by_tool_p) | set(by_tool_g):
-        P, G = by_tool_p.get(tool, []), by_tool_g.get(tool, [])
-        pairs = []
+    for tool in set(by_p) | set(by_g):
+        P, G = by_p.get(tool, []), by_g.get(tool, [])
+        paired: set = set()  # positions in P (pay_pred) or G left out of the unpaired charge
         if P and G:
             cost = [[_sub(cmp, pv[i], gv[j]) for j in G] for i in P]
             pairs = min_cost_assignment(cost)
             parts.extend(cost[r][c] for r, c in pairs)
-        left = ([P[r] for r in range(len(P)) if r not in {r for r, _ in pairs}] if pay_pred
-                else [G[c] for c in range(len(G)) if c not in {c for _, c in pairs}])
-        parts.extend((pv if pay_pred else gv)[k].weight for k in left)
+            paired = {r if pay_pred else c for r, c in pairs}
+        left, views = (P, pv) if pay_pred else (G, gv)
+        parts.extend(views[k].weight for n, k in enumerate(left) if n not in paired)
     return math.fsum(parts)
 
 
