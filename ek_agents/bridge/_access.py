@@ -12,6 +12,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import BridgeError
+
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -58,8 +60,6 @@ def field(obj: Any, name: str, default: Any = None) -> Any:
 
 def as_int(value: Any, where: str) -> int:
     """A non-negative token count, or :class:`~ek_agents.errors.BridgeError` naming ``where``."""
-    from ..errors import BridgeError
-
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
