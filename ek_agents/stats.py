@@ -172,15 +172,17 @@ def newcombe_difference(successes_a: int, n_a: int, successes_b: int, n_b: int, 
 
 def difference_upper_bound(value_a: Optional[float], ci_a: Optional[Sequence[float]],
                            value_b: Optional[float], ci_b: Optional[Sequence[float]], *,
-                           z: float = Z95) -> Optional[float]:
-    """Upper bound of ``a - b`` for two statistics known only through their CIs.
+                           z: float = Z95, ci_z: float = Z95) -> Optional[float]:
+    """Upper bound of ``a - b``, at ``z``, for two statistics known only through their CIs.
 
-    Each CI is taken to be a ``z``-level interval, so the side facing the difference gives a
-    standard error: ``se_a = (hi_a - a) / z`` (a's upper side) and ``se_b = (b - lo_b) / z``
-    (b's lower side); the bound is ``(a - b) + z * sqrt(se_a^2 + se_b^2)``. With the same
-    ``z`` this is the MOVER / Newcombe recovery of a difference interval from two asymmetric
-    intervals (for symmetric CIs: the classic combined-SE bound). Returns ``None`` when any
-    input is missing or not finite -- an unknown bound is not a number.
+    Each CI is a ``ci_z``-level interval (default: 95%), so the side facing the difference
+    gives a standard error: ``se_a = (hi_a - a) / ci_z`` (a's upper side) and
+    ``se_b = (b - lo_b) / ci_z`` (b's lower side); the bound is
+    ``(a - b) + z * sqrt(se_a^2 + se_b^2)``. With ``z == ci_z`` this is the MOVER / Newcombe
+    recovery of a difference interval from two asymmetric intervals (for symmetric CIs: the
+    classic combined-SE bound); a larger ``z`` widens the margin to a stricter level.
+    Returns ``None`` when any input is missing or not finite -- an unknown bound is not a
+    number.
 
     >>> round(difference_upper_bound(0.5, (0.4, 0.6), 0.7, (0.6, 0.8)), 4)   # -0.2 + 0.1*sqrt(2)
     -0.0586
@@ -197,11 +199,11 @@ def difference_upper_bound(value_a: Optional[float], ci_a: Optional[Sequence[flo
             f"{value_a!r} {ci_a!r} / {value_b!r} {ci_b!r}") from exc
     if not all(math.isfinite(x) for x in (a, b, lo_a, hi_a, lo_b, hi_b)):
         return None
-    if not z > 0:
-        raise InvalidInput(f"difference_upper_bound: z must be > 0, got {z!r}")
+    if not (z > 0 and ci_z > 0):
+        raise InvalidInput(f"difference_upper_bound: z and ci_z must be > 0, got {z!r}, {ci_z!r}")
     up_a = max(hi_a - a, 0.0)
     down_b = max(b - lo_b, 0.0)
-    return (a - b) + math.sqrt(up_a ** 2 + down_b ** 2)
+    return (a - b) + (z / ci_z) * math.sqrt(up_a ** 2 + down_b ** 2)
 
 
 def trials_for_power(p_a: float, p_b: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
