@@ -51,8 +51,30 @@ def _decode(x: Any) -> Any:
     return x
 
 
+class _NonFiniteJson(_JsonShape):
+    """A shape of plain fields (numbers, strings, tuples, dicts, lists) whose JSON form writes
+    non-finite floats as ``"Infinity"`` / ``"-Infinity"`` / ``"NaN"`` and reads them back.
+
+    Fields are encoded *before* pydantic dumps them: pydantic's JSON mode would turn an
+    ``inf`` inside an untyped ``dict`` field into ``None``.
+    """
+
+    def to_dict(self) -> dict:
+        """A JSON-safe dict (``allow_nan=False``-safe), tagged with ``schema_version``."""
+        d = {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        d["schema_version"] = SCHEMA_VERSION
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]):
+        """Read back what :meth:`to_dict` wrote (non-finite strings become floats again)."""
+        if not isinstance(data, Mapping):
+            raise InvalidInput(f"{cls.__name__}.from_dict needs a mapping, got {type(data).__name__}")
+        return super().from_dict(_decode(dict(data)))
+
+
 @shape()
-class ReliabilityReport(_JsonShape):
+class ReliabilityReport(_NonFiniteJson):
     """Corpus-level reliability over a k-trial run, with per-task and per-slice cuts.
 
     ``success_rate`` is micro (over all trials) with a Wilson ``success_ci``;
@@ -82,19 +104,6 @@ class ReliabilityReport(_JsonShape):
     per_slice: dict = Field(default_factory=dict)
     cost: dict = Field(default_factory=dict)
     detail: dict = Field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        """A JSON-safe dict (``allow_nan=False``-safe), tagged with ``schema_version``."""
-        d = {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
-        d["schema_version"] = SCHEMA_VERSION
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReliabilityReport":
-        """Read back what :meth:`to_dict` wrote (non-finite strings become floats again)."""
-        if not isinstance(data, Mapping):
-            raise InvalidInput(f"ReliabilityReport.from_dict needs a mapping, got {type(data).__name__}")
-        return super().from_dict(_decode(dict(data)))
 
 
 def _group(source: Any, slices: Optional[Mapping[str, str]]) -> tuple[dict, dict]:
