@@ -85,13 +85,20 @@ def cached(store: Any, stage: str, digest: str, compute: Callable[[], Any]) -> t
 
 
 def stage_output(store: Any, run_id: str, stage: str, digest: str,
-                 compute: Callable[[], Any]) -> dict:
+                 compute: Optional[Callable[[], Any]] = None) -> Optional[dict]:
     """Run (or reuse) a stage and write its document to ``runs/<run_id>/<stage>.json``.
 
     Returns the reference the next stage takes: ``{"stage", "key", "sha256", "artifact",
-    "input_digest", "cached"}`` -- small and JSON, so it travels to any worker.
+    "input_digest", "cached"}`` -- small and JSON, so it travels to any worker. Without
+    ``compute`` only a cache hit is used: None on a miss.
     """
-    doc, artifact, hit = cached(store, stage, digest, compute)
+    if compute is None:
+        found = lookup(store, stage, digest)
+        if found is None:
+            return None
+        doc, artifact, hit = found[0], found[1], True
+    else:
+        doc, artifact, hit = cached(store, stage, digest, compute)
     key = run_key(run_id, stage)
     return {"stage": stage, "key": key, "sha256": store.write_json(key, doc), "artifact": artifact,
             "input_digest": digest, "cached": hit}
