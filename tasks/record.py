@@ -33,7 +33,8 @@ def artifact_key(name: str, suffix: str) -> str:
 def publish_report(store_url: str, run_id: str, manifest: dict) -> dict:
     """The report as a Prefect markdown artifact and the per-slice figures as a table artifact,
     keyed by suite (``<suite>-report``, ``<suite>-slices``): one version per run."""
-    man, report = stages.run_report(Store(store_url), run_id)
+    man = manifest["manifest"]  # write-manifest's reference carries it: no re-read
+    report = Store(store_url).read_json(stages.run_key(run_id, "report"))
     suite = (man.get("suite") or {}).get("name", "suite")
     keys = {"report": artifact_key(suite, "report"), "table": artifact_key(suite, "slices")}
     create_markdown_artifact(_manifest.report_markdown(man, report), key=keys["report"],
