@@ -23,6 +23,7 @@ from typing import Any, Optional
 from .base import _JsonShape
 from .core import shape
 from .errors import ArtifactNotFound, BaselineError, EkAgentsError
+from .store import parse_json, sha256_hex
 from . import stages
 
 __all__ = ["AuditResult", "audit", "differences"]
@@ -98,9 +99,9 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
     if run_id is None:
         raise BaselineError("audit needs a run id or a baseline name")
     manifest = store.read_manifest(run_id)
-    _check_bytes(store, run_id, manifest, checked, problems)
+    seen, trial_keys = _check_bytes(store, run_id, manifest, checked, problems)
     try:
-        _check_figures(store, run_id, manifest, checked, problems)
+        _check_figures(store, run_id, manifest, seen, trial_keys, checked, problems)
     except (EkAgentsError, KeyError, TypeError, ValueError) as exc:
         problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
     return AuditResult(run_id=run_id, passed=not problems, checked=tuple(checked),
@@ -138,32 +139,45 @@ def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> st
     return run_id
 
 
-def _check_bytes(store: Any, run_id: str, manifest: Mapping, checked: list, problems: list) -> None:
+def _check_bytes(store: Any, run_id: str, manifest: Mapping, checked: list,
+                 problems: list) -> tuple[dict, list]:
+    """Check every recorded sha256; return ``({key: bytes read}, the run's per-trial keys)``
+    so that the recomputation reads nothing twice."""
     recorded = manifest.get("artifacts") or {}
+    seen: dict[str, bytes] = {}
     for key, sha in sorted(recorded.items()):
         checked.append(key)
         try:
-            actual = store.digest(key)
+            seen[key] = store.read_bytes(key)
         except ArtifactNotFound:
             problems.append(f"artifact {key} is missing")
             continue
+        actual = sha256_hex(seen[key])
         if actual != sha:
             problems.append(f"artifact {key}: its bytes hash to {actual[:12]}..., the manifest "
                             f"recorded {sha[:12]}... (changed after the run)")
-    for key in store.list(f"runs/{run_id}/episodes"):
+    trial_keys = store.list(f"runs/{run_id}/episodes")
+    for key in trial_keys:
         if key not in recorded:
             problems.append(f"artifact {key} is not in the manifest (added after the run)")
+    return seen, trial_keys
 
 
-def _check_figures(store: Any, run_id: str, manifest: Mapping, checked: list, problems: list) -> None:
+def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, trial_keys: list,
+                   checked: list, problems: list) -> None:
     inputs = manifest.get("inputs") or {}
-    read = lambda name: store.read_json(stages.run_key(run_id, name))  # noqa: E731
+
+    def load(key: str) -> Any:
+        return parse_json(seen[key], key) if key in seen else store.read_json(key)
+
+    read = lambda name: load(stages.run_key(run_id, name))  # noqa: E731
     tasks, episodes = read("tasks"), read("episodes")
-    prices = read("prices") if store.exists(stages.run_key(run_id, "prices")) else None
+    prices_key = stages.run_key(run_id, "prices")
+    prices = load(prices_key) if prices_key in seen or store.exists(prices_key) else None
 
     trials = {(e["task_id"], (e.get("meta") or {}).get("trial")): e for e in episodes["episodes"]}
-    for key in store.list(f"runs/{run_id}/episodes"):
-        ep = store.read_json(key)
+    for key in trial_keys:
+        ep = load(key)
         pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
         problems += [f"episodes.json vs {key}: {d}" for d in
                      _limited(differences(trials.get(pair, {}), ep, "episode"))]

@@ -39,8 +39,8 @@ from typing import Any, Optional, Union
 
 from .errors import ArtifactNotFound, IntegrityError, InvalidInput, MissingDependency, StoreError
 
-__all__ = ["Store", "open_store", "canonical_json", "sha256_hex", "episode_key", "task_key",
-           "read_url", "write_url", "DEFAULT_STORE"]
+__all__ = ["Store", "open_store", "canonical_json", "sha256_hex", "parse_json", "episode_key",
+           "task_key", "read_url", "write_url", "DEFAULT_STORE"]
 
 #: Store used when neither ``url`` nor the ``EK_STORE`` environment variable is given.
 DEFAULT_STORE = "./.ek"
@@ -245,7 +245,7 @@ class Store:
 
     def read_json(self, key: str) -> Any:
         """Parse the JSON stored at ``key``."""
-        return _loads(self.read_bytes(key), key)
+        return parse_json(self.read_bytes(key), key)
 
     def write_jsonl(self, key: str, rows: Iterable[Any]) -> str:
         """Write ``rows`` as JSON Lines (one canonical JSON value per line); return sha256."""
@@ -254,7 +254,7 @@ class Store:
     def read_jsonl(self, key: str) -> list:
         """The rows of the JSON Lines file at ``key`` (blank lines skipped)."""
         data = self.read_bytes(key)
-        return [_loads(line, f"{key} line {i}") for i, line in enumerate(data.splitlines(), 1)
+        return [parse_json(line, f"{key} line {i}") for i, line in enumerate(data.splitlines(), 1)
                 if line.strip()]
 
     # -- content-addressed artifacts ----------------------------------------------------------
@@ -278,7 +278,7 @@ class Store:
             raise IntegrityError(
                 f"artifact {key!r} in store {self.url!r} is corrupt or tampered with: its bytes "
                 f"hash to {actual}, not {digest}; re-create it from its inputs")
-        return _loads(data, key)
+        return parse_json(data, key)
 
     # -- runs and baselines -----------------------------------------------------------------
     def write_manifest(self, run_id: str, manifest: Any) -> str:
@@ -385,7 +385,9 @@ def _protocols(fs: Any) -> tuple:
     return (p,) if isinstance(p, str) else tuple(p)
 
 
-def _loads(data: bytes, where: str) -> Any:
+def parse_json(data: bytes, where: str) -> Any:
+    """Parse stored JSON bytes (what :meth:`Store.read_json` does after reading); bytes that
+    are not JSON raise IntegrityError naming ``where``."""
     try:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
