@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import hashlib
 import math
 import platform
 import subprocess
@@ -40,10 +39,9 @@ def input_digest(stage: str, **inputs: Any) -> str:
     a new ek-agents version gives a new one (so an upgrade never reuses stale results).
     """
     from . import __version__
-    from .store import canonical_json
+    from .store import canonical_json, sha256_hex
 
-    return hashlib.sha256(canonical_json(
-        {"stage": stage, "ek_agents": __version__, "inputs": inputs})).hexdigest()
+    return sha256_hex(canonical_json({"stage": stage, "ek_agents": __version__, "inputs": inputs}))
 
 
 def utc_now() -> str:

@@ -19,7 +19,6 @@ content-addressed artifact, indexed by the digest of the stage's inputs.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib
 import inspect
 import math
@@ -118,13 +117,10 @@ def write_tasks(store: Any, run_id: str, doc: Mapping) -> dict:
 
 
 def source_digest(path_or_url: str) -> str:
-    """sha256 of a source file's bytes (a local path or any store URL), read via the store."""
-    from .store import Store
+    """sha256 of a source file's bytes (a local path or any fsspec URL: ``store.read_url``)."""
+    from .store import read_url, sha256_hex
 
-    head, _, name = str(path_or_url).rstrip("/").rpartition("/")
-    if not name:
-        raise InvalidInput(f"{path_or_url!r} is not a file path")
-    return Store(head or ".").digest(name)
+    return sha256_hex(read_url(path_or_url, what="recorded run"))
 
 
 def check_request(*, suite: Optional[str], agent: Optional[str], ingest: Optional[str],
@@ -179,10 +175,12 @@ def agent_fingerprint(path: str) -> Optional[str]:
     It goes into the run-trials input digest, so editing the agent's code invalidates the
     cached episodes even when its import path stays the same.
     """
+    from .store import sha256_hex
+
     try:
         src = inspect.getsourcefile(importlib.import_module(path.split(":")[0]))
         with open(src, "rb") as fh:  # type: ignore[arg-type]
-            return hashlib.sha256(fh.read()).hexdigest()
+            return sha256_hex(fh.read())
     except (TypeError, OSError, ImportError):
         return None
 
@@ -231,7 +229,9 @@ def tasks_for_episodes(episodes: Iterable[Episode], *, name: str = "ingested") -
     """A tasks document for ingested episodes with no suite: one gold-less task per task id,
     graded by the success the source recorded (checker ``"recorded"``)."""
     ids = sorted({e.task_id for e in episodes})
-    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()
+    from .store import sha256_hex
+
+    digest = sha256_hex("\n".join(ids).encode())
     return {"schema_version": 1, "name": name, "version": f"ids:{digest[:12]}", "digest": digest,
             "path": "", "checker": "recorded",
             "tasks": [TaskSpec(t, checker="recorded").to_dict() for t in ids]}
