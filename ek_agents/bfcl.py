@@ -43,10 +43,10 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .argmatch import standardize_string
+from .argmatch import OMITTED, AnyOf, standardize_string
 from .assignment import min_cost_assignment
-from .base import _JsonShape
-from .core import shape
+from .base import ToolSpec, _JsonShape
+from .core import FieldSpec, shape
 from .errors import InvalidInput, UnknownName, did_you_mean
 
 __all__ = ["bfcl_check", "CheckResult", "CATEGORIES", "BFCL_TYPES", "tool_specs", "gold_calls",
@@ -253,6 +253,11 @@ def _others(param: str, value: Any, acceptable: Sequence) -> Optional[CheckResul
 
 # --------------------------------------------------------------------------- the categories
 
+def _docs(functions: Any) -> list:
+    """BFCL function docs as a list (one doc may be given alone)."""
+    return [functions] if isinstance(functions, Mapping) else list(functions)
+
+
 def _find(functions: Sequence, name: str) -> Mapping:
     for doc in functions:
         if doc.get("name") == name:
@@ -284,7 +289,7 @@ def bfcl_check(functions: Any, model_output: Sequence, possible_answer: Sequence
     as ``math_factorial`` in the output.
     """
     kind = _category(category)
-    docs = [functions] if isinstance(functions, Mapping) else list(functions)
+    docs = _docs(functions)
     outputs = list(model_output)
     answers = list(possible_answer)
     if not docs or not answers:
@@ -300,8 +305,10 @@ def bfcl_check(functions: Any, model_output: Sequence, possible_answer: Sequence
         return _check_call(doc, outputs[0], answers[0], underscore_to_dot)
     if len(outputs) != len(answers):
         return _fail("parallel_function_checker_no_order:wrong_count", "wrong number of functions")
-    results = [[_check_call(_find(docs, next(iter(ans))), out, ans, underscore_to_dot) for out in outputs]
-               for ans in answers]
+    results = []
+    for ans in answers:
+        doc = _find(docs, next(iter(ans)))
+        results.append([_check_call(doc, out, ans, underscore_to_dot) for out in outputs])
     cost = [[0.0 if r.valid else 1.0 for r in row] for row in results]
     pairs = min_cost_assignment(cost)
     bad = [(i, j) for i, j in pairs if cost[i][j]]
@@ -329,12 +336,8 @@ def tool_specs(functions: Any) -> tuple:
     ...                                                            "required": ["x"]}}])]
     ['f']
     """
-    from .base import ToolSpec
-    from .core import FieldSpec
-
-    docs = [functions] if isinstance(functions, Mapping) else list(functions)
     out = []
-    for doc in docs:
+    for doc in _docs(functions):
         params = doc.get("parameters") or {}
         required = set(params.get("required") or [])
         fields = {}
@@ -351,8 +354,6 @@ def tool_specs(functions: Any) -> tuple:
 
 
 def _acceptable(values: Any, spec: Mapping) -> Any:
-    from .argmatch import OMITTED, AnyOf
-
     if not isinstance(values, list):
         raise InvalidInput(f"BFCL possible answer values must be a list of acceptable values, got {values!r:.80}")
     t = spec.get("type")
@@ -378,8 +379,7 @@ def gold_calls(possible_answer: Sequence, functions: Any = ()) -> list:
     >>> gold_calls([{"f": {"x": [1, 2], "unit": ["cm", ""]}}])
     [('f', {'x': AnyOf(1, 2), 'unit': AnyOf('cm', OMITTED)})]
     """
-    docs = [functions] if isinstance(functions, Mapping) else list(functions)
-    by_name = {d.get("name"): d for d in docs}
+    by_name = {d.get("name"): d for d in _docs(functions)}
     out = []
     for entry in possible_answer:
         if not isinstance(entry, Mapping) or len(entry) != 1:
