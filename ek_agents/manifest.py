@@ -119,12 +119,7 @@ class RunManifest(_JsonShape):
 
 
 def _fmt(x: Any, *, money: bool = False) -> str:
-    x = _num(x) if isinstance(x, str) else x
-    if x is None:
-        return "n/a"
-    if isinstance(x, float) and money:
-        return "inf" if x == float("inf") else f"${x:.4g}"
-    return f"{x:.3f}" if isinstance(x, float) else str(x)
+    return _cell(_num(x) if isinstance(x, str) else x, money)
 
 
 def finite(x: Any) -> Any:
