@@ -23,6 +23,7 @@ from typing import Any, Optional
 from .base import _JsonShape
 from .core import shape
 from .errors import ArtifactNotFound, BaselineError, EkAgentsError
+from .manifest import finite
 from .store import parse_json, sha256_hex
 from . import stages
 
@@ -190,7 +191,7 @@ def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, tr
         checked.append(f"recomputed {name}")
         problems += _limited(differences(read(name), doc, name))
     checked.append("recomputed results")
-    problems += _limited(differences(manifest.get("results"), stages.finite(stages.results_of(report)),
+    problems += _limited(differences(manifest.get("results"), finite(stages.results_of(report)),
                                      "results"))
     if manifest.get("gate"):
         checked.append("recomputed gate verdict")

@@ -30,7 +30,7 @@ from typing import Any, Optional
 from .base import Episode, RunProvenance, TaskSpec
 from .errors import (ArtifactNotFound, BaselineError, IntegrityError, InvalidInput, UnknownName,
                      did_you_mean)
-from .manifest import as_plain, finite, input_digest, utc_now
+from .manifest import as_plain, input_digest, utc_now
 
 __all__ = [
     "lookup", "cached", "stage_output", "input_digest", "run_key", "write_doc", "write_tasks",
@@ -333,7 +333,7 @@ def gate_stage(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
         raise BaselineError(f"baseline must be a stored baseline document, got {baseline!r:.80}")
     verdict = agent_regression_gate(ReliabilityReport.from_dict(report), dict(baseline),
                                     tolerance=tolerance, cost_tolerance=cost_tolerance)
-    return finite(as_plain(verdict))
+    return verdict.to_dict()  # non-finite floats already encoded, as reports do
 
 
 def guarded_gate(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
