@@ -38,7 +38,7 @@ __all__ = [
     "episodes_doc", "episodes_of", "tasks_doc", "tasks_of", "tasks_for_episodes", "read_source",
     "SOURCES", "prices_doc", "grade_stage", "metrics_stage", "cost_stage", "gate_stage",
     "guarded_gate", "raise_for_verdict", "results_of", "trial_digests", "record_run",
-    "run_report", "gate_run", "promote", "DEFAULT_CHUNKS",
+    "run_report", "load_baseline", "gate_run", "promote", "DEFAULT_CHUNKS",
 ]
 
 #: A run's trials are split into about this many chunks (one Prefect task run each).
@@ -433,15 +433,20 @@ def run_report(store: Any, run_id: str) -> tuple[dict, dict]:
     return manifest, store.read_json(run_key(run_id, "report"))
 
 
+def load_baseline(store: Any, name: str) -> dict:
+    """The stored baseline ``name`` (BaselineError, saying how to make one, when there is none)."""
+    doc = store.load_baseline(name)
+    if doc is None:
+        raise BaselineError(f"no baseline named {name!r} in store {store.url!r}: promote a run "
+                            f"first (ek-agents promote RUN_ID --name {name})")
+    return doc
+
+
 def gate_run(store: Any, run_id: str, baseline: str, *, tolerance: float = 0.0,
              cost_tolerance: float = 0.0) -> dict:
     """The gate's verdict on a stored run against the named baseline (nothing is written)."""
-    doc = store.load_baseline(baseline)
-    if doc is None:
-        raise BaselineError(f"no baseline named {baseline!r} in store {store.url!r}: promote a run "
-                            f"first (ek-agents promote RUN_ID --name {baseline})")
-    return guarded_gate(run_report(store, run_id)[1], doc, tolerance=tolerance,
-                        cost_tolerance=cost_tolerance, baseline_name=baseline)
+    return guarded_gate(run_report(store, run_id)[1], load_baseline(store, baseline),
+                        tolerance=tolerance, cost_tolerance=cost_tolerance, baseline_name=baseline)
 
 
 def promote(store: Any, run_id: str, name: str) -> dict:

@@ -6,7 +6,6 @@ from typing import Optional
 from prefect import task
 
 from ek_agents import stages
-from ek_agents.errors import BaselineError
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
@@ -57,10 +56,7 @@ def gate(store_url: str, run_id: str, report: dict, baseline: Optional[str], tol
     if baseline is None:
         return None
     st = Store(store_url)
-    doc = st.load_baseline(baseline)
-    if doc is None:
-        raise BaselineError(f"no baseline named {baseline!r} in store {st.url!r}: promote a run "
-                            f"first (ek-agents promote RUN_ID --name {baseline})")
+    doc = stages.load_baseline(st, baseline)
     used = stages.write_doc(st, run_id, "baseline", doc)
     verdict = stages.guarded_gate(st.read_json(report["key"]), doc, tolerance=tolerance,
                                   cost_tolerance=cost_tolerance, baseline_name=baseline)
