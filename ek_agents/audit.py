@@ -119,7 +119,7 @@ def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> st
         raise BaselineError(f"baseline {name!r} records no run id: it was not promoted from a "
                             "pipeline run (ek-agents promote RUN_ID --name NAME), so there is "
                             "nothing to audit it against")
-    manifest_key = f"runs/{run_id}/manifest.json"
+    manifest_key = stages.run_key(run_id, "manifest")
     checked.append(f"baselines/{name}.json -> {manifest_key}")
     try:
         actual = store.digest(manifest_key)

@@ -149,16 +149,16 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       max_workers=a.max_workers, dask_address=a.dask_address)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
-    from .stages import check_request
+    from .stages import check_request, run_key
 
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
                   ingest_path=params.get("ingest_path"))  # bad input: exit 2 before Prefect starts
     try:
         _flows().call_flow("evaluate_agent", **params)
     finally:
-        if st.exists(f"runs/{run_id}/manifest.json"):
+        if st.exists(run_key(run_id, "manifest")):
             _print_report(st, run_id)
-    print(f"run {run_id}: manifest at {st.url}/runs/{run_id}/manifest.json")
+    print(f"run {run_id}: manifest at {st.url}/{run_key(run_id, 'manifest')}")
     return 0
 
 

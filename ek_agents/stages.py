@@ -31,6 +31,7 @@ from .base import Episode, RunProvenance, TaskSpec
 from .errors import (ArtifactNotFound, BaselineError, IntegrityError, InvalidInput, UnknownName,
                      did_you_mean)
 from .manifest import as_plain, input_digest, utc_now
+from .store import run_key
 
 __all__ = [
     "lookup", "cached", "stage_output", "input_digest", "run_key", "write_doc", "write_tasks",
@@ -43,13 +44,6 @@ __all__ = [
 
 #: A run's trials are split into about this many chunks (one Prefect task run each).
 DEFAULT_CHUNKS = 16
-
-
-def run_key(run_id: str, name: str) -> str:
-    """Store key of a run's stage document: ``runs/<run_id>/<name>.json``."""
-    from .store import Store
-
-    return f"runs/{Store.validate_name(run_id, what='run id')}/{name}.json"
 
 
 # --------------------------------------------------------------------------- the stage cache
@@ -422,9 +416,8 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[Mapping]]
                 for name, ref in refs.items() if "input_digest" in ref},
         results=results_of(report),
         gate=refs["gate"]["verdict"] if "gate" in refs else None)
-    key = f"runs/{run_id}/manifest.json"
-    return {"stage": "manifest", "key": key, "sha256": store.write_manifest(run_id, manifest),
-            "manifest": manifest.to_dict()}
+    return {"stage": "manifest", "key": run_key(run_id, "manifest"),
+            "sha256": store.write_manifest(run_id, manifest), "manifest": manifest.to_dict()}
 
 
 def run_report(store: Any, run_id: str) -> tuple[dict, dict]:
@@ -460,7 +453,7 @@ def promote(store: Any, run_id: str, name: str) -> dict:
 
     manifest, report = run_report(store, run_id)
     rep = ReliabilityReport.from_dict(report)
-    linked = dataclasses.replace(rep, detail={**rep.detail, "run_id": run_id,
-                                              "manifest_sha256": store.digest(f"runs/{run_id}/manifest.json")})
+    linked = dataclasses.replace(rep, detail={**rep.detail, "run_id": run_id, "manifest_sha256":
+                                              store.digest(run_key(run_id, "manifest"))})
     return save_agent_baseline(linked, name, rootdir=store,
                                run=RunProvenance.from_dict(manifest["provenance"]))

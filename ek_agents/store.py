@@ -40,7 +40,7 @@ from typing import Any, Optional, Union
 from .errors import ArtifactNotFound, IntegrityError, InvalidInput, MissingDependency, StoreError
 
 __all__ = ["Store", "open_store", "canonical_json", "sha256_hex", "parse_json", "episode_key",
-           "task_key", "read_url", "write_url", "DEFAULT_STORE"]
+           "run_key", "task_key", "read_url", "write_url", "DEFAULT_STORE"]
 
 #: Store used when neither ``url`` nor the ``EK_STORE`` environment variable is given.
 DEFAULT_STORE = "./.ek"
@@ -104,6 +104,15 @@ def episode_key(run_id: str, task_id: str, trial: int) -> str:
     if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
         raise InvalidInput(f"trial must be an int >= 0, got {trial!r}")
     return f"runs/{Store.validate_name(run_id)}/episodes/{task_key(task_id)}/{trial}.json"
+
+
+def run_key(run_id: str, name: str) -> str:
+    """Store key of a run's document ``name``: ``runs/<run_id>/<name>.json``.
+
+    >>> run_key("r1", "manifest")
+    'runs/r1/manifest.json'
+    """
+    return f"runs/{Store.validate_name(run_id, what='run id')}/{name}.json"
 
 
 class Store:
@@ -283,11 +292,11 @@ class Store:
     # -- runs and baselines -----------------------------------------------------------------
     def write_manifest(self, run_id: str, manifest: Any) -> str:
         """Write ``runs/<run_id>/manifest.json``; return its sha256."""
-        return self.write_json(f"runs/{self.validate_name(run_id, what='run id')}/manifest.json", manifest)
+        return self.write_json(run_key(run_id, "manifest"), manifest)
 
     def read_manifest(self, run_id: str) -> dict:
         """The manifest of ``run_id`` (ArtifactNotFound when the run has none)."""
-        key = f"runs/{self.validate_name(run_id, what='run id')}/manifest.json"
+        key = run_key(run_id, "manifest")
         try:
             return self.read_json(key)
         except ArtifactNotFound:
