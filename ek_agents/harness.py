@@ -40,7 +40,7 @@ from .errors import (AgentTimeout, IntegrityError, InvalidInput,
 from .gate import AgentGateResult, agent_regression_gate, load_agent_baseline, save_agent_baseline
 from .store import Store, episode_key, open_store
 
-__all__ = ["run_suite", "run_trials", "build_report", "new_run_id", "task_table",
+__all__ = ["run_suite", "run_trials", "build_report", "new_run_id", "task_table", "run_provenance",
            "save_agent_baseline", "load_agent_baseline", "agent_regression_gate",
            "AgentGateResult"]
 
@@ -419,7 +419,7 @@ def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
     report = reporting.reliability(graded, k=k, slices=slices or None, cost=cost_rep, seed=seed)
     detail = dict(report.detail)
     warnings = list(detail.get("warnings", []))
-    prov, prov_warning = _run_of(graded, run)
+    prov, prov_warning = run_provenance(graded, run)
     if prov_warning:
         warnings.append(prov_warning)
     errors: dict = {}
@@ -454,8 +454,10 @@ def _score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) ->
     return out
 
 
-def _run_of(episodes: list, run: Optional[RunProvenance]) -> tuple:
-    """The run's provenance: ``run``'s fields, empty ones filled from the episodes' own.
+def run_provenance(episodes: list, run: Optional[RunProvenance]) -> tuple:
+    """``(RunProvenance | None, warning | None)``: ``run``'s fields, empty ones filled from the
+    episodes' own (what :func:`build_report` and ``stages.metrics_stage`` record as
+    ``detail["run"]``).
 
     A field the episodes disagree on (two simulators in one run) is reported as a warning:
     such a run is not one comparable run. The seed is the smallest trial seed (the base seed).

@@ -284,18 +284,19 @@ def metrics_stage(graded: Mapping, tasks: Mapping, *, k: int, seed: int = 0,
     """Reliability of graded episodes: success, pass@k, pass^k, per task and slice.
 
     ``detail["run"]`` records the run's provenance (what the gate checks comparability on):
-    ``run`` as given, its empty fields filled from what the agent recorded on its episodes.
+    ``run`` as given, its empty fields filled from what the agent recorded on its episodes
+    (``harness.run_provenance``, as ``harness.build_report`` does).
     """
+    from .harness import run_provenance
     from .reporting import reliability
 
     episodes = episodes_of(graded)
     report = reliability(episodes, k=k, slices=_slices(tasks_of(tasks)), seed=seed)
-    prov = dict(run or {})
-    for ep in episodes:
-        for f, v in (ep.run.to_dict() if ep.run is not None else {}).items():
-            if prov.get(f) in (None, "") and v not in (None, "") and f not in ("seed", "schema_version"):
-                prov[f] = v
-    return dataclasses.replace(report, detail={**report.detail, "run": prov}).to_dict()
+    prov, clash = run_provenance(episodes, RunProvenance.from_dict(run) if run else None)
+    detail = {**report.detail, "run": {} if prov is None else prov.to_dict()}
+    if clash:
+        detail["warnings"] = [*detail["warnings"], clash]
+    return dataclasses.replace(report, detail=detail).to_dict()
 
 
 def cost_stage(graded: Mapping, metrics: Mapping, prices: Optional[Mapping], *, seed: int = 0) -> dict:
