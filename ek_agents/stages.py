@@ -55,11 +55,8 @@ def lookup(store: Any, stage: str, digest: str) -> Optional[tuple[Any, str]]:
     sha256 on load; an index whose artifact is gone or damaged is a miss (recomputed, never
     trusted).
     """
-    index = f"cache/{stage}/{digest}.json"
-    if not store.exists(index):
-        return None
-    record = store.read_json(index)
     try:
+        record = store.read_json(f"cache/{stage}/{digest}.json")
         return store.get_artifact(record["artifact"]), record["artifact"]
     except (ArtifactNotFound, IntegrityError, KeyError, TypeError):
         return None
