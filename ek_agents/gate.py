@@ -35,7 +35,6 @@ True
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
@@ -44,6 +43,7 @@ from pydantic import Field
 from .base import RunProvenance, _JsonShape
 from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput
+from .manifest import utc_now
 from .store import Store, open_store
 
 __all__ = ["AgentGateResult", "save_agent_baseline", "load_agent_baseline",
@@ -145,7 +145,7 @@ def save_agent_baseline(report: Any, name: str, *, rootdir: Union[Store, str, No
             "baseline is a permanent free pass -- run the suite first")
     prov = _as_run(run if run is not None else rep.detail.get("run"), "save_agent_baseline")
     doc = {"schema_version": 1, "kind": BASELINE_KIND, "name": name,
-           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "created": utc_now(),
            "report": rep.to_dict(), "run": None if prov is None else prov.to_dict()}
     open_store(rootdir).save_baseline(name, doc)
     return doc

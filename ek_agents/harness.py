@@ -38,6 +38,7 @@ from .base import Episode, RunProvenance, TaskSpec, suite_grammar
 from .errors import (AgentTimeout, IntegrityError, InvalidInput,
                      TransientAgentError)
 from .gate import AgentGateResult, agent_regression_gate, load_agent_baseline, save_agent_baseline
+from .manifest import utc_now
 from .store import Store, episode_key, open_store
 
 __all__ = ["run_suite", "run_trials", "build_report", "new_run_id", "task_table", "run_provenance",
@@ -534,7 +535,7 @@ def _write_manifest(st: Store, run_id: str, report: Any, episodes: list, *, k: i
                  for e in episodes}
     st.write_manifest(run_id, {
         "schema_version": 1, "kind": "ek-agents/run", "run_id": run_id,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created": utc_now(),
         "run": prov.to_dict(), "params": {"k": k, "seed": seed, "n_tasks": report.n_tasks},
         "artifacts": {"report": f"artifacts/{report_digest}.json", "episodes": artifacts},
         "digests": {"report": report_digest},
