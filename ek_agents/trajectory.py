@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
 from .argmatch import CallComparer
@@ -73,27 +73,6 @@ def _exact(cmp: CallComparer, p: Any, g: Any) -> bool:
     return p.tool == g.tool and not cmp.mismatch(p, g)
 
 
-def _align(wp: list, wg: list, subs: Iterable[list]) -> float:
-    """Needleman-Wunsch over two weight sequences: a gap costs the call's weight, aligning
-    call ``i`` with gold call ``j`` costs ``row_i[j]`` (``subs`` yields the rows in order)."""
-    prev = [0.0]
-    for w in wg:
-        prev.append(prev[-1] + w)
-    for a, row in zip(wp, subs):
-        cur = [prev[0] + a]
-        for j, b in enumerate(wg):
-            best = prev[j] + row[j]
-            d = prev[j + 1] + a
-            if d < best:
-                best = d
-            d = cur[j] + b
-            if d < best:
-                best = d
-            cur.append(best)
-        prev = cur
-    return prev[-1]
-
-
 def _in_order(cmp: CallComparer, pv: list, gv: list) -> float:
     """Needleman-Wunsch over the calls (gaps cost the call weight), common ends trimmed first."""
     lo = 0
@@ -106,7 +85,24 @@ def _in_order(cmp: CallComparer, pv: list, gv: list) -> float:
     P, G = pv[lo:hi_p], gv[lo:hi_g]
     if not P or not G:
         return math.fsum(c.weight for c in P or G)
-    return _align([p.weight for p in P], [g.weight for g in G], ([_sub(cmp, p, g) for g in G] for p in P))
+    wg = [g.weight for g in G]
+    prev = [0.0]
+    for w in wg:
+        prev.append(prev[-1] + w)
+    for p in P:
+        a = p.weight
+        cur = [prev[0] + a]
+        for j, g in enumerate(G):
+            best = prev[j] + _sub(cmp, p, g)
+            d = prev[j + 1] + a
+            if d < best:
+                best = d
+            d = cur[j] + wg[j]
+            if d < best:
+                best = d
+            cur.append(best)
+        prev = cur
+    return prev[-1]
 
 
 def _in_order_max(wp: list, wg: list) -> float:
@@ -119,7 +115,22 @@ def _in_order_max(wp: list, wg: list) -> float:
     w0 = wp[0]
     if all(w == w0 for w in wp) and all(w == w0 for w in wg):
         return w0 * max(len(wp), len(wg))
-    return _align(wp, wg, ([a if a >= b else b for b in wg] for a in wp))
+    prev = [0.0]
+    for w in wg:
+        prev.append(prev[-1] + w)
+    for a in wp:
+        cur = [prev[0] + a]
+        for j, b in enumerate(wg):
+            best = prev[j] + (a if a >= b else b)
+            d = prev[j + 1] + a
+            if d < best:
+                best = d
+            d = cur[j] + b
+            if d < best:
+                best = d
+            cur.append(best)
+        prev = cur
+    return prev[-1]
 
 
 def _any_order(cmp: CallComparer, pv: list, gv: list) -> float:
