@@ -29,7 +29,6 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 from .base import Episode, TaskSpec, is_episode
 from .core import GraphGrammar, Score, canonicalize
-from .cost import cost_of_pass, episode_dollars
 from .errors import InvalidInput, UnknownName, did_you_mean
 
 __all__ = [
@@ -407,6 +406,8 @@ class CostPerSuccessMetric:
         self._checker = get_checker(check)
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
+        from .cost import episode_dollars  # lazy: importing cost (and stats) is ~15 ms
+
         ep = _as_episode(pred)
         ok = self._checker(ep, _gold_of(gold))
         d = episode_dollars(ep, prices=self.prices, price=self.price)
@@ -426,6 +427,8 @@ class CostPerSuccessMetric:
                 "their dollars are unknown (not free); record a Cost on every episode, or pass "
                 "on_missing_cost='skip' to leave them out of both sums"
             )
+        from .cost import cost_of_pass
+
         known = [s for s in scores if s.detail.get("dollars") is not None]
         return cost_of_pass(sum(float(s.detail["dollars"]) for s in known),
                             sum(1 for s in known if s.detail.get("success")))
