@@ -36,7 +36,7 @@ from .errors import InvalidInput, SchemaVersionError
 
 __all__ = [
     "Step", "Trajectory", "Episode", "Cost", "RunProvenance", "ToolSpec", "TaskSpec",
-    "tool_grammar", "suite_grammar", "as_call", "is_episode", "DEFAULT_TASK_VALUE",
+    "tool_grammar", "suite_grammar", "task_table", "as_call", "is_episode", "DEFAULT_TASK_VALUE",
     "DESTRUCTIVE_WEIGHT", "SCHEMA_VERSION",
 ]
 
@@ -300,6 +300,30 @@ class TaskSpec(_JsonShape):
     def grammar(self) -> GraphGrammar:
         """The Layer-A grammar for this task's tool set."""
         return tool_grammar(*self.tools)
+
+
+def task_table(tasks: Any) -> dict[str, TaskSpec]:
+    """``{task_id: TaskSpec}`` from TaskSpecs, dicts, a mapping, or a Suite (``.tasks``); ids must
+    be unique and the suite non-empty.
+
+    >>> list(task_table([TaskSpec("a"), {"task_id": "b"}]))
+    ['a', 'b']
+    """
+    if hasattr(tasks, "tasks") and not isinstance(tasks, Mapping):
+        tasks = tasks.tasks
+    items = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
+    table: dict[str, TaskSpec] = {}
+    for t in items:
+        if isinstance(t, Mapping):
+            t = TaskSpec.from_dict(t)
+        if not isinstance(t, TaskSpec):
+            raise InvalidInput(f"tasks must be TaskSpecs (or a {{task_id: TaskSpec}} mapping), got {t!r:.80}")
+        if t.task_id in table:
+            raise InvalidInput(f"task_id {t.task_id!r} appears twice in tasks; task ids must be unique")
+        table[t.task_id] = t
+    if not table:
+        raise InvalidInput("tasks is empty: give at least one TaskSpec")
+    return table
 
 
 def tool_grammar(*tools: ToolSpec) -> GraphGrammar:

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional, Union
 
-from .base import Episode, RunProvenance, TaskSpec, suite_grammar
+from .base import Episode, RunProvenance, TaskSpec, suite_grammar, task_table
 from .errors import (AgentTimeout, IntegrityError, InvalidInput,
                      TransientAgentError)
 from .gate import AgentGateResult, agent_regression_gate, load_agent_baseline, save_agent_baseline
@@ -51,25 +51,6 @@ Pair = tuple  # (task_id, trial)
 def new_run_id() -> str:
     """A fresh, sortable run id: ``<UTC timestamp>-<8 hex>``."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
-
-
-def task_table(tasks: Any) -> dict[str, TaskSpec]:
-    """``{task_id: TaskSpec}`` from TaskSpecs, dicts, a mapping, or a Suite (``.tasks``)."""
-    if hasattr(tasks, "tasks") and not isinstance(tasks, Mapping):
-        tasks = tasks.tasks
-    items = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
-    table: dict[str, TaskSpec] = {}
-    for t in items:
-        if isinstance(t, Mapping):
-            t = TaskSpec.from_dict(t)
-        if not isinstance(t, TaskSpec):
-            raise InvalidInput(f"tasks must be TaskSpecs (or a {{task_id: TaskSpec}} mapping), got {t!r:.80}")
-        if t.task_id in table:
-            raise InvalidInput(f"task_id {t.task_id!r} appears twice in tasks; task ids must be unique")
-        table[t.task_id] = t
-    if not table:
-        raise InvalidInput("tasks is empty: give at least one TaskSpec")
-    return table
 
 
 # --------------------------------------------------------------------------- run_trials

@@ -27,7 +27,7 @@ import math
 from collections.abc import Mapping, Sequence, Set
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
-from .base import Episode, TaskSpec, is_episode
+from .base import Episode, TaskSpec, is_episode, task_table
 from .core import GraphGrammar, Score, canonicalize
 from .errors import InvalidInput, UnknownName, did_you_mean
 
@@ -280,20 +280,6 @@ def get_checker(check: Any = None) -> Callable[[Any, Any], bool]:
     )
 
 
-def _task_table(tasks: Any) -> dict:
-    if isinstance(tasks, Mapping):
-        return dict(tasks)
-    table: dict = {}
-    for t in tasks:
-        tid = getattr(t, "task_id", None)
-        if tid is None:
-            raise InvalidInput(f"grade: tasks must be TaskSpecs (or a {{task_id: TaskSpec}} mapping), got {t!r:.80}")
-        if tid in table:
-            raise InvalidInput(f"grade: task_id {tid!r} appears twice in tasks; task ids must be unique")
-        table[tid] = t
-    return table
-
-
 def grade(episodes: Any, tasks: Any, *, check: Any = None) -> list[Episode]:
     """Grade each episode against its task's gold with ``task.checker or check``.
 
@@ -302,7 +288,7 @@ def grade(episodes: Any, tasks: Any, *, check: Any = None) -> list[Episode]:
     ``{task_id: TaskSpec}`` mapping; an episode whose task is missing raises
     :class:`~ek_agents.errors.InvalidInput` naming it.
     """
-    table = _task_table(tasks)
+    table = task_table(tasks)
     cache: dict = {}
     out = []
     for ep in episodes:
