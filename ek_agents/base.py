@@ -26,6 +26,7 @@ import copy
 import dataclasses
 import functools
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
@@ -37,7 +38,7 @@ from .errors import InvalidInput, SchemaVersionError
 __all__ = [
     "Step", "Trajectory", "Episode", "Cost", "RunProvenance", "ToolSpec", "TaskSpec",
     "tool_grammar", "suite_grammar", "task_table", "as_call", "is_episode", "DEFAULT_TASK_VALUE",
-    "DESTRUCTIVE_WEIGHT", "SCHEMA_VERSION",
+    "DESTRUCTIVE_WEIGHT", "SCHEMA_VERSION", "NonFiniteJson", "encode_nonfinite", "decode_nonfinite",
 ]
 
 #: Default value of a completed task (the task-level analog of ``FieldSpec.importance``).
@@ -91,6 +92,58 @@ class _JsonShape:
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{cls.__name__}.from_json: not valid JSON ({exc})") from exc
         return cls.from_dict(data)
+
+
+_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def encode_nonfinite(x: Any) -> Any:
+    """``x`` with non-finite floats written as ``"Infinity"`` / ``"-Infinity"`` / ``"NaN"``
+    (strict JSON has no such numbers).
+
+    >>> encode_nonfinite({"c": [float("inf"), 1.0]})
+    {'c': ['Infinity', 1.0]}
+    """
+    if isinstance(x, float) and not math.isfinite(x):
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    if isinstance(x, Mapping):
+        return {k: encode_nonfinite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [encode_nonfinite(v) for v in x]
+    return x
+
+
+def decode_nonfinite(x: Any) -> Any:
+    """The inverse of :func:`encode_nonfinite`."""
+    if isinstance(x, str) and x in _NONFINITE:
+        return _NONFINITE[x]
+    if isinstance(x, Mapping):
+        return {k: decode_nonfinite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [decode_nonfinite(v) for v in x]
+    return x
+
+
+class NonFiniteJson(_JsonShape):
+    """A shape of plain fields (numbers, strings, tuples, dicts, lists) whose JSON form writes
+    non-finite floats as ``"Infinity"`` / ``"-Infinity"`` / ``"NaN"`` and reads them back.
+
+    Fields are encoded *before* pydantic dumps them: pydantic's JSON mode would turn an
+    ``inf`` inside an untyped ``dict`` field into ``None``.
+    """
+
+    def to_dict(self) -> dict:
+        """A JSON-safe dict (``allow_nan=False``-safe), tagged with ``schema_version``."""
+        d = {f.name: encode_nonfinite(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        d["schema_version"] = SCHEMA_VERSION
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]):
+        """Read back what :meth:`to_dict` wrote (non-finite strings become floats again)."""
+        if not isinstance(data, Mapping):
+            raise InvalidInput(f"{cls.__name__}.from_dict needs a mapping, got {type(data).__name__}")
+        return super().from_dict(decode_nonfinite(dict(data)))
 
 
 @shape()

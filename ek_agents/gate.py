@@ -40,7 +40,7 @@ from typing import Any, Optional, Union
 
 from pydantic import Field
 
-from .base import RunProvenance, _JsonShape
+from .base import NonFiniteJson, RunProvenance
 from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput
 from .manifest import utc_now
@@ -60,7 +60,7 @@ POWER = 0.8
 
 
 @shape()
-class AgentGateResult(_JsonShape):
+class AgentGateResult(NonFiniteJson):
     """Outcome of a variance-aware agent regression check.
 
     ``reasons`` holds one sentence per failed check (metric, change, its interval, the
@@ -84,21 +84,6 @@ class AgentGateResult(_JsonShape):
 
     def __bool__(self) -> bool:
         return self.passed
-
-    def to_dict(self) -> dict:
-        """JSON-safe (an infinite cost per success is written as ``"Infinity"``, as reports do)."""
-        from .reporting import _encode
-
-        return _encode(super().to_dict())
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "AgentGateResult":
-        """Read back what :meth:`to_dict` wrote."""
-        from .reporting import _decode
-
-        if not isinstance(data, Mapping):
-            raise InvalidInput(f"AgentGateResult.from_dict needs a mapping, got {type(data).__name__}")
-        return super().from_dict(_decode(dict(data)))
 
 
 # --------------------------------------------------------------------------- baselines
@@ -260,8 +245,8 @@ def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
     # pass^k: combined bound of the two bootstrap CIs, same k > 1 only
     if do_hat:
         d = cur.pass_hat_k - base.pass_hat_k
-        ub = _bound(stats, cur.pass_hat_k, cur.pass_hat_k_ci, base.pass_hat_k, base.pass_hat_k_ci, z)
-        lb = _bound(stats, base.pass_hat_k, base.pass_hat_k_ci, cur.pass_hat_k, cur.pass_hat_k_ci, z)
+        ub = stats.difference_upper_bound(cur.pass_hat_k, cur.pass_hat_k_ci, base.pass_hat_k, base.pass_hat_k_ci, z=z)
+        lb = stats.difference_upper_bound(base.pass_hat_k, base.pass_hat_k_ci, cur.pass_hat_k, cur.pass_hat_k_ci, z=z)
         if ub is None:
             warnings.append("pass^k not compared: a pass^k interval is missing or not finite")
         else:
@@ -331,16 +316,6 @@ def _check(metric: str, now: float, before: float, change: float, ci: tuple, thr
             "worse": worse, "method": method, "sentence": sentence}
 
 
-def _bound(stats: Any, a: float, ci_a: Any, b: float, ci_b: Any, z: float) -> Optional[float]:
-    """Upper bound of ``a - b`` at ``z`` from two 95% CIs (the bootstrap CIs are 95%).
-
-    ``difference_upper_bound`` reads each CI as a ``z``-level interval, so it is called at the
-    CIs' own z (1.96) and its margin is then widened to the level this check runs at.
-    """
-    ub = stats.difference_upper_bound(a, ci_a, b, ci_b, z=Z)
-    return None if ub is None else (a - b) + (z / Z) * (ub - (a - b))
-
-
 def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -363,8 +338,8 @@ def _cost_check(c: float, b: float, ci_c: Any, ci_b: Any, tol: float, z: float, 
     change = (c - b) / b
     lb_abs = ub_abs = None
     if ci_c is not None and ci_b is not None:
-        ub_neg = _bound(stats, b, ci_b, c, ci_c, z)  # upper bound of (b - c)
-        ub_abs = _bound(stats, c, ci_c, b, ci_b, z)  # upper bound of (c - b)
+        ub_neg = stats.difference_upper_bound(b, ci_b, c, ci_c, z=z)  # upper bound of (b - c)
+        ub_abs = stats.difference_upper_bound(c, ci_c, b, ci_b, z=z)  # upper bound of (c - b)
         lb_abs = None if ub_neg is None else -ub_neg
     if lb_abs is not None:
         chk = _check("cost per success", c, b, change,

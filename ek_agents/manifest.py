@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .base import RunProvenance, _JsonShape
+from .base import RunProvenance, _JsonShape, decode_nonfinite, encode_nonfinite
 from .core import shape
 
 __all__ = ["RunManifest", "package_info", "git_sha", "input_digest", "utc_now", "finite",
@@ -126,9 +126,7 @@ def finite(x: Any) -> Any:
     """``x`` with non-finite floats as the strings ``"Infinity"``/``"-Infinity"``/``"NaN"`` --
     the convention of ``ReliabilityReport.to_dict`` (whose encoder this is) -- so that it can be
     stored as strict JSON."""
-    from .reporting import _encode
-
-    return _encode(x)
+    return encode_nonfinite(x)
 
 
 def as_plain(x: Any) -> Any:
@@ -143,8 +141,7 @@ def as_plain(x: Any) -> Any:
 # --------------------------------------------------------------------------- presenting a run
 
 def _num(x: Any) -> Optional[float]:
-    if isinstance(x, str) and x in ("Infinity", "-Infinity", "NaN"):
-        return float(x.lower().replace("infinity", "inf"))
+    x = decode_nonfinite(x)
     return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 

@@ -10,7 +10,6 @@ True
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 from collections.abc import Iterable, Mapping
@@ -18,7 +17,7 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .base import SCHEMA_VERSION, _JsonShape, is_episode
+from .base import NonFiniteJson, is_episode
 from .core import shape
 from .errors import InvalidInput
 from .stats import bootstrap_ci, pass_at_k, pass_hat_k, wilson_interval
@@ -28,53 +27,8 @@ __all__ = ["ReliabilityReport", "reliability", "DEFAULT_RESAMPLES"]
 #: Bootstrap resamples for the CI on pass^k over tasks.
 DEFAULT_RESAMPLES: int = 2000
 
-_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
-
-
-def _encode(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
-    if isinstance(x, Mapping):
-        return {k: _encode(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_encode(v) for v in x]
-    return x
-
-
-def _decode(x: Any) -> Any:
-    if isinstance(x, str) and x in _NONFINITE:
-        return _NONFINITE[x]
-    if isinstance(x, Mapping):
-        return {k: _decode(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_decode(v) for v in x]
-    return x
-
-
-class _NonFiniteJson(_JsonShape):
-    """A shape of plain fields (numbers, strings, tuples, dicts, lists) whose JSON form writes
-    non-finite floats as ``"Infinity"`` / ``"-Infinity"`` / ``"NaN"`` and reads them back.
-
-    Fields are encoded *before* pydantic dumps them: pydantic's JSON mode would turn an
-    ``inf`` inside an untyped ``dict`` field into ``None``.
-    """
-
-    def to_dict(self) -> dict:
-        """A JSON-safe dict (``allow_nan=False``-safe), tagged with ``schema_version``."""
-        d = {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
-        d["schema_version"] = SCHEMA_VERSION
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]):
-        """Read back what :meth:`to_dict` wrote (non-finite strings become floats again)."""
-        if not isinstance(data, Mapping):
-            raise InvalidInput(f"{cls.__name__}.from_dict needs a mapping, got {type(data).__name__}")
-        return super().from_dict(_decode(dict(data)))
-
-
 @shape()
-class ReliabilityReport(_NonFiniteJson):
+class ReliabilityReport(NonFiniteJson):
     """Corpus-level reliability over a k-trial run, with per-task and per-slice cuts.
 
     ``success_rate`` is micro (over all trials) with a Wilson ``success_ci``;

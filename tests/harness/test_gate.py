@@ -188,6 +188,9 @@ def test_result_round_trips_through_json():
                                 _with(rep, cost={"cost_per_success": 2.0}))
     assert inf.cost_per_success == float("inf")
     assert AgentGateResult.from_dict(json.loads(canonical_json(inf))) == inf
+    # an infinity inside the untyped details survives too (pydantic's JSON mode would null it)
+    deep = AgentGateResult(details={"checks": [{"value": float("inf")}]})
+    assert AgentGateResult.from_dict(json.loads(canonical_json(deep))) == deep
 
 
 def test_a_single_flake_against_a_perfect_baseline_is_not_a_regression():
