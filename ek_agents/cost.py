@@ -250,7 +250,7 @@ def _as_cost(cost: Any) -> Cost:
     if isinstance(cost, Cost):
         return cost
     if isinstance(cost, Mapping):
-        return Cost(**{k: v for k, v in cost.items() if k != "schema_version"})
+        return Cost.from_dict(cost)
     raise InvalidInput(f"dollars: cost must be a Cost (or its dict form), got {cost!r:.80}")
 
 
