@@ -32,7 +32,7 @@ from typing import Any, Optional, Union
 
 from pydantic import Field, TypeAdapter
 
-from .core import FieldSpec, GraphGrammar, NodeType, Provenance, shape
+from .core import FieldSpec, GraphGrammar, NodeType, Provenance, canonical_json, shape
 from .errors import InvalidInput, SchemaVersionError
 
 __all__ = [
@@ -65,7 +65,7 @@ class _JsonShape:
 
     def to_json(self) -> str:
         """Compact, key-sorted JSON (stable bytes for content addressing)."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return canonical_json(self.to_dict()).decode("ascii")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]):
@@ -351,8 +351,12 @@ class TaskSpec(_JsonShape):
     meta: dict = Field(default_factory=dict)
 
     def grammar(self) -> GraphGrammar:
-        """The Layer-A grammar for this task's tool set."""
-        return tool_grammar(*self.tools)
+        """The Layer-A grammar for this task's tool set (built once per task: the spec is frozen)."""
+        g = self.__dict__.get("_grammar")
+        if g is None:
+            g = tool_grammar(*self.tools)
+            object.__setattr__(self, "_grammar", g)
+        return g
 
 
 def task_table(tasks: Any) -> dict[str, TaskSpec]:

@@ -12,6 +12,7 @@ two scoring protocols; :class:`Finding` and :class:`Provenance` carry evidence.
 """
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,7 @@ from pydantic.dataclasses import dataclass as _pyd_dataclass
 
 __all__ = [
     "FieldSpec", "NodeType", "GraphGrammar", "Score", "Metric", "Signal", "Finding",
-    "Provenance", "canonicalize", "default_canonicalizer", "FIELD_TYPES", "shape",
+    "Provenance", "canonicalize", "default_canonicalizer", "FIELD_TYPES", "shape", "canonical_json",
 ]
 
 _CFG = ConfigDict(arbitrary_types_allowed=True)
@@ -195,6 +196,27 @@ class Finding:
     kind: str = "note"
     score: Optional[float] = None
     provenance: Optional[Provenance] = None
+
+
+def canonical_json(obj: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, compact, ASCII, NaN/inf refused.
+
+    Every digest in ek-agents is a sha256 of these bytes (shapes' ``to_json`` uses them too).
+
+    >>> canonical_json({"b": 1.5, "a": None})
+    b'{"a":null,"b":1.5}'
+    """
+    if hasattr(obj, "to_dict") and callable(obj.to_dict):
+        obj = obj.to_dict()
+    try:
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+    except (TypeError, ValueError) as exc:
+        from .errors import InvalidInput
+
+        raise InvalidInput(
+            f"cannot store {type(obj).__name__} as JSON ({exc}): give plain dicts, lists, strings, "
+            "numbers, booleans and None (NaN and infinity are refused: use None for unknown)"
+        ) from None
 
 
 _WS = re.compile(r"\s+")

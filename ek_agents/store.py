@@ -37,6 +37,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any, Optional, Union
 
+from .core import canonical_json
 from .errors import ArtifactNotFound, IntegrityError, InvalidInput, MissingDependency, StoreError
 
 __all__ = ["Store", "open_store", "canonical_json", "sha256_hex", "parse_json", "episode_key",
@@ -51,25 +52,6 @@ _TMP = ".tmp-"
 # protocol -> (module that implements it, the extra that installs it)
 _OPTIONAL = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"), "gs": ("gcsfs", "gcs"),
              "gcs": ("gcsfs", "gcs"), "az": ("adlfs", "azure"), "abfs": ("adlfs", "azure")}
-
-
-def canonical_json(obj: Any) -> bytes:
-    """Canonical JSON bytes: sorted keys, compact, ASCII, NaN/inf refused.
-
-    The same bytes as ``_JsonShape.to_json`` for a shape's dict, so digests agree.
-
-    >>> canonical_json({"b": 1.5, "a": None})
-    b'{"a":null,"b":1.5}'
-    """
-    if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        obj = obj.to_dict()
-    try:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(
-            f"cannot store {type(obj).__name__} as JSON ({exc}): give plain dicts, lists, strings, "
-            "numbers, booleans and None (NaN and infinity are refused: use None for unknown)"
-        ) from None
 
 
 def sha256_hex(data: bytes) -> str:
