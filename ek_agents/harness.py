@@ -386,37 +386,64 @@ def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
     the suite grammar injected (unless the metric carries its own ``grammar``); their
     aggregates land in ``report.detail["metrics"]``. ``report.detail`` also gets ``"run"`` (the
     run's provenance, what the gate checks comparability on: ``run``'s fields, empty ones
-    filled from the episodes' own ``run``) and ``"errors"`` (failed trials by ``error_kind``).
+    filled from the episodes' own ``run``) and ``"errors"`` (failed trials by ``error_kind``);
+    ``report.cost`` has one cost report per slice under ``"per_slice"``. The pipeline's
+    ``stages.metrics_stage`` and ``stages.cost_stage`` compute the same report (the same two
+    helpers), so a run recorded by either reads alike.
     """
-    from . import cost as cost_mod
     from . import metrics as metrics_mod
-    from . import reporting
 
     specs = task_table(tasks)
-    episodes = list(episodes)
-    graded = metrics_mod.grade(episodes, specs, check=check)
+    graded = metrics_mod.grade(list(episodes), specs, check=check)
     metric_values = _score_metrics(graded, specs, metrics)
-    cost_rep = cost_mod.cost_report(graded, prices=prices, price=price, seed=seed)
-    slices = {tid: t.slice for tid, t in specs.items() if t.slice is not None}
-    report = reporting.reliability(graded, k=k, slices=slices or None, cost=cost_rep, seed=seed)
-    detail = dict(report.detail)
-    warnings = list(detail.get("warnings", []))
+    report = _with_cost(_reliability_with_run(graded, specs, k=k, seed=seed, run=run), graded,
+                        prices=prices, price=price, seed=seed)
+    if metrics:
+        report = dataclasses.replace(report, detail={**report.detail, "metrics": metric_values})
+    return report
+
+
+def _reliability_with_run(graded: list, tasks: Any, *, k: int, seed: int,
+                          run: Optional[RunProvenance]) -> Any:
+    """``reporting.reliability`` of graded episodes (slices from the tasks), with
+    ``detail["run"]`` (:func:`run_provenance`), ``detail["errors"]`` (errored trials by
+    ``error_kind``) and a warning for each of a provenance clash and errored trials."""
+    from .metrics import is_errored
+    from .reporting import reliability
+
+    slices = {tid: t.slice for tid, t in task_table(tasks).items() if t.slice is not None}
+    report = reliability(graded, k=k, slices=slices or None, seed=seed)
+    warnings = list(report.detail.get("warnings", []))
     prov, prov_warning = run_provenance(graded, run)
     if prov_warning:
         warnings.append(prov_warning)
     errors: dict = {}
     for ep in graded:
-        if "error" in ep.meta:
+        if is_errored(ep):
             kind = ep.meta.get("error_kind", "exception")
             errors[kind] = errors.get(kind, 0) + 1
     if errors:
         warnings.append(f"{sum(errors.values())} of {len(graded)} trials failed with an error "
                         f"({', '.join(f'{n} {kind}' for kind, n in sorted(errors.items()))}); "
                         "they count as failures")
-    detail.update(run=None if prov is None else prov.to_dict(), errors=errors, warnings=warnings)
-    if metrics:
-        detail["metrics"] = metric_values
-    return dataclasses.replace(report, detail=detail)
+    return dataclasses.replace(report, detail={
+        **report.detail, "run": None if prov is None else prov.to_dict(), "errors": errors,
+        "warnings": warnings})
+
+
+def _with_cost(report: Any, graded: list, *, prices: Optional[Mapping] = None, price: Any = None,
+               seed: int = 0) -> Any:
+    """``report`` carrying ``cost.cost_report`` of the graded episodes, with one
+    ``cost_report`` per slice (the report's per-task labels) under ``cost["per_slice"]``."""
+    from .cost import cost_report
+
+    cost = dict(cost_report(graded, prices=prices, price=price, seed=seed))
+    labels = {tid: t["slice"] for tid, t in report.per_task.items() if t.get("slice") is not None}
+    cost["per_slice"] = {
+        label: dict(cost_report([e for e in graded if labels.get(e.task_id) == label],
+                                prices=prices, price=price, seed=seed))
+        for label in sorted(set(labels.values()))}
+    return dataclasses.replace(report, cost=cost)
 
 
 def _score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) -> dict:
@@ -424,12 +451,15 @@ def _score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) ->
         return {}
     if not isinstance(metrics, Mapping):
         raise InvalidInput(f"metrics must be a {{name: Metric}} mapping, got {type(metrics).__name__}")
+    from .facades import get_metric
+
     grammar = suite_grammar(specs)
     out = {}
-    for name, metric in metrics.items():
-        if not (hasattr(metric, "score") and hasattr(metric, "aggregate")):
-            raise InvalidInput(f"metric {name!r} has no score()/aggregate(): give a Metric "
-                               "(e.g. ToolCallMetric(), TrajectoryMetric())")
+    for name, given in metrics.items():
+        try:
+            metric = get_metric(given)
+        except InvalidInput as exc:  # UnknownName too: name the entry
+            raise type(exc)(f"metric {name!r}: {exc}") from None
         g = None if getattr(metric, "grammar", None) is not None else grammar
         scores = [metric.score(ep, specs[ep.task_id].gold, grammar=g) for ep in graded]
         out[name] = metric.aggregate(scores)

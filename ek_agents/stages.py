@@ -261,11 +261,6 @@ def _prices_of(doc: Optional[Mapping]) -> Optional[dict]:
     return {m: ModelPrice.from_dict(p) for m, p in doc["models"].items()}
 
 
-def _slices(tasks: Sequence[TaskSpec]) -> Optional[dict]:
-    labels = {t.task_id: t.slice for t in tasks if t.slice is not None}
-    return labels or None
-
-
 # --------------------------------------------------------------------------- the stages
 
 def grade_stage(episodes: Mapping, tasks: Mapping, *, check: Any = None) -> dict:
@@ -282,34 +277,24 @@ def metrics_stage(graded: Mapping, tasks: Mapping, *, k: int, seed: int = 0,
 
     ``detail["run"]`` records the run's provenance (what the gate checks comparability on):
     ``run`` as given, its empty fields filled from what the agent recorded on its episodes
-    (``harness.run_provenance``, as ``harness.build_report`` does).
+    (``harness.run_provenance``); ``detail["errors"]`` counts the errored trials. The same
+    helper as ``harness.build_report``.
     """
-    from .harness import run_provenance
-    from .reporting import reliability
+    from .harness import _reliability_with_run
 
-    episodes = episodes_of(graded)
-    report = reliability(episodes, k=k, slices=_slices(tasks_of(tasks)), seed=seed)
-    prov, clash = run_provenance(episodes, RunProvenance.from_dict(run) if run else None)
-    detail = {**report.detail, "run": {} if prov is None else prov.to_dict()}
-    if clash:
-        detail["warnings"] = [*detail["warnings"], clash]
-    return dataclasses.replace(report, detail=detail).to_dict()
+    return _reliability_with_run(episodes_of(graded), tasks_of(tasks), k=k, seed=seed,
+                                 run=RunProvenance.from_dict(run) if run else None).to_dict()
 
 
 def cost_stage(graded: Mapping, metrics: Mapping, prices: Optional[Mapping], *, seed: int = 0) -> dict:
     """The report: :func:`metrics_stage`'s reliability carrying ``cost.cost_report`` of all
-    episodes, with one ``cost_report`` per slice under ``cost["per_slice"]``."""
-    from .cost import cost_report
+    episodes, with one ``cost_report`` per slice under ``cost["per_slice"]`` (the same helper
+    as ``harness.build_report``)."""
+    from .harness import _with_cost
     from .reporting import ReliabilityReport
 
-    episodes, catalog = episodes_of(graded), _prices_of(prices)
-    report = ReliabilityReport.from_dict(metrics)
-    cost = dict(cost_report(episodes, prices=catalog, seed=seed))
-    labels = {tid: t["slice"] for tid, t in report.per_task.items() if t.get("slice") is not None}
-    cost["per_slice"] = {label: dict(cost_report([e for e in episodes if labels.get(e.task_id) == label],
-                                                 prices=catalog, seed=seed))
-                         for label in sorted(set(labels.values()))}
-    return dataclasses.replace(report, cost=cost).to_dict()
+    return _with_cost(ReliabilityReport.from_dict(metrics), episodes_of(graded),
+                      prices=_prices_of(prices), seed=seed).to_dict()
 
 
 def gate_stage(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
