@@ -4,7 +4,10 @@
 that no per-trial episode file was added behind its back), then recomputes the grades, the
 metrics, the cost report, the headline results and the gate verdict from the stored episodes
 with the very stage functions the pipeline ran (:mod:`ek_agents.stages`), and compares them
-figure by figure with what was recorded. Each problem names the artifact or the figure.
+figure by figure with what was recorded. Each problem names the artifact or the figure. A run
+recorded by ``harness.run_suite`` with an input it cannot store (a callable ``check``, custom
+``metrics``, a single ``price``: ``stages.UNSTORED`` or the metric names in its manifest's
+inputs) gets a problem saying which figures cannot be recomputed; the rest is still compared.
 
 >>> from ek_agents.store import Store
 >>> audit(Store("memory://ek-audit-doctest"), "no-such-run")
@@ -183,19 +186,49 @@ def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, tr
         problems += [f"episodes.json vs {key}: {d}" for d in
                      _limited(differences(trials.get(pair, {}), ep, "episode"))]
 
+    if inputs.get("check") == stages.UNSTORED:
+        problems.append("graded, metrics, report, results: the run was graded by a callable "
+                        "check (harness.run_suite(check=<function>)), which a run cannot store: "
+                        "an audit cannot recompute these figures (only their bytes were checked)")
+        return
     graded = stages.grade_stage(episodes, tasks, check=inputs.get("check"))
     metrics = stages.metrics_stage(graded, tasks, k=inputs.get("k", 1), seed=inputs.get("seed") or 0,
                                    run=inputs.get("run"))
     report = stages.cost_stage(graded, metrics, prices, seed=inputs.get("seed") or 0)
-    for name, doc in (("graded", graded), ("metrics", metrics), ("report", report)):
+    recorded_report, recomputed_report = read("report"), report
+    results, recomputed_results = manifest.get("results"), finite(stages.results_of(report))
+    if inputs.get("metrics"):
+        problems.append(f"report.detail.metrics: scored by custom Metric objects "
+                        f"{inputs['metrics']} (harness.run_suite(metrics=...)), which a run "
+                        "cannot store: an audit cannot recompute them (the rest of the report "
+                        "is compared without them)")
+        recorded_report = {**recorded_report, "detail": _without(recorded_report.get("detail"),
+                                                                  ("metrics",))}
+    if inputs.get("price") == stages.UNSTORED:
+        problems.append("report.cost, results (dollars): priced with one ModelPrice "
+                        "(harness.run_suite(price=...)), which a run does not store: an audit "
+                        "cannot recompute the cost figures (the rest is compared without them)")
+        recorded_report, recomputed_report = (_without(r, ("cost",))
+                                              for r in (recorded_report, recomputed_report))
+        results, recomputed_results = (_without(r, _DOLLARS) for r in (results, recomputed_results))
+    for name, doc, recomputed in (("graded", read("graded"), graded),
+                                  ("metrics", read("metrics"), metrics),
+                                  ("report", recorded_report, recomputed_report)):
         checked.append(f"recomputed {name}")
-        problems += _limited(differences(read(name), doc, name))
+        problems += _limited(differences(doc, recomputed, name))
     checked.append("recomputed results")
-    problems += _limited(differences(manifest.get("results"), finite(stages.results_of(report)),
-                                     "results"))
+    problems += _limited(differences(results, recomputed_results, "results"))
     if manifest.get("gate"):
         checked.append("recomputed gate verdict")
         verdict = stages.guarded_gate(report, read("baseline"), tolerance=inputs.get("tolerance", 0.0),
                                       cost_tolerance=inputs.get("cost_tolerance", 0.0),
                                       baseline_name=manifest["gate"].get("baseline"))
         problems += _limited(differences(manifest["gate"], verdict, "gate"))
+
+
+#: The figures of ``results`` that come from the cost report.
+_DOLLARS = ("total_dollars", "cost_per_success", "cost_per_success_ci")
+
+
+def _without(doc: Optional[Mapping], keys: tuple) -> dict:
+    return {k: v for k, v in (doc or {}).items() if k not in keys}

@@ -38,7 +38,6 @@ from .base import Episode, RunProvenance, TaskSpec, suite_grammar, task_table
 from .errors import (AgentTimeout, IntegrityError, InvalidInput,
                      TransientAgentError)
 from .gate import AgentGateResult, agent_regression_gate, load_agent_baseline, save_agent_baseline
-from .manifest import utc_now
 from .store import Store, episode_key, open_store
 
 __all__ = ["run_suite", "run_trials", "build_report", "new_run_id", "task_table", "run_provenance",
@@ -391,16 +390,24 @@ def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
     ``stages.metrics_stage`` and ``stages.cost_stage`` compute the same report (the same two
     helpers), so a run recorded by either reads alike.
     """
+    return _report(episodes, tasks, k=k, check=check, metrics=metrics, price=price,
+                   prices=prices, seed=seed, run=run)[2]
+
+
+def _report(episodes: Any, tasks: Any, *, k: int, check: Any, metrics: Optional[Mapping],
+            price: Any, prices: Optional[Mapping], seed: int, run: Optional[RunProvenance]) -> tuple:
+    """:func:`build_report`'s ``(graded episodes, reliability, report)``: the graded, metrics
+    and report documents of a run (:func:`run_suite` stores all three)."""
     from . import metrics as metrics_mod
 
     specs = task_table(tasks)
     graded = metrics_mod.grade(list(episodes), specs, check=check)
     metric_values = _score_metrics(graded, specs, metrics)
-    report = _with_cost(_reliability_with_run(graded, specs, k=k, seed=seed, run=run), graded,
-                        prices=prices, price=price, seed=seed)
+    reliability = _reliability_with_run(graded, specs, k=k, seed=seed, run=run)
+    report = _with_cost(reliability, graded, prices=prices, price=price, seed=seed)
     if metrics:
         report = dataclasses.replace(report, detail={**report.detail, "metrics": metric_values})
-    return report
+    return graded, reliability, report
 
 
 def _reliability_with_run(graded: list, tasks: Any, *, k: int, seed: int,
@@ -512,42 +519,47 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     ``persist=True`` (or a ``run_id``) stores every episode as it finishes under ``rootdir``
     (any :class:`~ek_agents.store.Store` URL; default ``EK_STORE`` or ``./.ek``); without a
     ``run_id`` one is generated and reported in ``report.detail["run_id"]`` -- pass it back to
-    resume a killed run. At the end the report is stored as an artifact and
-    ``runs/<run_id>/manifest.json`` lists every episode and the report with their digests.
+    resume a killed run. At the end the run is recorded as the pipeline records one: its
+    stage documents (``runs/<run_id>/tasks.json``, ``episodes.json``, ``graded.json``,
+    ``metrics.json``, ``report.json``, ``prices.json`` when ``prices`` is given) and
+    ``runs/<run_id>/manifest.json`` (``stages.record_run``: every artifact and per-trial episode
+    with its sha256), so ``ek-agents report / gate / audit / promote`` work on it. An input a
+    run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
+    recorded as such in the manifest's inputs, and the audit says which figures it cannot
+    recompute.
     """
+    from . import stages
+
     persisting = persist or run_id is not None
     st = open_store(rootdir) if persisting else None
     if persisting and run_id is None:
         run_id = new_run_id()
     specs = task_table(tasks)
+    tasks_doc = stages.tasks_doc(tasks) if st is not None else None  # unstorable tasks fail now
     episodes = run_trials(agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
                           timeout_s=timeout_s, retries=retries, store=st, run_id=run_id,
                           backoff_s=backoff_s, progress=progress)
-    report = build_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
-                          prices=prices, seed=0 if seed is None else seed, run=run)
-    prov = _as_prov(report.detail.get("run"))
-    if st is not None:
-        report = dataclasses.replace(report, detail={**report.detail, "run_id": run_id,
-                                                     "store": st.url})
-        _write_manifest(st, run_id, report, episodes, k=k, seed=seed, prov=prov)
-    return report
-
-
-def _as_prov(d: Optional[Mapping]) -> RunProvenance:
-    return RunProvenance() if d is None else RunProvenance.from_dict(d)
-
-
-def _write_manifest(st: Store, run_id: str, report: Any, episodes: list, *, k: int,
-                    seed: Optional[int], prov: RunProvenance) -> None:
-    from .store import canonical_json, sha256_hex
-
-    report_digest = st.put_artifact(report.to_dict())
-    artifacts = {episode_key(run_id, e.task_id, e.meta["trial"]): sha256_hex(canonical_json(e.to_dict()))
-                 for e in episodes}
-    st.write_manifest(run_id, {
-        "schema_version": 1, "kind": "ek-agents/run", "run_id": run_id,
-        "created": utc_now(),
-        "run": prov.to_dict(), "params": {"k": k, "seed": seed, "n_tasks": report.n_tasks},
-        "artifacts": {"report": f"artifacts/{report_digest}.json", "episodes": artifacts},
-        "digests": {"report": report_digest},
-    })
+    graded, reliability, report = _report(
+        episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
+        seed=0 if seed is None else seed, run=run)
+    if st is None:
+        return report
+    refs = {"tasks": stages.write_tasks(st, run_id, tasks_doc),
+            "prices": None if prices is None else stages.write_doc(st, run_id, "prices",
+                                                                   stages.prices_doc(prices)),
+            "episodes": stages.write_doc(st, run_id, "episodes", stages.episodes_doc(episodes)),
+            "graded": stages.write_doc(st, run_id, "graded", stages.episodes_doc(graded)),
+            "metrics": stages.write_doc(st, run_id, "metrics", reliability.to_dict()),
+            "report": stages.write_doc(st, run_id, "report", report.to_dict())}
+    inputs: dict = {"k": k, "seed": seed, "run": None if run is None else run.to_dict(),
+                    "check": check if check is None or isinstance(check, str) else stages.UNSTORED}
+    if price is not None:
+        inputs["price"] = stages.UNSTORED
+    if metrics:
+        inputs["metrics"] = sorted(metrics)
+    stages.record_run(st, run_id, refs=refs, inputs=inputs,
+                      parameters={"k": k, "seed": seed, "max_concurrency": max_concurrency,
+                                  "timeout_s": timeout_s, "retries": retries,
+                                  "backoff_s": backoff_s},
+                      orchestrator={"orchestrator": "ek_agents.harness.run_suite"})
+    return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url})

@@ -39,11 +39,15 @@ __all__ = [
     "episodes_doc", "episodes_of", "tasks_doc", "tasks_of", "tasks_for_episodes", "read_source",
     "SOURCES", "prices_doc", "grade_stage", "metrics_stage", "cost_stage", "gate_stage",
     "guarded_gate", "raise_for_verdict", "results_of", "trial_digests", "record_run",
-    "run_report", "load_baseline", "gate_run", "promote", "DEFAULT_CHUNKS",
+    "run_report", "load_baseline", "gate_run", "promote", "DEFAULT_CHUNKS", "UNSTORED",
 ]
 
 #: A run's trials are split into about this many chunks (one Prefect task run each).
 DEFAULT_CHUNKS = 16
+
+#: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
+#: cannot store (a callable ``check``, a single ``price``): an audit cannot recompute from it.
+UNSTORED = "<not stored: a Python object>"
 
 
 # --------------------------------------------------------------------------- the stage cache
@@ -205,7 +209,20 @@ def episodes_of(doc: Mapping) -> list[Episode]:
 
 
 def tasks_doc(suite: Any) -> dict:
-    """The stored form of a suite: its identity and every task (for grading and audits)."""
+    """The stored form of a suite: its identity and every task (for grading and audits).
+
+    ``suite`` is a loaded :class:`~ek_agents.suite.Suite`, or tasks in any form
+    ``base.task_table`` takes (a library run): named ``"tasks"``, identified by the sha256 of
+    their canonical JSON.
+    """
+    if not hasattr(suite, "digest"):
+        from .base import task_table
+        from .store import canonical_json, sha256_hex
+
+        tasks = [t.to_dict() for t in task_table(suite).values()]
+        digest = sha256_hex(canonical_json(tasks))
+        return {"schema_version": 1, "name": "tasks", "version": f"sha256:{digest[:12]}",
+                "digest": digest, "path": "", "checker": None, "tasks": tasks}
     return {"schema_version": 1, "name": suite.name, "version": suite.version,
             "digest": suite.digest, "path": str(suite.path), "checker": suite.checker,
             "tasks": [t.to_dict() for t in suite.tasks]}
@@ -244,13 +261,20 @@ def read_source(kind: str, path: str) -> list[Episode]:
 
 
 def prices_doc(source: Any) -> Optional[dict]:
-    """The price catalog as stored with a run: ``{model: ModelPrice dict}`` (None: no prices)."""
+    """The price catalog as stored with a run: ``{model: ModelPrice dict}`` (None: no prices).
+
+    ``source`` is what ``prices.load_prices`` reads (a LiteLLM catalog's path, URL or mapping)
+    or an already-loaded ``{model: ModelPrice}`` table.
+    """
     if source is None:
         return None
+    from .cost import ModelPrice
     from .prices import load_prices
 
-    return {"schema_version": 1,
-            "models": {m: as_plain(p) for m, p in sorted(load_prices(source).items())}}
+    loaded = isinstance(source, Mapping) and source and all(
+        isinstance(p, ModelPrice) for p in source.values())
+    table = source if loaded else load_prices(source)
+    return {"schema_version": 1, "models": {m: as_plain(p) for m, p in sorted(table.items())}}
 
 
 def _prices_of(doc: Optional[Mapping]) -> Optional[dict]:

@@ -16,7 +16,7 @@ import pytest
 
 from ek_agents.base import TaskSpec
 from ek_agents.harness import run_suite, run_trials
-from ek_agents.store import Store, episode_key
+from ek_agents.store import Store, episode_key, run_key
 
 REPO = Path(__file__).resolve().parents[2]
 N_TASKS, K = 50, 2
@@ -144,6 +144,10 @@ def test_sigkilled_persisted_run_resumes_without_loss_or_duplicates(tmp_path):
             else:  # in flight at the kill (called once there) or never started
                 assert n_calls == 1 + (f"{t.task_id}.{i}" in called_before)
     manifest = st.read_manifest("killed")
-    assert set(manifest["artifacts"]["episodes"]) == expected
-    assert all(st.digest(key) == d for key, d in manifest["artifacts"]["episodes"].items())
-    assert st.get_artifact(manifest["digests"]["report"])["n_trials"] == n * k
+    listed = {key: d for key, d in manifest["artifacts"].items()
+              if key.startswith("runs/killed/episodes/")}
+    assert set(listed) == expected
+    assert all(st.digest(key) == d for key, d in listed.items())
+    report_key = run_key("killed", "report")
+    assert manifest["artifacts"][report_key] == st.digest(report_key)
+    assert st.read_json(report_key)["n_trials"] == n * k

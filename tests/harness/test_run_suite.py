@@ -12,7 +12,7 @@ from ek_agents.cost import per_million
 from ek_agents.errors import IncomparableRuns, InvalidInput
 from ek_agents.gate import agent_regression_gate, save_agent_baseline
 from ek_agents.harness import build_report, run_trials
-from ek_agents.store import Store
+from ek_agents.store import Store, run_key
 from ek_agents.toolcalls import ToolCallMetric
 
 
@@ -82,15 +82,64 @@ def test_persisted_run_writes_a_manifest_and_generates_a_run_id(tmp_path):
     run_id = report.detail["run_id"]
     st = Store(tmp_path)
     man = st.read_manifest(run_id)
-    assert man["run_id"] == run_id and man["params"] == {"k": 2, "seed": 0, "n_tasks": 2}
-    assert len(man["artifacts"]["episodes"]) == 4
-    assert all(st.digest(key) == d for key, d in man["artifacts"]["episodes"].items())
-    stored = st.get_artifact(man["digests"]["report"])
+    assert man["run_id"] == run_id and (man["inputs"]["k"], man["inputs"]["seed"]) == (2, 0)
+    assert man["results"]["n_tasks"] == 2
+    listed = {key: d for key, d in man["artifacts"].items()
+              if key.startswith(f"runs/{run_id}/episodes/")}
+    assert len(listed) == 4
+    assert all(st.digest(key) == d for key, d in listed.items())
+    report_key = run_key(run_id, "report")
+    assert man["artifacts"][report_key] == st.digest(report_key)
+    stored = st.read_json(report_key)
     assert stored["n_trials"] == 4 and stored["success_rate"] == 0.5
     calls = []
     again = run_suite(lambda t, seed: calls.append(1), _shop(), k=2, seed=0, run_id=run_id,
                       rootdir=str(tmp_path))
     assert calls == [] and again.success_rate == 0.5  # everything came from the store
+
+
+def test_a_persisted_run_is_recorded_as_the_pipeline_records_one(tmp_path):
+    from ek_agents import audit, stages
+
+    st = Store(tmp_path)
+    report = run_suite(_shop_agent, _shop(), k=2, seed=0, check="output", persist=True,
+                       prices={"m": per_million(1.0, 10.0)}, rootdir=str(tmp_path),
+                       run=RunProvenance(simulator="sim-1", suite_version="v1"))
+    run_id = report.detail["run_id"]
+    manifest, doc = stages.run_report(st, run_id)
+    assert manifest["results"]["success_rate"] == doc["success_rate"] == report.success_rate == 0.5
+    assert manifest["provenance"]["model"] == "m" and manifest["inputs"]["check"] == "output"
+    assert doc["cost"]["total_dollars"] == pytest.approx(report.cost["total_dollars"])
+    assert set(doc["cost"]["per_slice"]) == {"easy", "hard"}
+    result = audit.audit(st, run_id)
+    assert result.passed, result.problems
+    assert "recomputed report" in result.checked
+    stages.promote(st, run_id, "lib")
+    assert audit.audit(st, baseline="lib").passed
+    assert stages.gate_run(st, run_id, "lib")["passed"]
+
+
+def test_the_audit_names_what_a_library_run_could_not_store(tmp_path):
+    from ek_agents import audit, stages
+
+    st = Store(tmp_path)
+    report = run_suite(_shop_agent, _shop(), k=2, seed=0, check=lambda ep, gold: True,
+                       persist=True, rootdir=str(tmp_path))
+    run_id = report.detail["run_id"]
+    assert st.read_manifest(run_id)["inputs"]["check"] == stages.UNSTORED
+    result = audit.audit(st, run_id)
+    assert not result.passed and len(result.problems) == 1
+    assert "callable check" in result.problems[0] and "cannot recompute" in result.problems[0]
+
+    report = run_suite(_shop_agent, _shop(), k=2, seed=0, check="output", persist=True,
+                       price=per_million(1.0, 10.0), metrics={"calls": ToolCallMetric()},
+                       rootdir=str(tmp_path))
+    run_id = report.detail["run_id"]
+    inputs = st.read_manifest(run_id)["inputs"]
+    assert inputs["price"] == stages.UNSTORED and inputs["metrics"] == ["calls"]
+    result = audit.audit(st, run_id)
+    assert not result.passed and len(result.problems) == 2, result.problems  # nothing else differs
+    assert "report.detail.metrics" in result.problems[0] and "ModelPrice" in result.problems[1]
 
 
 def test_progress_bar_when_asked(capsys):
