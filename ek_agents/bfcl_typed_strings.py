@@ -29,7 +29,8 @@ Where BFCL's checker would fail with an exception instead of a verdict, the inpu
 with :class:`~ek_agents.errors.InvalidInput` rather than guessed at: a type BFCL does not
 implement (Java ``Set`` / ``Hashtable`` / ``Queue`` / ``Stack``), a type outside the language's
 table, an array parameter without ``items.type``, an integer literal over Python's 4,300-digit
-limit, a ``Bigint`` text ending in a line break.
+limit, a ``Bigint`` text ending in a line break, a collection literal over
+:data:`MAX_COLLECTION_TEXT` characters.
 
 >>> java_value("5L", "long"), java_value("5", "long"), java_value("true", "boolean")
 (5, '5', True)
@@ -45,7 +46,7 @@ from typing import Any, Optional
 
 from .errors import InvalidInput, did_you_mean
 
-__all__ = ["JAVA_TYPES", "JS_TYPES", "UNSUPPORTED_JAVA_TYPES", "NESTED_TYPES", "LANGUAGES",
+__all__ = ["JAVA_TYPES", "JS_TYPES", "UNSUPPORTED_JAVA_TYPES", "NESTED_TYPES", "LANGUAGES", "MAX_COLLECTION_TEXT",
            "language_of", "typed_value", "java_value", "js_value", "value_types"]
 
 #: The languages :func:`typed_value` reads (Python values are taken as they are).
@@ -64,6 +65,11 @@ JS_TYPES = {
     "String": str, "integer": int, "float": float, "Bigint": int, "Boolean": bool,
     "dict": dict, "array": list, "any": str,
 }
+#: The longest Java/JavaScript collection literal read (characters). BFCL's collection patterns
+#: search the text with lazy wildcards, which takes time quadratic in its length (20,000
+#: characters: ~10 s); a longer literal is refused rather than read for seconds.
+MAX_COLLECTION_TEXT = 4000
+
 #: Per language, the types whose ``items.type`` is read for their elements.
 NESTED_TYPES = {"java": ("Array", "ArrayList"), "javascript": ("array",)}
 
@@ -87,7 +93,7 @@ _JAVA_MAP = re.compile(r"new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}
 _JAVA_PUT = re.compile(r"put\(\"(.*?)\",\s*(.*?)\)")
 _JAVA_EMPTY_MAP = re.compile(r"new\s+HashMap<.*?>\s*\(\)")
 
-_JS_ARRAY_2D = re.compile(r"\[\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\]|\bnew\s+Array\(\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\)")
+_JS_NEW_ARRAY = re.compile(r"new\s+Array\(")
 _JS_ARRAY = re.compile(r"\[(.*?)\]|\bnew\s+Array\((.*?)\)")
 _JS_BRACKETS = re.compile(r"\[(.*?)\]")
 _JS_DICT = re.compile(r"\{(.*?)\}")
@@ -121,6 +127,15 @@ def _int(text: str) -> int:
             f"BFCL typed value {text[:40]!r}... has {len(text)} characters, over Python's integer "
             f"digit limit, where BFCL's checker fails; shorten the literal"
         ) from None
+
+
+def _bounded(text: str, type_name: str) -> str:
+    if len(text) > MAX_COLLECTION_TEXT:
+        raise InvalidInput(
+            f"BFCL typed {type_name} value {text[:40]!r}... has {len(text)} characters, over the "
+            f"{MAX_COLLECTION_TEXT} read for a collection literal; pass a shorter literal"
+        )
+    return text
 
 
 def _quoted(text: str, quotes: str) -> bool:
@@ -188,11 +203,11 @@ def java_value(text: str, type_name: str, items: Optional[str] = None) -> Any:
     if type_name in ("char", "String", "any"):
         return text
     if type_name == "Array":
-        return _java_array(text, items)
+        return _java_array(_bounded(text, type_name), items)
     if type_name == "ArrayList":
-        return _java_array_list(text, items)
+        return _java_array_list(_bounded(text, type_name), items)
     if type_name == "HashMap":
-        return _java_map(text)
+        return _java_map(_bounded(text, type_name))
     if type_name in UNSUPPORTED_JAVA_TYPES:
         raise InvalidInput(f"BFCL's checker does not implement the Java type {type_name!r}; "
                            f"declare the parameter as one of {sorted(JAVA_TYPES)}")
@@ -281,9 +296,9 @@ def js_value(text: str, type_name: str, items: Optional[str] = None) -> Any:
     if type_name == "any":
         return text
     if type_name == "array":
-        return _js_array(text.strip(), items)
+        return _js_array(_bounded(text, type_name).strip(), items)
     if type_name == "dict":
-        return _js_dict(text.strip())
+        return _js_dict(_bounded(text, type_name).strip())
     raise InvalidInput(f"unknown JavaScript type {type_name!r}{did_you_mean(str(type_name), JS_TYPES)} "
                        f"(one of {sorted(JS_TYPES)})")
 
@@ -300,10 +315,10 @@ def _js_literal(text: str) -> Any:
 
 def _js_array(code: str, items: Optional[str]) -> Any:
     try:
-        m = _JS_ARRAY_2D.match(code)
-        if m is not None:
+        end = _rows_end(code)
+        if end is not None:
             rows = []
-            for i, row in enumerate(_JS_BRACKETS.findall(m.group(0))):
+            for i, row in enumerate(_JS_BRACKETS.findall(code[:end])):
                 row = row.strip()
                 if i == 0 and row.startswith("["):
                     row = row[1:]
@@ -320,6 +335,43 @@ def _js_array(code: str, items: Optional[str]) -> Any:
         return [js_value(e, items, "String" if e.startswith(("'", '"')) else None) for e in parts]
     except (ValueError, IndexError):  # BFCL reads an array it cannot convert as the text itself
         return code
+
+
+def _rows_end(code: str) -> Optional[int]:
+    r"""Where BFCL's two-dimensional array pattern, matched at the start of ``code``, ends (None:
+    no match). The pattern is ``\[\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\]``, or the same rows inside
+    ``new Array(`` ... ``)``; Python's ``re`` backtracks exponentially on it (20 unclosed rows
+    take a second, 30 would take hours), so this finds the match the regex would report --
+    the first in its own preference order -- in one right-to-left pass instead.
+
+    ``done[p]``: the match end once a row has closed just before ``p`` (then: spaces, and either
+    ``,`` spaces ``[`` and another row, or the closing bracket); ``row[x]``: ``done[j + 1]`` for
+    the first ``]`` at ``j >= x``, on the same line, for which that is not None (a row's
+    ``.*?`` is lazy and does not cross a line break)."""
+    if code.startswith("["):
+        start, close = 1, "]"
+    else:
+        m = _JS_NEW_ARRAY.match(code)
+        if m is None:
+            return None
+        start, close = m.end(), ")"
+    n = len(code)
+    skip = [n] * (n + 1)                      # skip[p]: first non-space at or after p
+    done: list = [None] * (n + 2)
+    row: list = [None] * (n + 2)
+    for p in range(n - 1, -1, -1):
+        skip[p] = skip[p + 1] if code[p].isspace() else p
+        ch = code[p]
+        row[p] = None if ch == "\n" else done[p + 1] if ch == "]" and done[p + 1] is not None else row[p + 1]
+        q = skip[p]
+        if q < n and code[q] == ",":
+            r = skip[q + 1]
+            if r < n and code[r] == "[" and row[r + 1] is not None:
+                done[p] = row[r + 1]
+                continue
+        done[p] = q + 1 if q < n and code[q] == close else None
+    first = skip[start] if start < n else n
+    return row[first + 1] if first < n and code[first] == "[" else None
 
 
 def _js_dict(code: str) -> Any:

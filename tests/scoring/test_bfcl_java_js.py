@@ -222,6 +222,26 @@ def test_js_unknown_type_is_refused():
         js("array", "[1]", [[1]])
 
 
+def test_js_rows_read_like_bfcls_pattern_without_its_backtracking():
+    # BFCL's 2-D pattern backtracks exponentially on unclosed rows; the same match is found directly
+    assert js_value("[[1, 2], [3, 4]] tail", "array", "array") == [[1, 2], [3, 4]]
+    assert js_value("new Array([1], [2])", "array", "array") == [[1], [2]]
+    assert js_value("[[1],\n[2]]", "array", "array") == [[1], [2]]
+    unclosed = "[[" + "], [" * 900
+    assert js_value(unclosed, "array", "array") == ["["]               # BFCL's 1-D reading: "[" up to the first ]
+    assert js("array", unclosed, [[[1]]], "array") == "type_error:nested"
+
+
+def test_collection_literal_over_the_limit_is_refused():
+    from ek_agents.bfcl_typed_strings import MAX_COLLECTION_TEXT
+    long_array = "new int[]{" + "1," * MAX_COLLECTION_TEXT + "}"
+    with pytest.raises(InvalidInput, match=f"over the {MAX_COLLECTION_TEXT}"):
+        java("Array", long_array, [[1]], "integer")
+    with pytest.raises(InvalidInput, match="collection literal"):
+        js("dict", "{" + "a" * MAX_COLLECTION_TEXT + "}", [{}])
+    assert java("String", "x" * (2 * MAX_COLLECTION_TEXT), ["x"]) == "value_error:string"  # strings: no limit
+
+
 # --------------------------------------------------------------------------- categories
 
 def test_language_is_read_from_the_category_as_bfcl_reads_it():
