@@ -2,7 +2,8 @@
 Leaderboard's AST rules, on BFCL's own JSON shapes, answering with BFCL's error-type names.
 
 Written from the rules of BFCL's public ``ast_checker.py`` (ShishirPatil/gorilla,
-``berkeley-function-call-leaderboard``), Python-language path; no code carried over.
+``berkeley-function-call-leaderboard``), for its three languages: Python, Java and JavaScript;
+no code carried over.
 
 Inputs, exactly as BFCL stores them:
 
@@ -15,7 +16,17 @@ Inputs, exactly as BFCL stores them:
 - ``category``: ``simple`` | ``multiple`` | ``parallel`` | ``parallel_multiple`` (BFCL's longer
   names such as ``"simple_python"`` or ``"live_parallel_multiple"`` are read the way BFCL reads
   them: ``parallel`` anywhere -> unordered parallel check, else ``multiple`` -> multiple check,
-  else simple).
+  else simple). The language is read from the category as BFCL reads it: ``javascript`` in
+  the name (``"simple_javascript"``) -> JavaScript, else ``java`` -> Java, else Python.
+
+Java and JavaScript arguments are the *typed strings* BFCL's decoder hands over (the source
+text of each literal: ``"5L"``, ``"true"``, ``"new int[]{1,2}"``, ``"[1, 2]"``); they are read by
+the parameter's Java types (``byte short integer long float double boolean char String any
+Array ArrayList HashMap``) or JavaScript types (``String integer float Bigint Boolean array dict
+any``) as BFCL's checker reads them (:mod:`ek_agents.bfcl_typed_strings`), then compared by the
+rules above. An argument that is not a string is ``type_error:java`` / ``type_error:js``, as in
+BFCL; a type BFCL cannot check (Java ``Set``, ``Hashtable``, ``Queue``, ``Stack``, or a type
+outside the language's table) is refused with :class:`~ek_agents.errors.InvalidInput`.
 
 Verdicts and error types equal BFCL's, with **one deliberate deviation**: for the parallel
 categories BFCL pairs each expected call with the *first* remaining model call that passes
@@ -35,6 +46,14 @@ CheckResult(valid=True, error_type=None, errors=())
 >>> bfcl_check(fns, [{"calc_area": {"base": 10.0}}], [{"calc_area": {"base": [10], "unit": ["cm", ""]}}],
 ...            "simple").error_type
 'type_error:simple'
+>>> jfns = [{"name": "Cache.put", "parameters": {"type": "dict", "properties": {
+...     "ttl": {"type": "long"}, "sync": {"type": "boolean"}}, "required": ["ttl"]}}]
+>>> bfcl_check(jfns, [{"Cache.put": {"ttl": "60L", "sync": "true"}}],
+...            [{"Cache.put": {"ttl": [60], "sync": [True, ""]}}], "simple_java").valid
+True
+>>> bfcl_check(jfns, [{"Cache.put": {"ttl": "60"}}], [{"Cache.put": {"ttl": [60], "sync": [True, ""]}}],
+...            "simple_java").error_type
+'type_error:simple'
 """
 from __future__ import annotations
 
@@ -47,6 +66,7 @@ from .argmatch import OMITTED, AnyOf, standardize_string
 from .assignment import min_cost_assignment
 from .base import ToolSpec, _JsonShape
 from .core import FieldSpec, shape
+from .bfcl_typed_strings import language_of, typed_value, value_types
 from .errors import InvalidInput, UnknownName, did_you_mean
 
 __all__ = ["bfcl_check", "CheckResult", "CATEGORIES", "BFCL_TYPES", "tool_specs", "gold_calls",
@@ -61,6 +81,8 @@ BFCL_TYPES = {
     "array": list, "tuple": list, "dict": dict, "object": dict, "any": str,
 }
 _NESTED = ("array", "tuple")
+#: BFCL's error type for a Java / JavaScript argument that is not a typed string.
+_NOT_TYPED = {"java": "type_error:java", "javascript": "type_error:js"}
 
 
 @shape()
@@ -135,6 +157,9 @@ def _list_check(param: str, value: Sequence, possible: Sequence) -> Optional[Che
 
 
 def _dict_check(param: str, value: Mapping, possible: Sequence) -> Optional[CheckResult]:
+    if not isinstance(value, Mapping):  # BFCL's checker fails here (the "" marker passed the type check)
+        raise InvalidInput(f"BFCL list-of-dicts parameter {param!r} holds {value!r:.80}, not a dict, where "
+                           f"BFCL's checker fails; give a list of dicts (or omit the optional parameter)")
     failure = _fail("dict_checker:unclear", f"no acceptable dict for {param!r}")
     for cand in possible:
         if cand == "":
@@ -196,7 +221,8 @@ def _param_types(doc: Mapping, param: str, details: Mapping) -> tuple[str, type,
     return t, BFCL_TYPES[t], nested
 
 
-def _check_call(doc: Mapping, output: Any, answer: Mapping, underscore_to_dot: bool) -> CheckResult:
+def _check_call(doc: Mapping, output: Any, answer: Mapping, underscore_to_dot: bool,
+                language: str = "python") -> CheckResult:
     """BFCL's simple_function_checker: one decoded call against one expected call."""
     possible = next(iter(answer.values()))
     params = doc.get("parameters") or {}
@@ -214,12 +240,20 @@ def _check_call(doc: Mapping, output: Any, answer: Mapping, underscore_to_dot: b
     for param, value in args.items():
         if param not in details or param not in possible:
             return _fail("simple_function_checker:unexpected_param", f"unexpected parameter {param!r}")
-        type_name, expected, nested = _param_types(doc, param, details)
         acceptable = possible[param]
-        if type_name == "tuple" and type(value) is tuple:
-            value = list(value)
-        if type_name in ("float", "number") and type(value) is int:
-            value = float(value)  # BFCL: an int is accepted for a float parameter
+        if language == "python":
+            type_name, expected, nested = _param_types(doc, param, details)
+            if type_name == "tuple" and type(value) is tuple:
+                value = list(value)
+            if type_name in ("float", "number") and type(value) is int:
+                value = float(value)  # BFCL: an int is accepted for a float parameter
+        else:
+            type_name, expected, items, nested = value_types(language, str(doc.get("name")), param, details[param])
+            if type(value) is not str:
+                return _fail(_NOT_TYPED[language],
+                             f"incorrect type for {param!r}: expected the {language} source text of "
+                             f"a {type_name} as a string, got {type(value).__name__} ({value!r:.80})")
+            value = typed_value(language, value, type_name, items)
         failure, is_variable = _type_check(param, value, acceptable, type_name, expected, nested)
         if failure is not None:
             return failure
@@ -275,7 +309,7 @@ def _category(category: str) -> str:
         return "parallel"
     if "multiple" in category:
         return "multiple"
-    if "simple" in category:
+    if "simple" in category or language_of(category) != "python":
         return "simple"
     raise UnknownName(f"unknown BFCL category {category!r}{did_you_mean(category, CATEGORIES)} (one of {CATEGORIES})")
 
@@ -289,6 +323,7 @@ def bfcl_check(functions: Any, model_output: Sequence, possible_answer: Sequence
     as ``math_factorial`` in the output.
     """
     kind = _category(category)
+    language = language_of(category)
     docs = _docs(functions)
     outputs = list(model_output)
     answers = list(possible_answer)
@@ -297,18 +332,18 @@ def bfcl_check(functions: Any, model_output: Sequence, possible_answer: Sequence
     if kind == "simple":
         if len(outputs) != 1:
             return _fail("simple_function_checker:wrong_count", "wrong number of functions")
-        return _check_call(docs[0], outputs[0], answers[0], underscore_to_dot)
+        return _check_call(docs[0], outputs[0], answers[0], underscore_to_dot, language)
     if kind == "multiple":
         if len(outputs) != len(answers):
             return _fail("multiple_function_checker:wrong_count", "wrong number of functions")
         doc = _find(docs, next(iter(answers[0])))
-        return _check_call(doc, outputs[0], answers[0], underscore_to_dot)
+        return _check_call(doc, outputs[0], answers[0], underscore_to_dot, language)
     if len(outputs) != len(answers):
         return _fail("parallel_function_checker_no_order:wrong_count", "wrong number of functions")
     results = []
     for ans in answers:
         doc = _find(docs, next(iter(ans)))
-        results.append([_check_call(doc, out, ans, underscore_to_dot) for out in outputs])
+        results.append([_check_call(doc, out, ans, underscore_to_dot, language) for out in outputs])
     cost = [[0.0 if r.valid else 1.0 for r in row] for row in results]
     pairs = min_cost_assignment(cost)
     bad = [(i, j) for i, j in pairs if cost[i][j]]
