@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from .base import _JsonShape
+from .base import JsonShape
 from .core import shape
 from .errors import ArtifactNotFound, BaselineError, EkAgentsError
 from .manifest import finite
@@ -37,7 +37,7 @@ MAX_LISTED = 10
 
 
 @shape()
-class AuditResult(_JsonShape):
+class AuditResult(JsonShape):
     """What an audit checked and what it found (``passed`` when ``problems`` is empty)."""
 
     run_id: str

@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .base import RunProvenance, _JsonShape, decode_nonfinite, encode_nonfinite
+from .base import RunProvenance, JsonShape, decode_nonfinite, encode_nonfinite
 from .core import shape
 
 __all__ = ["RunManifest", "package_info", "git_sha", "input_digest", "utc_now", "finite",
@@ -75,7 +75,7 @@ def package_info() -> dict:
 
 
 @shape()
-class RunManifest(_JsonShape):
+class RunManifest(JsonShape):
     """Everything needed to trust, compare and re-check one evaluation run.
 
     ``parameters`` are the flow's parameters as called; ``inputs`` the values the stages were
