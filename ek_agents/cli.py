@@ -5,6 +5,11 @@ Prefect through one dispatch point, :func:`_flows`, which imports the project's 
 package lazily (ek_agents itself never imports Prefect). ``report`` and ``gate`` read the store
 with the library alone and start no Prefect at all.
 
+The library modules a command needs are imported inside the command, for a measured
+import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_support``
+(harness, record, reporting, metrics, cost, bridge) ~250-350 ms, which ``ek-agents --help``
+and an argument error should not pay.
+
 Exit codes: 0 ok; 1 when the gate or the audit fails; 2 on bad input -- always with a one-line
 reason on stderr (no traceback for an ek-agents error).
 """
@@ -129,7 +134,7 @@ def _store(url: Optional[str]) -> Any:
 
 def _print_report(st: Any, run_id: str) -> None:
     from .manifest import report_markdown
-    from .stages import run_report
+    from .record import run_report
 
     print(report_markdown(*run_report(st, run_id)))
 
@@ -149,7 +154,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       max_workers=a.max_workers, dask_address=a.dask_address)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
-    from .stages import check_request, run_key
+    from .pipeline_support import check_request
+    from .store import run_key
 
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
                   ingest_path=params.get("ingest_path"))  # bad input: exit 2 before Prefect starts
@@ -165,7 +171,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
 def _cmd_report(a: argparse.Namespace) -> int:
     st = _store(a.store)
     if a.json:
-        from .stages import run_report
+        from .record import run_report
 
         print(json.dumps(run_report(st, a.run_id)[1], indent=2, sort_keys=True))
     else:
@@ -174,7 +180,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_gate(a: argparse.Namespace) -> int:
-    from .stages import gate_run, raise_for_verdict
+    from .pipeline_support import raise_for_verdict
+    from .record import gate_run
 
     verdict = gate_run(_store(a.store), a.run_id, a.baseline, tolerance=a.tolerance,
                        cost_tolerance=a.cost_tolerance)

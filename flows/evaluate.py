@@ -7,7 +7,7 @@ from prefect import flow
 from prefect.futures import wait
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from ek_agents import stages
+from ek_agents import pipeline_support
 from ek_agents.base import RunProvenance
 from ek_agents.harness import new_run_id
 from ek_agents.store import Store
@@ -52,13 +52,13 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
     (inspect | tau-bench | messages) + ``ingest_path`` read a recorded run instead. Every
     stage's output is a cached artifact under ``store`` (default ``EK_STORE`` or ``./.ek``);
-    ``runs/<run_id>/manifest.json`` records provenance, parameters, digests, results and the
+    the run's manifest records provenance, parameters, digests, results and the
     verdict against ``baseline``. A regression fails the flow run (GateFailed); so does a
     baseline the gate refuses (IncomparableRuns), after the manifest is written.
     """
     st = Store(store).url
     run_id = run_id or new_run_id()
-    stages.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path)
+    pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path)
     if ingest:
         episodes = ingest_bridge(st, run_id, ingest, ingest_path)
         tasks = load_suite(st, run_id, suite) if suite else ingest_tasks(st, run_id, episodes)
@@ -83,6 +83,6 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
         agent=agent, source={"kind": ingest, "path": ingest_path} if ingest else None,
         parameters=run_parameters(), orchestrator=run_context())
     publish_report(st, run_id, manifest)
-    stages.raise_for_verdict(verdict and verdict["verdict"])
+    pipeline_support.raise_for_verdict(verdict and verdict["verdict"])
     return {"run_id": run_id, "store": st, "manifest": manifest["key"],
             "results": manifest["manifest"]["results"], "gate": manifest["manifest"]["gate"]}

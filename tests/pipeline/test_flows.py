@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents import stages
+from ek_agents import pipeline_support
 from ek_agents.audit import differences
 from ek_agents.errors import AuditFailed, GateFailed, IncomparableRuns, SuiteError
 from ek_agents.store import Store
@@ -83,7 +83,7 @@ def test_killed_run_resumes_without_rerunning_finished_trials(tmp_path, suite, c
     store = str(tmp_path / "store")
     tasks = load_suite(suite).tasks
     run = RunProvenance(seed=5, suite_version="1")
-    run_trials(stages.load_agent(AGENT), tasks, k=2, seed=5, run=run, store=Store(store),
+    run_trials(pipeline_support.load_agent(AGENT), tasks, k=2, seed=5, run=run, store=Store(store),
                run_id="r", only=[("t0", 0), ("t0", 1), ("t1", 0)])
     assert len(calls) == 3
     evaluate_agent(suite=suite, agent=AGENT, k=2, seed=5, store=store, run_id="r")

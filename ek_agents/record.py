@@ -1,53 +1,60 @@
-"""The pipeline's stages as plain functions over stored JSON documents.
+"""The run record: a run's stored documents, the stage cache, the stages, baselines by name.
 
-Each stage turns the JSON documents of its inputs into the JSON document of its output by
-calling the library (``metrics.grade``, ``reporting.reliability``, ``cost.cost_report``,
-``harness.agent_regression_gate``). The Prefect tasks in ``tasks/`` wrap these functions and the
-audit (:mod:`ek_agents.audit`) re-runs them, so a recorded figure and its recomputation can
-only differ when stored bytes differ. :func:`cached` is the stage cache: an output is a
-content-addressed artifact, indexed by the digest of the stage's inputs.
+A run is a set of JSON documents under the store's run prefix (``store.run_key``): the tasks,
+the prices, the episodes, the graded episodes, the metrics, the report, the gate verdict and
+the manifest listing each with its sha256. Each stage here turns the documents of its inputs
+into the document of its output by calling the library (``metrics.grade``,
+``reporting.reliability_with_run``, ``reporting.with_cost``, ``gate.regression_gate``); the
+``run_*`` functions are one stage each over a store -- they compute their own input digest,
+reuse the stage cache (:func:`cached`: an output is a content-addressed artifact indexed by
+that digest) and return the :class:`StageRef` the next stage takes. The library's persisted
+``harness.run_suite``, the audit (:mod:`ek_agents.audit`) and the Prefect tasks in ``tasks/``
+all use this module, so a recorded figure and its recomputation can only differ when stored
+bytes differ.
 
 >>> from ek_agents.store import Store
->>> s = Store("memory://ek-stages-doctest")
+>>> s = Store("memory://ek-record-doctest")
 >>> calls = []
 >>> doc, sha, hit = cached(s, "square", input_digest("square", x=3), lambda: calls.append(1) or {"y": 9})
 >>> doc, hit, cached(s, "square", input_digest("square", x=3), lambda: calls.append(1) or {"y": 9})[2], len(calls)
 ({'y': 9}, False, True, 1)
->>> plan_chunks(["a", "b", "c"], k=2, chunk_size=4)
-[[['a', 0], ['a', 1], ['b', 0], ['b', 1]], [['c', 0], ['c', 1]]]
 """
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import inspect
-import math
-import os
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Optional
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional, Union
 
-from .base import Episode, RunProvenance, TaskSpec
-from .errors import (ArtifactNotFound, BaselineError, IntegrityError, InvalidInput, UnknownName,
-                     did_you_mean)
-from .manifest import as_plain, input_digest, utc_now
-from .store import run_key
+from . import bridge
+from .base import Episode, RunProvenance, TaskSpec, task_table
+from .errors import ArtifactNotFound, BaselineError, IntegrityError, InvalidInput, UnknownName, did_you_mean
+from .gate import AgentGateResult, as_report, as_run, regression_gate
+from .manifest import RunManifest, as_plain, input_digest, report_markdown, report_rows, utc_now
+from .metrics import grade
+from .prices import ModelPrice, load_prices
+from .reporting import ReliabilityReport, reliability_with_run, with_cost
+from .store import (Store, baseline_key, cache_key, canonical_json, episodes_prefix, open_store,
+                    read_url, run_key, sha256_hex)
+from .suite import load_suite
 
 __all__ = [
-    "lookup", "cached", "stage_output", "input_digest", "run_key", "write_doc", "write_tasks",
-    "source_digest", "check_request", "load_agent", "agent_fingerprint", "plan_chunks",
+    "lookup", "cached", "stage_output", "write_doc", "write_tasks", "source_digest",
     "episodes_doc", "episodes_of", "tasks_doc", "tasks_of", "tasks_for_episodes", "read_source",
-    "SOURCES", "prices_doc", "grade_stage", "metrics_stage", "cost_stage", "gate_stage",
-    "guarded_gate", "raise_for_verdict", "results_of", "trial_digests", "record_run",
-    "run_report", "load_baseline", "gate_run", "promote", "DEFAULT_CHUNKS", "UNSTORED",
+    "SOURCES", "prices_doc", "prices_of", "grade_stage", "metrics_stage", "cost_stage",
+    "gate_stage", "guarded_gate", "results_of", "trial_digests", "record_run", "run_report",
+    "load_baseline", "gate_run", "promote", "UNSTORED", "save_agent_baseline",
+    "load_agent_baseline", "agent_regression_gate", "BASELINE_KIND", "record_suite",
+    "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
+    "run_gate", "promote_baseline", "report_views",
 ]
-
-#: A run's trials are split into about this many chunks (one Prefect task run each).
-DEFAULT_CHUNKS = 16
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
 #: cannot store (a callable ``check``, a single ``price``): an audit cannot recompute from it.
 UNSTORED = "<not stored: a Python object>"
+
+#: ``kind`` tag of a stored baseline document.
+BASELINE_KIND = "ek-agents/agent-baseline"
 
 
 # --------------------------------------------------------------------------- the stage cache
@@ -55,12 +62,12 @@ UNSTORED = "<not stored: a Python object>"
 def lookup(store: Any, stage: str, digest: str) -> Optional[tuple[Any, str]]:
     """``(document, artifact sha256)`` cached for ``stage`` with input digest ``digest``, or None.
 
-    ``cache/<stage>/<digest>.json`` points to a content-addressed artifact, verified against its
+    The cache index (``store.cache_key(stage, digest)``) points to a content-addressed artifact, verified against its
     sha256 on load; an index whose artifact is gone or damaged is a miss (recomputed, never
     trusted).
     """
     try:
-        record = store.read_json(f"cache/{stage}/{digest}.json")
+        record = store.read_json(cache_key(stage, digest))
         return store.get_artifact(record["artifact"]), record["artifact"]
     except (ArtifactNotFound, IntegrityError, KeyError, TypeError):
         return None
@@ -73,14 +80,14 @@ def cached(store: Any, stage: str, digest: str, compute: Callable[[], Any]) -> t
         return found[0], found[1], True
     doc = as_plain(compute())
     sha = store.put_artifact(doc)
-    store.write_json(f"cache/{stage}/{digest}.json", {"stage": stage, "input_digest": digest,
+    store.write_json(cache_key(stage, digest), {"stage": stage, "input_digest": digest,
                                                        "artifact": sha, "created_at": utc_now()})
     return doc, sha, False
 
 
 def stage_output(store: Any, run_id: str, stage: str, digest: str,
                  compute: Optional[Callable[[], Any]] = None) -> Optional[dict]:
-    """Run (or reuse) a stage and write its document to ``runs/<run_id>/<stage>.json``.
+    """Run (or reuse) a stage and write its document to ``store.run_key(run_id, stage)``.
 
     Returns the reference the next stage takes: ``{"stage", "key", "sha256", "artifact",
     "input_digest", "cached"}`` -- small and JSON, so it travels to any worker. Without
@@ -113,87 +120,7 @@ def write_tasks(store: Any, run_id: str, doc: Mapping) -> dict:
 
 def source_digest(path_or_url: str) -> str:
     """sha256 of a source file's bytes (a local path or any fsspec URL: ``store.read_url``)."""
-    from .store import read_url, sha256_hex
-
     return sha256_hex(read_url(path_or_url, what="recorded run"))
-
-
-def check_request(*, suite: Optional[str], agent: Optional[str], ingest: Optional[str],
-                  ingest_path: Optional[str]) -> None:
-    """Refuse an evaluation that names neither (or both) of its sources, before anything runs."""
-    if ingest is None and ingest_path is None:
-        if not suite or not agent:
-            raise InvalidInput("an evaluation needs a suite and an agent (--suite PATH --agent "
-                               "module:callable), or a recorded run to ingest (ingest KIND PATH)")
-        load_agent(agent)  # a bad import path fails here, not in a worker
-        return
-    if agent:
-        raise InvalidInput("give an agent to run or a recorded run to ingest, not both")
-    if ingest not in SOURCES or not ingest_path:
-        raise InvalidInput(f"ingest needs a kind (one of {sorted(SOURCES)}) and a path; got "
-                           f"kind {ingest!r}, path {ingest_path!r}"
-                           f"{did_you_mean(str(ingest), SOURCES) if ingest else ''}")
-
-
-# --------------------------------------------------------------------------- agents and trials
-
-def load_agent(path: str) -> Callable[..., Any]:
-    """Import ``"package.module:callable"`` (``"module:obj.attr"`` works too).
-
-    >>> load_agent("os.path:basename")("/a/b")
-    'b'
-    """
-    if not isinstance(path, str) or path.count(":") != 1 or not all(path.split(":")):
-        raise InvalidInput(f"agent {path!r} is not an import path: write 'package.module:callable'")
-    mod_name, attr = path.split(":")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # like `python -m`: the working directory is importable
-    try:
-        obj: Any = importlib.import_module(mod_name)
-    except ModuleNotFoundError as exc:
-        raise InvalidInput(f"agent {path!r}: cannot import module {mod_name!r} ({exc}); "
-                           "check the spelling and that it is on PYTHONPATH") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            names = [n for n in dir(obj) if not n.startswith("_")]
-            raise InvalidInput(f"agent {path!r}: {mod_name} has no attribute {part!r}"
-                               f"{did_you_mean(part, names)}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise InvalidInput(f"agent {path!r} is a {type(obj).__name__}, not a callable")
-    return obj
-
-
-def agent_fingerprint(path: str) -> Optional[str]:
-    """sha256 of the source file that defines the agent (None when it has none).
-
-    It goes into the run-trials input digest, so editing the agent's code invalidates the
-    cached episodes even when its import path stays the same.
-    """
-    from .store import sha256_hex
-
-    try:
-        src = inspect.getsourcefile(importlib.import_module(path.split(":")[0]))
-        with open(src, "rb") as fh:  # type: ignore[arg-type]
-            return sha256_hex(fh.read())
-    except (TypeError, OSError, ImportError):
-        return None
-
-
-def plan_chunks(task_ids: Sequence[str], *, k: int, chunk_size: Optional[int] = None) -> list[list[list]]:
-    """Split the ``(task_id, trial)`` pairs of a run into chunks, one Prefect task run each.
-
-    Default size: about :data:`DEFAULT_CHUNKS` chunks, so 2000 trials are 16 task runs of 125.
-    Pairs are lists (JSON-safe as flow parameters).
-    """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInput(f"k must be an integer >= 1, got {k!r}")
-    pairs = [[t, i] for t in task_ids for i in range(k)]
-    if chunk_size is None:
-        chunk_size = max(1, math.ceil(len(pairs) / DEFAULT_CHUNKS))
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise InvalidInput(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
-    return [pairs[i:i + chunk_size] for i in range(0, len(pairs), chunk_size)]
 
 
 # --------------------------------------------------------------------------- documents
@@ -216,9 +143,6 @@ def tasks_doc(suite: Any) -> dict:
     their canonical JSON.
     """
     if not hasattr(suite, "digest"):
-        from .base import task_table
-        from .store import canonical_json, sha256_hex
-
         tasks = [t.to_dict() for t in task_table(suite).values()]
         digest = sha256_hex(canonical_json(tasks))
         return {"schema_version": 1, "name": "tasks", "version": f"sha256:{digest[:12]}",
@@ -237,8 +161,6 @@ def tasks_for_episodes(episodes: Iterable[Episode], *, name: str = "ingested") -
     """A tasks document for ingested episodes with no suite: one gold-less task per task id,
     graded by the success the source recorded (checker ``"recorded"``)."""
     ids = sorted({e.task_id for e in episodes})
-    from .store import sha256_hex
-
     digest = sha256_hex("\n".join(ids).encode())
     return {"schema_version": 1, "name": name, "version": f"ids:{digest[:12]}", "digest": digest,
             "path": "", "checker": "recorded",
@@ -255,8 +177,6 @@ def read_source(kind: str, path: str) -> list[Episode]:
     if kind not in SOURCES:
         raise UnknownName(f"unknown ingest kind {kind!r}: use one of {sorted(SOURCES)}"
                           f"{did_you_mean(str(kind), SOURCES)}")
-    from . import bridge
-
     return list(getattr(bridge, SOURCES[kind])(path))
 
 
@@ -268,20 +188,16 @@ def prices_doc(source: Any) -> Optional[dict]:
     """
     if source is None:
         return None
-    from .cost import ModelPrice
-    from .prices import load_prices
-
     loaded = isinstance(source, Mapping) and source and all(
         isinstance(p, ModelPrice) for p in source.values())
     table = source if loaded else load_prices(source)
     return {"schema_version": 1, "models": {m: as_plain(p) for m, p in sorted(table.items())}}
 
 
-def _prices_of(doc: Optional[Mapping]) -> Optional[dict]:
+def prices_of(doc: Optional[Mapping]) -> Optional[dict]:
+    """The ``{model: ModelPrice}`` table of :func:`prices_doc`'s output (None: no prices)."""
     if doc is None:
         return None
-    from .cost import ModelPrice
-
     return {m: ModelPrice.from_dict(p) for m, p in doc["models"].items()}
 
 
@@ -289,8 +205,6 @@ def _prices_of(doc: Optional[Mapping]) -> Optional[dict]:
 
 def grade_stage(episodes: Mapping, tasks: Mapping, *, check: Any = None) -> dict:
     """Grade stored episodes against the stored suite (``metrics.grade``)."""
-    from .metrics import grade
-
     return episodes_doc(grade(episodes_of(episodes), tasks_of(tasks),
                               check=check if check is not None else tasks.get("checker")))
 
@@ -301,38 +215,30 @@ def metrics_stage(graded: Mapping, tasks: Mapping, *, k: int, seed: int = 0,
 
     ``detail["run"]`` records the run's provenance (what the gate checks comparability on):
     ``run`` as given, its empty fields filled from what the agent recorded on its episodes
-    (``harness.run_provenance``); ``detail["errors"]`` counts the errored trials. The same
-    helper as ``harness.build_report``.
+    (``reporting.run_provenance``); ``detail["errors"]`` counts the errored trials. The same
+    helper as ``reporting.build_report``.
     """
-    from .harness import _reliability_with_run
-
-    return _reliability_with_run(episodes_of(graded), tasks_of(tasks), k=k, seed=seed,
+    return reliability_with_run(episodes_of(graded), tasks_of(tasks), k=k, seed=seed,
                                  run=RunProvenance.from_dict(run) if run else None).to_dict()
 
 
 def cost_stage(graded: Mapping, metrics: Mapping, prices: Optional[Mapping], *, seed: int = 0) -> dict:
     """The report: :func:`metrics_stage`'s reliability carrying ``cost.cost_report`` of all
     episodes, with one ``cost_report`` per slice under ``cost["per_slice"]`` (the same helper
-    as ``harness.build_report``)."""
-    from .harness import _with_cost
-    from .reporting import ReliabilityReport
-
-    return _with_cost(ReliabilityReport.from_dict(metrics), episodes_of(graded),
-                      prices=_prices_of(prices), seed=seed).to_dict()
+    as ``reporting.build_report``)."""
+    return with_cost(ReliabilityReport.from_dict(metrics), episodes_of(graded),
+                     prices=prices_of(prices), seed=seed).to_dict()
 
 
 def gate_stage(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
                cost_tolerance: float = 0.0) -> dict:
-    """The gate's verdict on a report against a loaded baseline (``agent_regression_gate``).
+    """The gate's verdict on a report against a loaded baseline (``gate.regression_gate``).
 
     An incomparable or malformed baseline raises (a ValueError naming why).
     """
-    from .harness import agent_regression_gate
-    from .reporting import ReliabilityReport
-
     if not isinstance(baseline, Mapping):
         raise BaselineError(f"baseline must be a stored baseline document, got {baseline!r:.80}")
-    verdict = agent_regression_gate(ReliabilityReport.from_dict(report), dict(baseline),
+    verdict = regression_gate(ReliabilityReport.from_dict(report), dict(baseline),
                                     tolerance=tolerance, cost_tolerance=cost_tolerance)
     return verdict.to_dict()  # non-finite floats already encoded, as reports do
 
@@ -347,22 +253,6 @@ def guarded_gate(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
     except ValueError as exc:
         verdict = {"passed": False, "refused": str(exc), "error": type(exc).__name__}
     return {**verdict, "baseline": baseline_name}
-
-
-def raise_for_verdict(verdict: Optional[Mapping]) -> None:
-    """Raise what a recorded gate verdict means: the refusal's own error (IncomparableRuns,
-    BaselineError), :class:`~ek_agents.errors.GateFailed` listing the reasons, or nothing."""
-    from . import errors
-
-    if not verdict or verdict.get("passed"):
-        return
-    name = verdict.get("baseline")
-    if verdict.get("refused"):
-        cls = getattr(errors, str(verdict.get("error")), None)
-        cls = cls if isinstance(cls, type) and issubclass(cls, errors.InvalidInput) else errors.BaselineError
-        raise cls(f"gate refused baseline {name!r}: {verdict['refused']}")
-    raise errors.GateFailed(f"gate failed against baseline {name!r}: "
-                            + "; ".join(verdict.get("reasons") or ["(no reason recorded)"]))
 
 
 def results_of(report: Mapping) -> dict:
@@ -385,9 +275,7 @@ def results_of(report: Mapping) -> dict:
 
 def trial_digests(store: Any, run_id: str) -> dict[str, str]:
     """``{key: sha256}`` of every per-trial episode file the harness stored for the run."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    keys = store.list(f"runs/{run_id}/episodes")
+    keys = store.list(episodes_prefix(run_id))
     with ThreadPoolExecutor(max_workers=8) as pool:
         return dict(zip(keys, pool.map(store.digest, keys)))
 
@@ -395,7 +283,8 @@ def trial_digests(store: Any, run_id: str) -> dict[str, str]:
 def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[Mapping]],
                inputs: Mapping, agent: Optional[str] = None, source: Optional[Mapping] = None,
                parameters: Optional[Mapping] = None, orchestrator: Optional[Mapping] = None) -> dict:
-    """Write ``runs/<run_id>/manifest.json`` from the stages' references; return its reference.
+    """Write the run's manifest (``store.run_key(run_id, "manifest")``) from the stages'
+    references; return its reference.
 
     ``refs`` maps a stage name to its reference (``tasks``, ``prices``, ``episodes``,
     ``graded``, ``metrics``, ``report``, ``gate``; None when a stage did not run). Every stage
@@ -404,8 +293,6 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[Mapping]]
     are the values the stages were computed with (``k``, ``seed``, ``check``, ``run``,
     ``tolerance``, ``cost_tolerance``): what an audit recomputes them with.
     """
-    from .manifest import RunManifest
-
     refs = {name: ref for name, ref in refs.items() if ref}
     artifacts = {ref["key"]: ref["sha256"] for ref in refs.values()}
     if "gate" in refs:
@@ -433,6 +320,74 @@ def run_report(store: Any, run_id: str) -> tuple[dict, dict]:
     return manifest, store.read_json(run_key(run_id, "report"))
 
 
+# --------------------------------------------------------------------------- baselines by name
+
+def save_agent_baseline(report: Any, name: str, *, rootdir: Union[Store, str, None] = None,
+                        run: Optional[RunProvenance] = None) -> dict:
+    """Freeze a run as a named baseline (including its provenance, so the gate can guard it).
+
+    Writes ``store.baseline_key(name)`` to the store at ``rootdir`` (any Store URL; default
+    ``EK_STORE`` or ``./.ek``) and returns the stored document ``{"kind", "name", "created",
+    "report", "run"}``. ``run`` defaults to the provenance recorded in
+    ``report.detail["run"]``. Raises :class:`~ek_agents.errors.BaselineError` (a ValueError)
+    when the run evaluated nothing: an empty baseline would be a permanent free pass.
+    """
+    Store.validate_name(name, what="baseline name")
+    rep = as_report(report, "save_agent_baseline: report")
+    if rep.n_trials <= 0:
+        raise BaselineError(
+            f"save_agent_baseline({name!r}): the report evaluated nothing (0 trials); an empty "
+            "baseline is a permanent free pass -- run the suite first")
+    prov = as_run(run if run is not None else rep.detail.get("run"), "save_agent_baseline")
+    doc = {"schema_version": 1, "kind": BASELINE_KIND, "name": name,
+           "created": utc_now(),
+           "report": rep.to_dict(), "run": None if prov is None else prov.to_dict()}
+    open_store(rootdir).save_baseline(name, doc)
+    return doc
+
+
+def load_agent_baseline(name: str, *, rootdir: Union[Store, str, None] = None) -> Optional[dict]:
+    """Load a named agent baseline (or ``None`` when there is none)."""
+    return open_store(rootdir).load_baseline(name)
+
+
+
+def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
+                          cost_tolerance: float = 0.0,
+                          rootdir: Union[Store, str, None] = None) -> AgentGateResult:
+    """Fail only when the evidence says the agent **really** got worse -- not on noise.
+
+    ``baseline`` is a name (loaded from the store at ``rootdir``), the dict
+    :func:`save_agent_baseline` / :func:`load_agent_baseline` return, or a report; the
+    verdict is :func:`ek_agents.gate.regression_gate`'s (see :mod:`ek_agents.gate` for the
+    rules). ``tolerance`` is in success-rate / pass^k units (0.02 = 2 points);
+    ``cost_tolerance`` a relative increase of cost per success (0.1 = 10%).
+
+    Raises :class:`~ek_agents.errors.IncomparableRuns` (a ValueError) when the simulator, suite
+    version or scaffold differ, and :class:`~ek_agents.errors.BaselineError` (a ValueError)
+    when the baseline does not exist, recorded zero trials or is malformed.
+    """
+    label = "the baseline"
+    if isinstance(baseline, str):
+        label = f"baseline {baseline!r}"
+        st = open_store(rootdir)
+        doc = st.load_baseline(baseline)
+        if doc is None:
+            raise BaselineError(f"no baseline named {baseline!r} in store {st.url!r}: save one "
+                                f"with save_agent_baseline(report, {baseline!r})")
+        baseline = doc
+    return regression_gate(report, baseline, tolerance=tolerance, cost_tolerance=cost_tolerance,
+                           label=label)
+
+
+def report_views(store: Any, run_id: str, manifest: Mapping) -> dict:
+    """How a run is shown: ``{"suite": its name, "markdown": manifest.report_markdown,
+    "rows": manifest.report_rows}`` of the stored report."""
+    report = store.read_json(run_key(run_id, "report"))
+    return {"suite": (manifest.get("suite") or {}).get("name", "suite"),
+            "markdown": report_markdown(manifest, report), "rows": report_rows(report)}
+
+
 def load_baseline(store: Any, name: str) -> dict:
     """The stored baseline ``name`` (BaselineError, saying how to make one, when there is none)."""
     doc = store.load_baseline(name)
@@ -450,17 +405,92 @@ def gate_run(store: Any, run_id: str, baseline: str, *, tolerance: float = 0.0,
 
 
 def promote(store: Any, run_id: str, name: str) -> dict:
-    """Make run ``run_id`` the baseline ``name`` (``harness.save_agent_baseline``).
+    """Make run ``run_id`` the baseline ``name`` (:func:`save_agent_baseline`).
 
     The baseline's report records ``detail["run_id"]`` and ``detail["manifest_sha256"]``, so
     an audit of the baseline finds, and re-checks, the run it came from.
     """
-    from .harness import save_agent_baseline
-    from .reporting import ReliabilityReport
-
     manifest, report = run_report(store, run_id)
     rep = ReliabilityReport.from_dict(report)
     linked = dataclasses.replace(rep, detail={**rep.detail, "run_id": run_id, "manifest_sha256":
                                               store.digest(run_key(run_id, "manifest"))})
     return save_agent_baseline(linked, name, rootdir=store,
                                run=RunProvenance.from_dict(manifest["provenance"]))
+
+
+# --------------------------------------------------------------------------- one stage over a store
+# Each takes a store and the references of its inputs, computes its own input digest, and
+# returns the reference of the document it wrote: what one pipeline task calls.
+
+def record_suite(store: Any, run_id: str, suite: str) -> dict:
+    """``suite.load_suite`` -> the run's tasks document (identity, digest and every task)."""
+    return write_tasks(store, run_id, tasks_doc(load_suite(suite)))
+
+
+def record_prices(store: Any, run_id: str, prices: Optional[str]) -> Optional[dict]:
+    """``prices.load_prices`` -> the run's prices document (None when no catalog is given)."""
+    doc = prices_doc(prices)
+    return None if doc is None else write_doc(store, run_id, "prices", doc)
+
+
+def ingest_run(store: Any, run_id: str, kind: str, path: str) -> dict:
+    """``bridge.read_*`` -> the run's episodes document, cached on the source file's digest."""
+    digest = input_digest("episodes", source=source_digest(path), kind=kind)
+    return stage_output(store, run_id, "episodes", digest,
+                        lambda: episodes_doc(read_source(kind, path)))
+
+
+def ingest_suite(store: Any, run_id: str, episodes: Mapping) -> dict:
+    """With no suite: one task per ingested task id, graded by the success the source recorded."""
+    return write_tasks(store, run_id, tasks_for_episodes(episodes_of(store.read_json(episodes["key"]))))
+
+
+def run_grade(store: Any, run_id: str, episodes: Mapping, tasks: Mapping,
+              check: Optional[str]) -> dict:
+    """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests."""
+    digest = input_digest("graded", episodes=episodes["sha256"], suite=tasks["digest"], check=check)
+    return stage_output(store, run_id, "graded", digest, lambda: grade_stage(
+        store.read_json(episodes["key"]), store.read_json(tasks["key"]), check=check))
+
+
+def run_metrics(store: Any, run_id: str, graded: Mapping, tasks: Mapping, *, k: int, seed: int,
+                run: Optional[Mapping]) -> dict:
+    """:func:`metrics_stage` -> the run's metrics document, cached on its inputs' digests."""
+    digest = input_digest("metrics", graded=graded["sha256"], suite=tasks["digest"], k=k,
+                          seed=seed, run=run)
+    return stage_output(store, run_id, "metrics", digest, lambda: metrics_stage(
+        store.read_json(graded["key"]), store.read_json(tasks["key"]), k=k, seed=seed, run=run))
+
+
+def run_cost(store: Any, run_id: str, graded: Mapping, metrics: Mapping,
+             prices: Optional[Mapping], *, seed: int) -> dict:
+    """:func:`cost_stage` -> the run's report document, cached on its inputs' digests."""
+    digest = input_digest("report", graded=graded["sha256"], metrics=metrics["sha256"],
+                          prices=prices and prices["sha256"], seed=seed)
+    return stage_output(store, run_id, "report", digest, lambda: cost_stage(
+        store.read_json(graded["key"]), store.read_json(metrics["key"]),
+        prices and store.read_json(prices["key"]), seed=seed))
+
+
+def run_gate(store: Any, run_id: str, report: Mapping, baseline: Optional[str], *,
+             tolerance: float, cost_tolerance: float) -> Optional[dict]:
+    """:func:`guarded_gate` against the named baseline -> the run's gate document.
+
+    The baseline used is copied into the run (``baseline``: the audit re-checks the verdict
+    against it). A baseline the gate refuses gives a verdict with ``refused`` set. The
+    reference also carries ``baseline`` (the copy's reference) and ``verdict``.
+    """
+    if baseline is None:
+        return None
+    doc = load_baseline(store, baseline)
+    used = write_doc(store, run_id, "baseline", doc)
+    verdict = guarded_gate(store.read_json(report["key"]), doc, tolerance=tolerance,
+                           cost_tolerance=cost_tolerance, baseline_name=baseline)
+    return {**write_doc(store, run_id, "gate", verdict), "baseline": used, "verdict": verdict}
+
+
+def promote_baseline(store: Any, run_id: str, name: str) -> dict:
+    """:func:`promote`, summarised: ``{"baseline", "key", "run_id", "created"}``."""
+    doc = promote(store, run_id, name)
+    return {"baseline": name, "key": baseline_key(name), "run_id": run_id,
+            "created": doc.get("created")}
