@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .errors import CheckFailed, EkAgentsError
+from .errors import CheckFailed, EkAgentsError, InvalidInput, MissingDependency
 
 __all__ = ["main", "build_parser"]
 
@@ -41,8 +41,6 @@ def _flows() -> Any:
     except ModuleNotFoundError as exc:
         if exc.name not in ("flows", "prefect"):
             raise
-        from .errors import MissingDependency
-
         raise MissingDependency(f"this command runs a Prefect flow and needs the project's "
                                 f"'flows' package and prefect ({exc}); run it from the ek-agents "
                                 "checkout after pip install -e .") from None
@@ -194,8 +192,6 @@ def _cmd_gate(a: argparse.Namespace) -> int:
 
 def _cmd_audit(a: argparse.Namespace) -> int:
     if a.run_id is None and a.baseline is None:
-        from .errors import InvalidInput
-
         raise InvalidInput("audit needs a RUN_ID or --baseline NAME")
     result = _flows().call_flow("audit_run", run_id=a.run_id, baseline=a.baseline,
                                 store=_store(a.store).url)

@@ -25,8 +25,11 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .base import RunProvenance, JsonShape, decode_nonfinite, encode_nonfinite
-from .core import shape
+import ek_agents
+
+from .base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
+from .core import canonical_json, shape
+from .store import sha256_hex
 
 __all__ = ["RunManifest", "package_info", "git_sha", "input_digest", "utc_now", "finite",
            "as_plain", "report_rows", "report_markdown"]
@@ -38,10 +41,8 @@ def input_digest(stage: str, **inputs: Any) -> str:
     Two calls with the same stage and inputs give the same digest, in any keyword order;
     a new ek-agents version gives a new one (so an upgrade never reuses stale results).
     """
-    from . import __version__
-    from .store import canonical_json, sha256_hex
-
-    return sha256_hex(canonical_json({"stage": stage, "ek_agents": __version__, "inputs": inputs}))
+    return sha256_hex(canonical_json({"stage": stage, "ek_agents": ek_agents.__version__,
+                                      "inputs": inputs}))
 
 
 def utc_now() -> str:
@@ -68,9 +69,7 @@ def git_sha(path: Optional[str] = None) -> Optional[str]:
 @functools.lru_cache(maxsize=1)
 def package_info() -> dict:
     """Name, version and git sha of the code that ran, and the Python that ran it."""
-    from . import __version__
-
-    return {"name": "ek-agents", "version": __version__, "git_sha": git_sha(),
+    return {"name": "ek-agents", "version": ek_agents.__version__, "git_sha": git_sha(),
             "python": platform.python_version()}
 
 

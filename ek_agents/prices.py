@@ -35,6 +35,7 @@ from pydantic import Field
 from .base import JsonShape
 from .core import shape
 from .errors import InvalidInput, UnknownModelPrice, did_you_mean
+from .store import read_url
 
 __all__ = ["ModelPrice", "load_prices", "price_of", "check_rate", "service_tier_of",
            "DEFAULT_CACHE_DISCOUNT", "DEFAULT_BATCH_DISCOUNT", "SERVICE_TIERS", "RATE_KINDS"]
@@ -344,8 +345,6 @@ def _from_tiered_pricing(info: Mapping[str, Any], tiered: list) -> Optional[Mode
 
 
 def _read_source(source: Union[str, os.PathLike]) -> Mapping[str, Any]:
-    from .store import read_url
-
     text = os.fspath(source)
     data = read_url(text, what="price catalog (LiteLLM's model_prices_and_context_window.json)")
     try:

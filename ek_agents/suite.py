@@ -64,7 +64,7 @@ from typing import Any, Optional, Union
 
 from pydantic import Field
 
-from .base import SCHEMA_VERSION, TaskSpec, ToolSpec, JsonShape
+from .base import SCHEMA_VERSION, JsonShape, TaskSpec, ToolSpec
 from .core import FIELD_TYPES, FieldSpec, shape
 from .errors import EkAgentsError, InvalidInput, SuiteError, UnknownName, did_you_mean
 from .store import read_url, sha256_hex, write_url
