@@ -1,7 +1,7 @@
 """The ``ek-agents`` command line.
 
 Commands that run a pipeline flow (``run``, ``ingest``, ``audit``, ``promote``, ``demo``) reach
-Prefect through one dispatch point, :func:`_flows`, which imports the project's ``flows``
+Prefect through one dispatch point, :func:`_flows`, which imports the pipeline's flows (``ek_agents_pipeline.flows``)
 package lazily (ek_agents itself never imports Prefect). ``report`` and ``gate`` read the store
 with the library alone and start no Prefect at all.
 
@@ -32,18 +32,23 @@ QUIET_ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
              "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90"}
 
 
+#: Where the pipeline's flows are installed (never the generic top-level name ``flows``).
+FLOWS = "ek_agents_pipeline.flows"
+
+
 def _flows() -> Any:
-    """The one dispatch point into Prefect: the ``flows`` package, imported on first use."""
+    """The one dispatch point into Prefect: the pipeline's flows (the repository's ``flows/``,
+    installed as ``ek_agents_pipeline.flows``), imported on first use."""
     for k, v in QUIET_ENV.items():
         os.environ.setdefault(k, v)
     try:
-        return importlib.import_module("flows")
+        return importlib.import_module(FLOWS)
     except ModuleNotFoundError as exc:
-        if exc.name not in ("flows", "prefect"):
+        if exc.name not in ("ek_agents_pipeline", FLOWS, "prefect"):
             raise
-        raise MissingDependency(f"this command runs a Prefect flow and needs the project's "
-                                f"'flows' package and prefect ({exc}); run it from the ek-agents "
-                                "checkout after pip install -e .") from None
+        raise MissingDependency(f"this command runs a Prefect flow and needs the pipeline "
+                                f"({FLOWS}) and prefect ({exc}): pip install ek-agents "
+                                "(or pip install -e . in the checkout)") from None
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:

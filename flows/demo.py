@@ -6,26 +6,27 @@ from pathlib import Path
 from typing import Callable
 
 from ek_agents import manifest as _manifest
+import ek_agents_examples
 from ek_agents import record
 from ek_agents.errors import CheckFailed
 from ek_agents.harness import new_run_id
 from ek_agents.store import Store, baseline_key, run_key
 
+from ek_agents_examples.shop.world import SUITE_PATH
+
 from .local import call_flow
 
-AGENTS = {"small": "examples.shop.agents:small_agent", "large": "examples.shop.agents:large_agent",
-          "degraded": "examples.shop.agents:degraded_agent"}
+AGENTS = {"small": "ek_agents_examples.shop.agents:small_agent",
+          "large": "ek_agents_examples.shop.agents:large_agent",
+          "degraded": "ek_agents_examples.shop.agents:degraded_agent"}
 BASELINE = "shop-small"
 
 
 def run_demo(store: str, *, k: int = 4, say: Callable[[str], None] = print) -> dict:
     """Run the demo into ``store``; return ``{step: run_id}``."""
-    import examples
-    from examples.shop.world import SUITE_PATH
-
     st = Store(store)
     common = dict(suite=str(SUITE_PATH), k=k, store=st.url,
-                  prices=str(Path(examples.__file__).parent / "prices.json"))
+                  prices=str(Path(ek_agents_examples.__file__).parent / "prices.json"))
     runs: dict = {}
 
     def evaluate(step: str, agent: str, seed: int, **extra) -> None:

@@ -11,7 +11,7 @@ from ek_agents import pipeline_support
 from ek_agents.base import RunProvenance
 from ek_agents.harness import new_run_id
 from ek_agents.store import Store
-from tasks import (collect_episodes, cost, gate, grade, ingest_bridge, ingest_tasks, load_prices,
+from ek_agents_pipeline.tasks import (collect_episodes, cost, gate, grade, ingest_bridge, ingest_tasks, load_prices,
                    load_suite, metrics, plan_trials, publish_report, run_trial_chunk,
                    write_manifest)
 

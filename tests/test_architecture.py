@@ -223,3 +223,23 @@ def test_every_pipeline_task_is_one_library_call(name, fn, origin):
 
 def test_the_task_check_sees_every_task():
     assert len(_task_functions()) == 15
+
+
+def test_the_facade_shows_type_checkers_every_name_from_its_home():
+    import ek_agents
+
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    seen = {}
+    for node in tree.body:
+        if _is_type_checking(node):
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.level == 1
+                for a in imp.names:
+                    assert a.asname == a.name  # an explicit re-export
+                    seen[a.name] = imp.module
+    assert seen == ek_agents._EXPORTS
+    for name, mod in seen.items():  # each name's home is the module that defines it
+        obj = getattr(ek_agents, name)
+        home = getattr(obj, "__module__", None) if callable(obj) else None
+        assert home is None or home == f"ek_agents.{mod}" or home.startswith(f"ek_agents.{mod}."), \
+            (name, mod, home)  # a subpackage (bridge) may define a name in a private submodule
