@@ -26,7 +26,7 @@ from typing import Any, Optional
 from .base import JsonShape
 from .core import shape
 from .errors import ArtifactNotFound, BaselineError, EkAgentsError
-from .manifest import finite
+from .manifest import RunInputs, finite
 from .store import baseline_key, episodes_prefix, parse_json, run_key, sha256_hex
 from . import record
 
@@ -173,7 +173,7 @@ def _check_bytes(store: Any, run_id: str, manifest: Mapping, checked: list,
 
 def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, trial_keys: list,
                    checked: list, problems: list) -> None:
-    inputs = manifest.get("inputs") or {}
+    inputs = RunInputs.from_dict(manifest.get("inputs") or {})
 
     def load(key: str) -> Any:
         return parse_json(seen[key], key) if key in seen else store.read_json(key)
@@ -190,25 +190,24 @@ def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, tr
         problems += [f"episodes.json vs {key}: {d}" for d in
                      _limited(differences(trials.get(pair, {}), ep, "episode"))]
 
-    if inputs.get("check") == record.UNSTORED:
+    if inputs.check == record.UNSTORED:
         problems.append("graded, metrics, report, results: the run was graded by a callable "
                         "check (harness.run_suite(check=<function>)), which a run cannot store: "
                         "an audit cannot recompute these figures (only their bytes were checked)")
         return
-    graded = record.grade_stage(episodes, tasks, check=inputs.get("check"))
-    metrics = record.metrics_stage(graded, tasks, k=inputs.get("k", 1), seed=inputs.get("seed") or 0,
-                                   run=inputs.get("run"))
-    report = record.cost_stage(graded, metrics, prices, seed=inputs.get("seed") or 0)
+    graded = record.grade_stage(episodes, tasks, check=inputs.check)
+    metrics = record.metrics_stage(graded, tasks, k=inputs.k, seed=inputs.seed or 0, run=inputs.run)
+    report = record.cost_stage(graded, metrics, prices, seed=inputs.seed or 0)
     recorded_report, recomputed_report = read("report"), report
     results, recomputed_results = manifest.get("results"), finite(record.results_of(report))
-    if inputs.get("metrics"):
+    if inputs.metrics:
         problems.append(f"report.detail.metrics: scored by custom Metric objects "
-                        f"{inputs['metrics']} (harness.run_suite(metrics=...)), which a run "
+                        f"{list(inputs.metrics)} (harness.run_suite(metrics=...)), which a run "
                         "cannot store: an audit cannot recompute them (the rest of the report "
                         "is compared without them)")
         recorded_report = {**recorded_report, "detail": _without(recorded_report.get("detail"),
                                                                   ("metrics",))}
-    if inputs.get("price") == record.UNSTORED:
+    if inputs.price == record.UNSTORED:
         problems.append("report.cost, results (dollars): priced with one ModelPrice "
                         "(harness.run_suite(price=...)), which a run does not store: an audit "
                         "cannot recompute the cost figures (the rest is compared without them)")
@@ -224,8 +223,8 @@ def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, tr
     problems += _limited(differences(results, recomputed_results, "results"))
     if manifest.get("gate"):
         checked.append("recomputed gate verdict")
-        verdict = record.guarded_gate(report, read("baseline"), tolerance=inputs.get("tolerance", 0.0),
-                                      cost_tolerance=inputs.get("cost_tolerance", 0.0),
+        verdict = record.guarded_gate(report, read("baseline"), tolerance=inputs.tolerance,
+                                      cost_tolerance=inputs.cost_tolerance,
                                       baseline_name=manifest["gate"].get("baseline"))
         problems += _limited(differences(manifest["gate"], verdict, "gate"))
 

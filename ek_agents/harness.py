@@ -46,6 +46,7 @@ from .gate import AgentGateResult as AgentGateResult
 from .record import agent_regression_gate as agent_regression_gate
 from .record import load_agent_baseline as load_agent_baseline
 from .record import save_agent_baseline as save_agent_baseline
+from .manifest import RunInputs
 from .reporting import build_report as build_report
 from .reporting import graded_report
 from .store import Store, episode_key, episodes_prefix, open_store
@@ -428,12 +429,10 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
             "graded": record.write_doc(st, run_id, "graded", record.episodes_doc(graded)),
             "metrics": record.write_doc(st, run_id, "metrics", reliability.to_dict()),
             "report": record.write_doc(st, run_id, "report", report.to_dict())}
-    inputs: dict = {"k": k, "seed": seed, "run": None if run is None else run.to_dict(),
-                    "check": check if check is None or isinstance(check, str) else record.UNSTORED}
-    if price is not None:
-        inputs["price"] = record.UNSTORED
-    if metrics:
-        inputs["metrics"] = sorted(metrics)
+    inputs = RunInputs(k=k, seed=seed, run=None if run is None else run.to_dict(),
+                       check=check if check is None or isinstance(check, str) else record.UNSTORED,
+                       price=None if price is None else record.UNSTORED,
+                       metrics=tuple(sorted(metrics or ())))
     record.record_run(st, run_id, refs=refs, inputs=inputs,
                       parameters={"k": k, "seed": seed, "max_concurrency": max_concurrency,
                                   "timeout_s": timeout_s, "retries": retries,

@@ -31,7 +31,7 @@ from .base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from .core import canonical_json, shape
 from .store import sha256_hex
 
-__all__ = ["RunManifest", "package_info", "git_sha", "input_digest", "utc_now", "finite",
+__all__ = ["RunManifest", "RunInputs", "package_info", "git_sha", "input_digest", "utc_now", "finite",
            "as_plain", "report_rows", "report_markdown"]
 
 
@@ -74,6 +74,33 @@ def package_info() -> dict:
 
 
 @shape()
+class RunInputs(JsonShape):
+    """The values a run's stages were computed with: what an audit recomputes them with.
+
+    Written by the pipeline (``flows/evaluate.py``) and by ``harness.run_suite``, read back by
+    :mod:`ek_agents.audit`.
+    """
+
+    k: int = 1
+    """Trials per task."""
+    seed: Optional[int] = None
+    """The base seed (trial i ran with seed + i)."""
+    check: Optional[str] = None
+    """The default checker by name; ``record.UNSTORED`` when a library run graded with a
+    callable (which a run cannot store)."""
+    run: Optional[dict] = None
+    """The run's provenance as given (``RunProvenance.to_dict()``)."""
+    tolerance: float = 0.0
+    """The gate's tolerated success drop."""
+    cost_tolerance: float = 0.0
+    """The gate's tolerated relative rise of the cost per success."""
+    price: Optional[str] = None
+    """``record.UNSTORED`` when a library run was priced with one ModelPrice (not stored)."""
+    metrics: tuple[str, ...] = ()
+    """Names of the custom metrics a library run scored (their objects are not stored)."""
+
+
+@shape()
 class RunManifest(JsonShape):
     """Everything needed to trust, compare and re-check one evaluation run.
 
@@ -91,7 +118,7 @@ class RunManifest(JsonShape):
     agent: Optional[str] = None
     source: dict = Field(default_factory=dict)
     parameters: dict = Field(default_factory=dict)
-    inputs: dict = Field(default_factory=dict)
+    inputs: RunInputs = Field(default_factory=RunInputs)
     package: dict = Field(default_factory=dict)
     orchestrator: dict = Field(default_factory=dict)
     artifacts: dict[str, str] = Field(default_factory=dict)
@@ -104,7 +131,7 @@ class RunManifest(JsonShape):
         """A manifest stamped with the time and this package's version and git sha."""
         fields.setdefault("created_at", utc_now())
         fields.setdefault("package", package_info())
-        for name in ("parameters", "inputs", "results", "gate"):  # inf stays inf, never null
+        for name in ("parameters", "results", "gate"):  # inf stays inf, never null
             if fields.get(name) is not None:
                 fields[name] = finite(fields[name])
         return cls(run_id=run_id, **fields)

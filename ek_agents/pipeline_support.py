@@ -18,16 +18,20 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
+from pydantic import Field
+
 from . import errors
-from .base import RunProvenance
+from .base import JsonShape, RunProvenance
+from .core import shape
 from .errors import InvalidInput, did_you_mean
 from .harness import run_trials
 from .manifest import input_digest
-from .record import SOURCES, episodes_doc, stage_output, tasks_of
-from .store import sha256_hex
+from .record import SOURCES, StageRef, SuiteRef, episodes_doc, stage_output, tasks_of
+from .store import Store, sha256_hex
 
 __all__ = ["check_request", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
-           "DEFAULT_CHUNKS", "plan_trials", "run_trial_chunk", "collect_episodes"]
+           "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "plan_trials",
+           "run_trial_chunk", "collect_episodes"]
 
 #: A run's trials are split into about this many chunks (one Prefect task run each).
 DEFAULT_CHUNKS = 16
@@ -125,44 +129,94 @@ def raise_for_verdict(verdict: Optional[Mapping]) -> None:
 
 # --------------------------------------------------------------------------- trials in chunks
 
-def _trials(store: Any, run_id: str, tasks: Mapping, agent: str, *, k: int, seed: Optional[int],
-            run: Mapping, max_concurrency: int, timeout_s: Optional[float], retries: int,
-            only: Optional[list] = None) -> list:
-    return run_trials(load_agent(agent), tasks_of(store.read_json(tasks["key"])), k=k, seed=seed,
-                      run=RunProvenance.from_dict(run), max_concurrency=max_concurrency,
-                      timeout_s=timeout_s, retries=retries, store=store, run_id=run_id, only=only,
-                      progress=False)
+@shape()
+class TrialRequest(JsonShape):
+    """Everything the trials of one run are decided by, as the pipeline's trial tasks take it."""
+
+    store: str
+    """The store's URL (``Store(...).url``)."""
+    run_id: str
+    """The run the episodes are stored under."""
+    tasks: SuiteRef
+    """The run's tasks document."""
+    agent: str
+    """The agent's import path, ``"package.module:callable"``."""
+    k: int = 1
+    """Trials per task."""
+    seed: Optional[int] = None
+    """The base seed: trial i runs with seed + i."""
+    run: dict = Field(default_factory=dict)
+    """The run's provenance (``RunProvenance.to_dict()``), merged onto every episode."""
+    chunk_size: Optional[int] = None
+    """Trials per chunk (default: about :data:`DEFAULT_CHUNKS` chunks)."""
+    max_concurrency: int = 8
+    """Trials at once within a chunk."""
+    timeout_s: Optional[float] = None
+    """Seconds per trial attempt."""
+    retries: int = 0
+    """Retries of a transient agent error."""
 
 
-def plan_trials(store: Any, run_id: str, tasks: Mapping, agent: str, *, k: int,
-                seed: Optional[int], run: Mapping, chunk_size: Optional[int],
-                timeout_s: Optional[float], retries: int) -> dict:
-    """The run's input digest, and either the cached episodes (a reference) or the chunks to
-    run: ``{"digest", "episodes", "chunks"}``."""
-    digest = input_digest("episodes", suite=tasks["digest"], agent=agent,
-                          agent_code=agent_fingerprint(agent), k=k, seed=seed, run=run,
-                          timeout_s=timeout_s, retries=retries)
-    reused = stage_output(store, run_id, "episodes", digest)  # a cache hit, or None
+@shape()
+class TrialChunk(JsonShape):
+    """One chunk of a run's trials: one Prefect task run."""
+
+    request: TrialRequest
+    """The run's trial request."""
+    index: int
+    """The chunk's position in the plan."""
+    pairs: tuple[tuple[str, int], ...]
+    """The ``(task_id, trial)`` pairs it runs."""
+
+
+@shape()
+class TrialPlan(JsonShape):
+    """:func:`plan_trials`' answer: the cached episodes, or the chunks to run."""
+
+    request: TrialRequest
+    """The run's trial request."""
+    digest: str
+    """The episodes' input digest (everything that decides them)."""
+    episodes: Optional[StageRef] = None
+    """The episodes document when the same inputs ran before (then nothing runs)."""
+    chunks: tuple[TrialChunk, ...] = ()
+    """The chunks to run when nothing was cached."""
+
+
+def _trials(request: TrialRequest, only: Optional[Sequence] = None) -> list:
+    return run_trials(load_agent(request.agent),
+                      tasks_of(Store(request.store).read_json(request.tasks.key)), k=request.k,
+                      seed=request.seed, run=RunProvenance.from_dict(request.run),
+                      max_concurrency=request.max_concurrency, timeout_s=request.timeout_s,
+                      retries=request.retries, store=Store(request.store), run_id=request.run_id,
+                      only=only, progress=False)
+
+
+def plan_trials(request: TrialRequest) -> TrialPlan:
+    """The run's input digest, and either the cached episodes or the chunks to run."""
+    st = Store(request.store)
+    digest = input_digest("episodes", suite=request.tasks.digest, agent=request.agent,
+                          agent_code=agent_fingerprint(request.agent), k=request.k,
+                          seed=request.seed, run=request.run, timeout_s=request.timeout_s,
+                          retries=request.retries)
+    reused = stage_output(st, request.run_id, "episodes", digest)  # a cache hit, or None
     if reused is not None:
-        return {"digest": digest, "chunks": [], "episodes": reused}
-    ids = [t["task_id"] for t in store.read_json(tasks["key"])["tasks"]]
-    return {"digest": digest, "episodes": None, "chunks": plan_chunks(ids, k=k, chunk_size=chunk_size)}
+        return TrialPlan(request=request, digest=digest, episodes=reused)
+    ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
+    chunks = plan_chunks(ids, k=request.k, chunk_size=request.chunk_size)
+    return TrialPlan(request=request, digest=digest, chunks=tuple(
+        TrialChunk(request=request, index=i, pairs=tuple((t, n) for t, n in pairs))
+        for i, pairs in enumerate(chunks)))
 
 
-def run_trial_chunk(store: Any, run_id: str, tasks: Mapping, agent: str, *, k: int,
-                    seed: Optional[int], run: Mapping, pairs: list, max_concurrency: int,
-                    timeout_s: Optional[float], retries: int) -> int:
-    """``harness.run_trials(only=pairs)``: run (or resume) one chunk; the number of episodes."""
-    return len(_trials(store, run_id, tasks, agent, k=k, seed=seed, run=run,
-                       max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
-                       only=pairs))
+def run_trial_chunk(chunk: TrialChunk) -> int:
+    """``harness.run_trials(only=chunk.pairs)``: run (or resume) one chunk; its episode count."""
+    return len(_trials(chunk.request, only=chunk.pairs))
 
 
-def collect_episodes(store: Any, run_id: str, tasks: Mapping, agent: str, *, k: int,
-                     seed: Optional[int], run: Mapping, digest: str, max_concurrency: int,
-                     timeout_s: Optional[float], retries: int) -> dict:
+def collect_episodes(plan: TrialPlan) -> StageRef:
     """Every stored trial of the run (``harness.run_trials`` loads them all, runs none) -> the
     run's episodes document, indexed under the run's input digest."""
-    episodes = _trials(store, run_id, tasks, agent, k=k, seed=seed, run=run,
-                       max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries)
-    return stage_output(store, run_id, "episodes", digest, lambda: episodes_doc(episodes))
+    episodes = _trials(plan.request)
+    return stage_output(Store(plan.request.store), plan.request.run_id, "episodes", plan.digest,
+                        lambda: episodes_doc(episodes))

@@ -26,11 +26,16 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Union
 
+from pydantic import Field
+
 from . import bridge
-from .base import Episode, RunProvenance, TaskSpec, task_table
-from .errors import ArtifactNotFound, BaselineError, IntegrityError, InvalidInput, UnknownName, did_you_mean
+from .base import Episode, JsonShape, RunProvenance, TaskSpec, task_table
+from .core import shape
+from .errors import (ArtifactNotFound, BaselineError, IntegrityError, InvalidInput, UnknownName,
+                     did_you_mean)
 from .gate import AgentGateResult, as_report, as_run, regression_gate
-from .manifest import RunManifest, as_plain, input_digest, report_markdown, report_rows, utc_now
+from .manifest import (RunInputs, RunManifest, as_plain, input_digest, report_markdown,
+                       report_rows, utc_now)
 from .metrics import grade
 from .prices import ModelPrice, load_prices
 from .reporting import ReliabilityReport, reliability_with_run, with_cost
@@ -46,7 +51,8 @@ __all__ = [
     "load_baseline", "gate_run", "promote", "UNSTORED", "save_agent_baseline",
     "load_agent_baseline", "agent_regression_gate", "BASELINE_KIND", "record_suite",
     "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
-    "run_gate", "promote_baseline", "report_views",
+    "run_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
+    "ManifestRef",
 ]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
@@ -55,6 +61,60 @@ UNSTORED = "<not stored: a Python object>"
 
 #: ``kind`` tag of a stored baseline document.
 BASELINE_KIND = "ek-agents/agent-baseline"
+
+
+# --------------------------------------------------------------------------- references
+
+@shape()
+class StageRef(JsonShape):
+    """One stored document of a run, as the next stage takes it: small and JSON, so it travels
+    to any worker (a thread, a Dask worker, another machine sharing the store)."""
+
+    stage: str
+    """The document's name in the run: ``tasks``, ``prices``, ``episodes``, ``graded``,
+    ``metrics``, ``report``, ``baseline``, ``gate`` or ``manifest``."""
+    key: str
+    """Its store key (``store.run_key(run_id, stage)``)."""
+    sha256: str
+    """sha256 of its bytes as written (what the manifest records)."""
+    artifact: Optional[str] = None
+    """A cached stage's content-addressed artifact (its sha256); None for an input document."""
+    input_digest: Optional[str] = None
+    """A cached stage's input digest: everything that decided it (``manifest.input_digest``)."""
+    cached: Optional[bool] = None
+    """Whether a cached stage was served from the stage cache (None for an input document)."""
+
+
+@shape()
+class SuiteRef(StageRef):
+    """The run's tasks document, with the suite's identity (what later stages key their caches
+    on -- the file's path is not identity)."""
+
+    name: str = ""
+    """The suite's name."""
+    version: str = ""
+    """The suite's version (recorded as the run's ``suite_version`` provenance)."""
+    digest: str = ""
+    """sha256 of the suite's canonical content."""
+
+
+@shape()
+class GateRef(StageRef):
+    """The run's gate verdict, with the baseline it was computed against."""
+
+    baseline: Optional[StageRef] = None
+    """The copy of the baseline document the gate used (the audit re-checks against it)."""
+    verdict: dict = Field(default_factory=dict)
+    """The verdict: ``AgentGateResult.to_dict()`` plus ``baseline`` (its name), or ``passed``
+    False with ``refused`` and ``error`` when the gate refused the baseline."""
+
+
+@shape()
+class ManifestRef(StageRef):
+    """The run's manifest, with its content (so a later task need not read it back)."""
+
+    manifest: dict = Field(default_factory=dict)
+    """``RunManifest.to_dict()`` as written."""
 
 
 # --------------------------------------------------------------------------- the stage cache
@@ -86,12 +146,11 @@ def cached(store: Any, stage: str, digest: str, compute: Callable[[], Any]) -> t
 
 
 def stage_output(store: Any, run_id: str, stage: str, digest: str,
-                 compute: Optional[Callable[[], Any]] = None) -> Optional[dict]:
+                 compute: Optional[Callable[[], Any]] = None) -> Optional[StageRef]:
     """Run (or reuse) a stage and write its document to ``store.run_key(run_id, stage)``.
 
-    Returns the reference the next stage takes: ``{"stage", "key", "sha256", "artifact",
-    "input_digest", "cached"}`` -- small and JSON, so it travels to any worker. Without
-    ``compute`` only a cache hit is used: None on a miss.
+    Returns the :class:`StageRef` the next stage takes. Without ``compute`` only a cache hit
+    is used: None on a miss.
     """
     if compute is None:
         found = lookup(store, stage, digest)
@@ -101,21 +160,22 @@ def stage_output(store: Any, run_id: str, stage: str, digest: str,
     else:
         doc, artifact, hit = cached(store, stage, digest, compute)
     key = run_key(run_id, stage)
-    return {"stage": stage, "key": key, "sha256": store.write_json(key, doc), "artifact": artifact,
-            "input_digest": digest, "cached": hit}
+    return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=artifact,
+                    input_digest=digest, cached=hit)
 
 
-def write_doc(store: Any, run_id: str, name: str, doc: Any) -> dict:
+def write_doc(store: Any, run_id: str, name: str, doc: Any) -> StageRef:
     """Write a run's input document (suite, prices, baseline) and return its reference."""
     key = run_key(run_id, name)
-    return {"stage": name, "key": key, "sha256": store.write_json(key, as_plain(doc))}
+    return StageRef(stage=name, key=key, sha256=store.write_json(key, as_plain(doc)))
 
 
-def write_tasks(store: Any, run_id: str, doc: Mapping) -> dict:
+def write_tasks(store: Any, run_id: str, doc: Mapping) -> SuiteRef:
     """Write a run's tasks document; its reference also carries the suite's name, version and
-    digest (what the later stages key their caches on -- the file's path is not identity)."""
-    return {**write_doc(store, run_id, "tasks", doc),
-            "name": doc["name"], "version": doc["version"], "digest": doc["digest"]}
+    digest."""
+    ref = write_doc(store, run_id, "tasks", doc)
+    return SuiteRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, name=doc["name"],
+                    version=doc["version"], digest=doc["digest"])
 
 
 def source_digest(path_or_url: str) -> str:
@@ -280,9 +340,10 @@ def trial_digests(store: Any, run_id: str) -> dict[str, str]:
         return dict(zip(keys, pool.map(store.digest, keys)))
 
 
-def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[Mapping]],
-               inputs: Mapping, agent: Optional[str] = None, source: Optional[Mapping] = None,
-               parameters: Optional[Mapping] = None, orchestrator: Optional[Mapping] = None) -> dict:
+def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]],
+               inputs: RunInputs, agent: Optional[str] = None, source: Optional[Mapping] = None,
+               parameters: Optional[Mapping] = None,
+               orchestrator: Optional[Mapping] = None) -> ManifestRef:
     """Write the run's manifest (``store.run_key(run_id, "manifest")``) from the stages'
     references; return its reference.
 
@@ -290,28 +351,31 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[Mapping]]
     ``graded``, ``metrics``, ``report``, ``gate``; None when a stage did not run). Every stage
     document, the baseline the gate used and every per-trial episode file is listed with its
     sha256; the results are the report's headline figures, the gate its verdict. ``inputs``
-    are the values the stages were computed with (``k``, ``seed``, ``check``, ``run``,
-    ``tolerance``, ``cost_tolerance``): what an audit recomputes them with.
+    are the values the stages were computed with: what an audit recomputes them with.
     """
+    if not isinstance(inputs, RunInputs):
+        raise InvalidInput(f"record_run: inputs must be a RunInputs, got {type(inputs).__name__}")
     refs = {name: ref for name, ref in refs.items() if ref}
-    artifacts = {ref["key"]: ref["sha256"] for ref in refs.values()}
-    if "gate" in refs:
-        artifacts[refs["gate"]["baseline"]["key"]] = refs["gate"]["baseline"]["sha256"]
+    artifacts = {ref.key: ref.sha256 for ref in refs.values()}
+    gate = refs.get("gate")
+    if gate is not None and gate.baseline is not None:
+        artifacts[gate.baseline.key] = gate.baseline.sha256
     artifacts.update(trial_digests(store, run_id))
-    tasks = store.read_json(refs["tasks"]["key"])
-    report = store.read_json(refs["report"]["key"])
+    tasks = store.read_json(refs["tasks"].key)
+    report = store.read_json(refs["report"].key)
     manifest = RunManifest.build(
         run_id, provenance=RunProvenance.from_dict((report.get("detail") or {}).get("run") or {}),
-        inputs=dict(inputs),
+        inputs=inputs,
         suite={f: tasks.get(f) for f in ("name", "version", "digest", "path", "checker")},
         agent=agent, source=dict(source or {}), parameters=dict(parameters or {}),
         orchestrator=dict(orchestrator or {}), artifacts=artifacts,
-        stages={name: {f: ref[f] for f in ("input_digest", "cached", "artifact")}
-                for name, ref in refs.items() if "input_digest" in ref},
+        stages={name: {"input_digest": ref.input_digest, "cached": ref.cached,
+                       "artifact": ref.artifact}
+                for name, ref in refs.items() if ref.input_digest is not None},
         results=results_of(report),
-        gate=refs["gate"]["verdict"] if "gate" in refs else None)
-    return {"stage": "manifest", "key": run_key(run_id, "manifest"),
-            "sha256": store.write_manifest(run_id, manifest), "manifest": manifest.to_dict()}
+        gate=gate.verdict if gate is not None else None)
+    return ManifestRef(stage="manifest", key=run_key(run_id, "manifest"),
+                       sha256=store.write_manifest(run_id, manifest), manifest=manifest.to_dict())
 
 
 def run_report(store: Any, run_id: str) -> tuple[dict, dict]:
@@ -422,71 +486,71 @@ def promote(store: Any, run_id: str, name: str) -> dict:
 # Each takes a store and the references of its inputs, computes its own input digest, and
 # returns the reference of the document it wrote: what one pipeline task calls.
 
-def record_suite(store: Any, run_id: str, suite: str) -> dict:
+def record_suite(store: Any, run_id: str, suite: str) -> SuiteRef:
     """``suite.load_suite`` -> the run's tasks document (identity, digest and every task)."""
     return write_tasks(store, run_id, tasks_doc(load_suite(suite)))
 
 
-def record_prices(store: Any, run_id: str, prices: Optional[str]) -> Optional[dict]:
+def record_prices(store: Any, run_id: str, prices: Optional[str]) -> Optional[StageRef]:
     """``prices.load_prices`` -> the run's prices document (None when no catalog is given)."""
     doc = prices_doc(prices)
     return None if doc is None else write_doc(store, run_id, "prices", doc)
 
 
-def ingest_run(store: Any, run_id: str, kind: str, path: str) -> dict:
+def ingest_run(store: Any, run_id: str, kind: str, path: str) -> StageRef:
     """``bridge.read_*`` -> the run's episodes document, cached on the source file's digest."""
     digest = input_digest("episodes", source=source_digest(path), kind=kind)
     return stage_output(store, run_id, "episodes", digest,
                         lambda: episodes_doc(read_source(kind, path)))
 
 
-def ingest_suite(store: Any, run_id: str, episodes: Mapping) -> dict:
+def ingest_suite(store: Any, run_id: str, episodes: StageRef) -> SuiteRef:
     """With no suite: one task per ingested task id, graded by the success the source recorded."""
-    return write_tasks(store, run_id, tasks_for_episodes(episodes_of(store.read_json(episodes["key"]))))
+    return write_tasks(store, run_id, tasks_for_episodes(episodes_of(store.read_json(episodes.key))))
 
 
-def run_grade(store: Any, run_id: str, episodes: Mapping, tasks: Mapping,
-              check: Optional[str]) -> dict:
+def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
+              check: Optional[str]) -> StageRef:
     """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests."""
-    digest = input_digest("graded", episodes=episodes["sha256"], suite=tasks["digest"], check=check)
+    digest = input_digest("graded", episodes=episodes.sha256, suite=tasks.digest, check=check)
     return stage_output(store, run_id, "graded", digest, lambda: grade_stage(
-        store.read_json(episodes["key"]), store.read_json(tasks["key"]), check=check))
+        store.read_json(episodes.key), store.read_json(tasks.key), check=check))
 
 
-def run_metrics(store: Any, run_id: str, graded: Mapping, tasks: Mapping, *, k: int, seed: int,
-                run: Optional[Mapping]) -> dict:
+def run_metrics(store: Any, run_id: str, graded: StageRef, tasks: SuiteRef, *, k: int, seed: int,
+                run: Optional[Mapping]) -> StageRef:
     """:func:`metrics_stage` -> the run's metrics document, cached on its inputs' digests."""
-    digest = input_digest("metrics", graded=graded["sha256"], suite=tasks["digest"], k=k,
+    digest = input_digest("metrics", graded=graded.sha256, suite=tasks.digest, k=k,
                           seed=seed, run=run)
     return stage_output(store, run_id, "metrics", digest, lambda: metrics_stage(
-        store.read_json(graded["key"]), store.read_json(tasks["key"]), k=k, seed=seed, run=run))
+        store.read_json(graded.key), store.read_json(tasks.key), k=k, seed=seed, run=run))
 
 
-def run_cost(store: Any, run_id: str, graded: Mapping, metrics: Mapping,
-             prices: Optional[Mapping], *, seed: int) -> dict:
+def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
+             prices: Optional[StageRef], *, seed: int) -> StageRef:
     """:func:`cost_stage` -> the run's report document, cached on its inputs' digests."""
-    digest = input_digest("report", graded=graded["sha256"], metrics=metrics["sha256"],
-                          prices=prices and prices["sha256"], seed=seed)
+    digest = input_digest("report", graded=graded.sha256, metrics=metrics.sha256,
+                          prices=prices and prices.sha256, seed=seed)
     return stage_output(store, run_id, "report", digest, lambda: cost_stage(
-        store.read_json(graded["key"]), store.read_json(metrics["key"]),
-        prices and store.read_json(prices["key"]), seed=seed))
+        store.read_json(graded.key), store.read_json(metrics.key),
+        prices and store.read_json(prices.key), seed=seed))
 
 
-def run_gate(store: Any, run_id: str, report: Mapping, baseline: Optional[str], *,
-             tolerance: float, cost_tolerance: float) -> Optional[dict]:
+def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str], *,
+             tolerance: float, cost_tolerance: float) -> Optional[GateRef]:
     """:func:`guarded_gate` against the named baseline -> the run's gate document.
 
     The baseline used is copied into the run (``baseline``: the audit re-checks the verdict
-    against it). A baseline the gate refuses gives a verdict with ``refused`` set. The
-    reference also carries ``baseline`` (the copy's reference) and ``verdict``.
+    against it). A baseline the gate refuses gives a verdict with ``refused`` set.
     """
     if baseline is None:
         return None
     doc = load_baseline(store, baseline)
     used = write_doc(store, run_id, "baseline", doc)
-    verdict = guarded_gate(store.read_json(report["key"]), doc, tolerance=tolerance,
+    verdict = guarded_gate(store.read_json(report.key), doc, tolerance=tolerance,
                            cost_tolerance=cost_tolerance, baseline_name=baseline)
-    return {**write_doc(store, run_id, "gate", verdict), "baseline": used, "verdict": verdict}
+    ref = write_doc(store, run_id, "gate", verdict)
+    return GateRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, baseline=used, verdict=verdict)
 
 
 def promote_baseline(store: Any, run_id: str, name: str) -> dict:

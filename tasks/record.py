@@ -9,14 +9,17 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from ek_agents import audit as audit_mod
 from ek_agents import record
+from ek_agents.manifest import RunInputs
+from ek_agents.record import ManifestRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
 
 
 @task(name="write-manifest", **TASK_DEFAULTS, **IO_RETRIES)
-def write_manifest(store_url: str, run_id: str, refs: dict, inputs: dict, agent: Optional[str],
-                   source: Optional[dict], parameters: dict, orchestrator: dict) -> dict:
+def write_manifest(store_url: str, run_id: str, refs: dict, inputs: RunInputs,
+                   agent: Optional[str], source: Optional[dict], parameters: dict,
+                   orchestrator: dict) -> ManifestRef:
     """``record.record_run`` -> the run's manifest (every artifact with its sha256)."""
     return record.record_run(Store(store_url), run_id, refs=refs, inputs=inputs, agent=agent,
                              source=source, parameters=parameters, orchestrator=orchestrator)
@@ -29,10 +32,10 @@ def artifact_key(name: str, suffix: str) -> str:
 
 
 @task(name="publish-report", **TASK_DEFAULTS)
-def publish_report(store_url: str, run_id: str, manifest: dict) -> dict:
+def publish_report(store_url: str, run_id: str, manifest: ManifestRef) -> dict:
     """The report as a Prefect markdown artifact and the per-slice figures as a table artifact,
     keyed by suite (``<suite>-report``, ``<suite>-slices``): one version per run."""
-    shown = record.report_views(Store(store_url), run_id, manifest["manifest"])
+    shown = record.report_views(Store(store_url), run_id, manifest.manifest)
     keys = {"report": artifact_key(shown["suite"], "report"),
             "table": artifact_key(shown["suite"], "slices")}
     create_markdown_artifact(shown["markdown"], key=keys["report"],

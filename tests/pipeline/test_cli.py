@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from ek_agents.cli import main
+from ek_agents.manifest import RunInputs
 from ek_agents.store import Store
 
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
@@ -81,7 +82,7 @@ def test_report_and_gate_need_no_prefect(tmp_path, suite, calls):
     metrics = record.metrics_stage(graded, tasks, k=2)
     refs["metrics"] = record.write_doc(st, "lib", "metrics", metrics)
     refs["report"] = record.write_doc(st, "lib", "report", record.cost_stage(graded, metrics, None))
-    record.record_run(st, "lib", refs=refs, inputs={"k": 2, "seed": 0})
+    record.record_run(st, "lib", refs=refs, inputs=RunInputs(k=2, seed=0))
     record.promote(st, "lib", "b")
     code = ("import sys; from ek_agents.cli import main; rc = main(sys.argv[1:]); "
             "assert 'prefect' not in sys.modules, 'prefect was imported'; sys.exit(rc)")
