@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def deployments() -> dict:
     """name -> a ``RunnerDeployment`` (built, not applied)."""
-    from flows import audit_run, evaluate_agent
+    from ek_agents_pipeline.flows import audit_run, evaluate_agent
 
     nightly = dict(suite="examples/shop/suite.yaml", agent="examples.shop.agents:small_agent",
                    k=4, prices="examples/prices.json", baseline="shop-small")

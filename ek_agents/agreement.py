@@ -33,7 +33,8 @@ def is_missing(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def _level(level: str) -> str:
+def check_level(level: str) -> str:
+    """``level`` when it is one of :data:`LEVELS` (InvalidInput naming the closest otherwise)."""
     if level not in LEVELS:
         raise InvalidInput(f"unknown level {level!r}{did_you_mean(str(level), LEVELS)} (one of {LEVELS})")
     return level
@@ -101,7 +102,7 @@ def krippendorff_alpha(data: Any, *, level: str = "nominal") -> float:
     >>> krippendorff_alpha([[1, 1, 0, 0], [1, 1, 0, 0]])
     1.0
     """
-    level = _level(level)
+    level = check_level(level)
     rows = _rows(data)
     units = [[r[u] for r in rows if not is_missing(r[u])] for u in range(len(rows[0]))]
     units = [u for u in units if len(u) >= 2]

@@ -3,10 +3,10 @@
 :func:`audit` re-reads a run's manifest, checks the sha256 of every artifact it lists (and
 that no per-trial episode file was added behind its back), then recomputes the grades, the
 metrics, the cost report, the headline results and the gate verdict from the stored episodes
-with the very stage functions the pipeline ran (:mod:`ek_agents.stages`), and compares them
+with the very stage functions the pipeline ran (:mod:`ek_agents.record`), and compares them
 figure by figure with what was recorded. Each problem names the artifact or the figure. A run
 recorded by ``harness.run_suite`` with an input it cannot store (a callable ``check``, custom
-``metrics``, a single ``price``: ``stages.UNSTORED`` or the metric names in its manifest's
+``metrics``, a single ``price``: ``record.UNSTORED`` or the metric names in its manifest's
 inputs) gets a problem saying which figures cannot be recomputed; the rest is still compared.
 
 >>> from ek_agents.store import Store
@@ -23,12 +23,12 @@ import math
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from .base import _JsonShape
+from .base import JsonShape
 from .core import shape
 from .errors import ArtifactNotFound, BaselineError, EkAgentsError
-from .manifest import finite
-from .store import parse_json, sha256_hex
-from . import stages
+from .manifest import RunInputs, finite
+from .store import baseline_key, episodes_prefix, parse_json, run_key, sha256_hex
+from . import record
 
 __all__ = ["AuditResult", "audit", "differences"]
 
@@ -37,7 +37,7 @@ MAX_LISTED = 10
 
 
 @shape()
-class AuditResult(_JsonShape):
+class AuditResult(JsonShape):
     """What an audit checked and what it found (``passed`` when ``problems`` is empty)."""
 
     run_id: str
@@ -53,6 +53,10 @@ class AuditResult(_JsonShape):
             return f"audit passed: {what}: {len(self.checked)} checks, every artifact and figure agrees"
         more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
         return f"audit FAILED: {what}: {self.problems[0]}{more}"
+
+    def markdown(self) -> str:
+        """The summary as a Markdown heading, then one bullet per problem."""
+        return "\n".join([f"# {self.summary()}", ""] + [f"- {p}" for p in self.problems]) + "\n"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -122,8 +126,8 @@ def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> st
         raise BaselineError(f"baseline {name!r} records no run id: it was not promoted from a "
                             "pipeline run (ek-agents promote RUN_ID --name NAME), so there is "
                             "nothing to audit it against")
-    manifest_key = stages.run_key(run_id, "manifest")
-    checked.append(f"baselines/{name}.json -> {manifest_key}")
+    manifest_key = run_key(run_id, "manifest")
+    checked.append(f"{baseline_key(name)} -> {manifest_key}")
     try:
         actual = store.digest(manifest_key)
     except ArtifactNotFound:
@@ -133,7 +137,7 @@ def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> st
         problems.append(f"baseline {name!r}: {manifest_key} has sha256 {actual[:12]}..., the "
                         f"baseline recorded {str(detail.get('manifest_sha256'))[:12]}...")
     try:
-        report = store.read_json(stages.run_key(run_id, "report"))
+        report = store.read_json(run_key(run_id, "report"))
     except ArtifactNotFound:
         return run_id  # reported by the byte check
     strip = lambda d: {**d, "detail": {k: v for k, v in (d.get("detail") or {}).items()  # noqa: E731
@@ -160,7 +164,7 @@ def _check_bytes(store: Any, run_id: str, manifest: Mapping, checked: list,
         if actual != sha:
             problems.append(f"artifact {key}: its bytes hash to {actual[:12]}..., the manifest "
                             f"recorded {sha[:12]}... (changed after the run)")
-    trial_keys = store.list(f"runs/{run_id}/episodes")
+    trial_keys = store.list(episodes_prefix(run_id))
     for key in trial_keys:
         if key not in recorded:
             problems.append(f"artifact {key} is not in the manifest (added after the run)")
@@ -169,14 +173,14 @@ def _check_bytes(store: Any, run_id: str, manifest: Mapping, checked: list,
 
 def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, trial_keys: list,
                    checked: list, problems: list) -> None:
-    inputs = manifest.get("inputs") or {}
+    inputs = RunInputs.from_dict(manifest.get("inputs") or {})
 
     def load(key: str) -> Any:
         return parse_json(seen[key], key) if key in seen else store.read_json(key)
 
-    read = lambda name: load(stages.run_key(run_id, name))  # noqa: E731
+    read = lambda name: load(run_key(run_id, name))  # noqa: E731
     tasks, episodes = read("tasks"), read("episodes")
-    prices_key = stages.run_key(run_id, "prices")
+    prices_key = run_key(run_id, "prices")
     prices = load(prices_key) if prices_key in seen or store.exists(prices_key) else None
 
     trials = {(e["task_id"], (e.get("meta") or {}).get("trial")): e for e in episodes["episodes"]}
@@ -186,25 +190,24 @@ def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, tr
         problems += [f"episodes.json vs {key}: {d}" for d in
                      _limited(differences(trials.get(pair, {}), ep, "episode"))]
 
-    if inputs.get("check") == stages.UNSTORED:
+    if inputs.check == record.UNSTORED:
         problems.append("graded, metrics, report, results: the run was graded by a callable "
                         "check (harness.run_suite(check=<function>)), which a run cannot store: "
                         "an audit cannot recompute these figures (only their bytes were checked)")
         return
-    graded = stages.grade_stage(episodes, tasks, check=inputs.get("check"))
-    metrics = stages.metrics_stage(graded, tasks, k=inputs.get("k", 1), seed=inputs.get("seed") or 0,
-                                   run=inputs.get("run"))
-    report = stages.cost_stage(graded, metrics, prices, seed=inputs.get("seed") or 0)
+    graded = record.grade_stage(episodes, tasks, check=inputs.check)
+    metrics = record.metrics_stage(graded, tasks, k=inputs.k, seed=inputs.seed or 0, run=inputs.run)
+    report = record.cost_stage(graded, metrics, prices, seed=inputs.seed or 0)
     recorded_report, recomputed_report = read("report"), report
-    results, recomputed_results = manifest.get("results"), finite(stages.results_of(report))
-    if inputs.get("metrics"):
+    results, recomputed_results = manifest.get("results"), finite(record.results_of(report))
+    if inputs.metrics:
         problems.append(f"report.detail.metrics: scored by custom Metric objects "
-                        f"{inputs['metrics']} (harness.run_suite(metrics=...)), which a run "
+                        f"{list(inputs.metrics)} (harness.run_suite(metrics=...)), which a run "
                         "cannot store: an audit cannot recompute them (the rest of the report "
                         "is compared without them)")
         recorded_report = {**recorded_report, "detail": _without(recorded_report.get("detail"),
                                                                   ("metrics",))}
-    if inputs.get("price") == stages.UNSTORED:
+    if inputs.price == record.UNSTORED:
         problems.append("report.cost, results (dollars): priced with one ModelPrice "
                         "(harness.run_suite(price=...)), which a run does not store: an audit "
                         "cannot recompute the cost figures (the rest is compared without them)")
@@ -220,8 +223,8 @@ def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, tr
     problems += _limited(differences(results, recomputed_results, "results"))
     if manifest.get("gate"):
         checked.append("recomputed gate verdict")
-        verdict = stages.guarded_gate(report, read("baseline"), tolerance=inputs.get("tolerance", 0.0),
-                                      cost_tolerance=inputs.get("cost_tolerance", 0.0),
+        verdict = record.guarded_gate(report, read("baseline"), tolerance=inputs.tolerance,
+                                      cost_tolerance=inputs.cost_tolerance,
                                       baseline_name=manifest["gate"].get("baseline"))
         problems += _limited(differences(manifest["gate"], verdict, "gate"))
 

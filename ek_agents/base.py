@@ -38,7 +38,8 @@ from .errors import InvalidInput, SchemaVersionError
 __all__ = [
     "Step", "Trajectory", "Episode", "Cost", "RunProvenance", "ToolSpec", "TaskSpec",
     "tool_grammar", "suite_grammar", "task_table", "as_call", "is_episode", "DEFAULT_TASK_VALUE",
-    "DESTRUCTIVE_WEIGHT", "SCHEMA_VERSION", "NonFiniteJson", "encode_nonfinite", "decode_nonfinite",
+    "DESTRUCTIVE_WEIGHT", "SCHEMA_VERSION", "JsonShape", "NonFiniteJson", "encode_nonfinite",
+    "decode_nonfinite",
 ]
 
 #: Default value of a completed task (the task-level analog of ``FieldSpec.importance``).
@@ -54,7 +55,7 @@ def _adapter(cls: type) -> TypeAdapter:
     return TypeAdapter(cls)
 
 
-class _JsonShape:
+class JsonShape:
     """``to_dict`` / ``from_dict`` / ``to_json`` / ``from_json`` with a ``schema_version``."""
 
     def to_dict(self) -> dict:
@@ -124,7 +125,7 @@ def decode_nonfinite(x: Any) -> Any:
     return x
 
 
-class NonFiniteJson(_JsonShape):
+class NonFiniteJson(JsonShape):
     """A shape of plain fields (numbers, strings, tuples, dicts, lists) whose JSON form writes
     non-finite floats as ``"Infinity"`` / ``"-Infinity"`` / ``"NaN"`` and reads them back.
 
@@ -147,7 +148,7 @@ class NonFiniteJson(_JsonShape):
 
 
 @shape()
-class Step(_JsonShape):
+class Step(JsonShape):
     """One step of a trajectory: a tool call and what came back.
 
     ``args`` is normally a dict; a bridge that met arguments which are not valid JSON keeps
@@ -169,7 +170,7 @@ class Step(_JsonShape):
 
 
 @shape()
-class Trajectory(_JsonShape):
+class Trajectory(JsonShape):
     """The ordered sequence of :class:`Step` s an agent took."""
 
     steps: tuple[Step, ...] = ()
@@ -195,7 +196,7 @@ class Trajectory(_JsonShape):
 
 
 @shape()
-class Cost(_JsonShape):
+class Cost(JsonShape):
     """What one episode consumed: tokens (by kind), retries, and wall-clock.
 
     See the module docstring for which counts include which. ``Cost`` s add up:
@@ -253,7 +254,7 @@ class Cost(_JsonShape):
 
 
 @shape()
-class RunProvenance(_JsonShape):
+class RunProvenance(JsonShape):
     """The hidden eval variables that decide whether two runs are even comparable."""
 
     seed: Optional[int] = None
@@ -273,7 +274,7 @@ class RunProvenance(_JsonShape):
 
 
 @shape()
-class Episode(_JsonShape):
+class Episode(JsonShape):
     """Layer B: one agent run over one task -- the object agent evaluation scores."""
 
     task_id: str = ""
@@ -307,7 +308,7 @@ class Episode(_JsonShape):
 
 
 @shape()
-class ToolSpec(_JsonShape):
+class ToolSpec(JsonShape):
     """One tool the agent may call: its argument schema and its error costs."""
 
     name: str
@@ -334,7 +335,7 @@ class ToolSpec(_JsonShape):
 
 
 @shape()
-class TaskSpec(_JsonShape):
+class TaskSpec(JsonShape):
     """One task in a suite: its input, its oracle, its value, and its allowed tools.
 
     ``checker`` optionally names the oracle for this task (``"final_state"``, ...), and

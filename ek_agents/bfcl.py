@@ -64,7 +64,7 @@ from pydantic import Field
 
 from .argmatch import OMITTED, AnyOf, standardize_string
 from .assignment import min_cost_assignment
-from .base import ToolSpec, _JsonShape
+from .base import ToolSpec, JsonShape
 from .core import FieldSpec, shape
 from .bfcl_typed_strings import language_of, typed_value, value_types
 from .errors import InvalidInput, UnknownName, did_you_mean
@@ -86,7 +86,7 @@ _NOT_TYPED = {"java": "type_error:java", "javascript": "type_error:js"}
 
 
 @shape()
-class CheckResult(_JsonShape):
+class CheckResult(JsonShape):
     """BFCL's verdict: ``valid``, the BFCL ``error_type`` (None when valid), and messages."""
 
     valid: bool

@@ -1,9 +1,14 @@
 """The ``ek-agents`` command line.
 
 Commands that run a pipeline flow (``run``, ``ingest``, ``audit``, ``promote``, ``demo``) reach
-Prefect through one dispatch point, :func:`_flows`, which imports the project's ``flows``
+Prefect through one dispatch point, :func:`_flows`, which imports the pipeline's flows (``ek_agents_pipeline.flows``)
 package lazily (ek_agents itself never imports Prefect). ``report`` and ``gate`` read the store
 with the library alone and start no Prefect at all.
+
+The library modules a command needs are imported inside the command, for a measured
+import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_support``
+(harness, record, reporting, metrics, cost, bridge) ~250-350 ms, which ``ek-agents --help``
+and an argument error should not pay.
 
 Exit codes: 0 ok; 1 when the gate or the audit fails; 2 on bad input -- always with a one-line
 reason on stderr (no traceback for an ek-agents error).
@@ -18,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .errors import CheckFailed, EkAgentsError
+from .errors import CheckFailed, EkAgentsError, InvalidInput, MissingDependency
 
 __all__ = ["main", "build_parser"]
 
@@ -27,20 +32,23 @@ QUIET_ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
              "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90"}
 
 
+#: Where the pipeline's flows are installed (never the generic top-level name ``flows``).
+FLOWS = "ek_agents_pipeline.flows"
+
+
 def _flows() -> Any:
-    """The one dispatch point into Prefect: the ``flows`` package, imported on first use."""
+    """The one dispatch point into Prefect: the pipeline's flows (the repository's ``flows/``,
+    installed as ``ek_agents_pipeline.flows``), imported on first use."""
     for k, v in QUIET_ENV.items():
         os.environ.setdefault(k, v)
     try:
-        return importlib.import_module("flows")
+        return importlib.import_module(FLOWS)
     except ModuleNotFoundError as exc:
-        if exc.name not in ("flows", "prefect"):
+        if exc.name not in ("ek_agents_pipeline", FLOWS, "prefect"):
             raise
-        from .errors import MissingDependency
-
-        raise MissingDependency(f"this command runs a Prefect flow and needs the project's "
-                                f"'flows' package and prefect ({exc}); run it from the ek-agents "
-                                "checkout after pip install -e .") from None
+        raise MissingDependency(f"this command runs a Prefect flow and needs the pipeline "
+                                f"({FLOWS}) and prefect ({exc}): pip install ek-agents "
+                                "(or pip install -e . in the checkout)") from None
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -129,7 +137,7 @@ def _store(url: Optional[str]) -> Any:
 
 def _print_report(st: Any, run_id: str) -> None:
     from .manifest import report_markdown
-    from .stages import run_report
+    from .record import run_report
 
     print(report_markdown(*run_report(st, run_id)))
 
@@ -149,7 +157,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       max_workers=a.max_workers, dask_address=a.dask_address)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
-    from .stages import check_request, run_key
+    from .pipeline_support import check_request
+    from .store import run_key
 
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
                   ingest_path=params.get("ingest_path"))  # bad input: exit 2 before Prefect starts
@@ -165,7 +174,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
 def _cmd_report(a: argparse.Namespace) -> int:
     st = _store(a.store)
     if a.json:
-        from .stages import run_report
+        from .record import run_report
 
         print(json.dumps(run_report(st, a.run_id)[1], indent=2, sort_keys=True))
     else:
@@ -174,7 +183,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_gate(a: argparse.Namespace) -> int:
-    from .stages import gate_run, raise_for_verdict
+    from .pipeline_support import raise_for_verdict
+    from .record import gate_run
 
     verdict = gate_run(_store(a.store), a.run_id, a.baseline, tolerance=a.tolerance,
                        cost_tolerance=a.cost_tolerance)
@@ -187,8 +197,6 @@ def _cmd_gate(a: argparse.Namespace) -> int:
 
 def _cmd_audit(a: argparse.Namespace) -> int:
     if a.run_id is None and a.baseline is None:
-        from .errors import InvalidInput
-
         raise InvalidInput("audit needs a RUN_ID or --baseline NAME")
     result = _flows().call_flow("audit_run", run_id=a.run_id, baseline=a.baseline,
                                 store=_store(a.store).url)

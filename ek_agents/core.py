@@ -21,6 +21,8 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass as _pyd_dataclass
 
+from .errors import EkAgentsError, InvalidInput, did_you_mean
+
 __all__ = [
     "FieldSpec", "NodeType", "GraphGrammar", "Score", "Metric", "Signal", "Finding",
     "Provenance", "canonicalize", "default_canonicalizer", "FIELD_TYPES", "shape", "canonical_json",
@@ -55,8 +57,6 @@ def shape(*, frozen: bool = True, config: ConfigDict = _CFG):
 
 
 def _translate(name: str, exc: ValidationError) -> Exception:
-    from .errors import EkAgentsError, InvalidInput
-
     for err in exc.errors():
         inner = (err.get("ctx") or {}).get("error")
         if isinstance(inner, EkAgentsError):
@@ -95,8 +95,6 @@ class FieldSpec:
     items: Optional[str] = None
 
     def __post_init__(self) -> None:
-        from .errors import InvalidInput, did_you_mean
-
         if self.type not in FIELD_TYPES:
             raise InvalidInput(
                 f"FieldSpec {self.name!r}: unknown type {self.type!r}"
@@ -211,8 +209,6 @@ def canonical_json(obj: Any) -> bytes:
     try:
         return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
     except (TypeError, ValueError) as exc:
-        from .errors import InvalidInput
-
         raise InvalidInput(
             f"cannot store {type(obj).__name__} as JSON ({exc}): give plain dicts, lists, strings, "
             "numbers, booleans and None (NaN and infinity are refused: use None for unknown)"

@@ -28,11 +28,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional, Union
 
-from pydantic import Field
-
-from .base import Cost, _JsonShape
-from .core import shape
-from .errors import InvalidInput, UnknownModelPrice, did_you_mean
+from .base import Cost
+from .errors import InvalidInput, UnknownModelPrice
+from .prices import (DEFAULT_BATCH_DISCOUNT, DEFAULT_CACHE_DISCOUNT, RATE_KINDS, SERVICE_TIERS,
+                     ModelPrice, check_rate, load_prices, price_of, service_tier_of)
 from .stats import bootstrap_ci
 
 __all__ = [
@@ -40,191 +39,6 @@ __all__ = [
     "load_prices", "price_of", "UnknownModelPrice", "DEFAULT_CACHE_DISCOUNT",
     "DEFAULT_BATCH_DISCOUNT", "SERVICE_TIERS", "RATE_KINDS", "episode_model",
 ]
-
-#: Cached-input rate as a fraction of the input rate when a price declares no cached rate
-#: (OpenAI's original prompt-caching discount; Anthropic's cache reads bill at 0.1x, newer
-#: OpenAI models at 0.1-0.25x: declare ``cached_input`` when you know it).
-DEFAULT_CACHE_DISCOUNT: float = 0.5
-#: Batch-API rate as a fraction of the standard rate when a price declares no batch rates
-#: (OpenAI and Anthropic both bill batch jobs at 50%).
-DEFAULT_BATCH_DISCOUNT: float = 0.5
-#: Service tiers a price may carry rates for (LiteLLM's ``*_priority``, ``*_flex``, ...).
-#: ``"fast"`` is read as ``"priority"``; ``None``, ``"default"``, ``"standard"`` and
-#: ``"auto"`` mean the standard rates.
-SERVICE_TIERS: tuple[str, ...] = ("priority", "flex", "balanced", "ultrafast")
-_TIER_ALIASES = {"fast": "priority"}
-_STANDARD_TIERS = {None, "default", "standard", "auto", ""}
-#: The token kinds a rate card prices.
-RATE_KINDS: tuple[str, ...] = ("input", "output", "cached_input", "cache_write", "reasoning")
-_TIERED_KINDS = ("input", "output", "cached_input", "cache_write")
-
-
-def _rate(name: str, v: Any) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise InvalidInput(f"ModelPrice: {name} must be a number (USD per token), got {v!r}") from None
-    if not math.isfinite(f) or f < 0:
-        raise InvalidInput(f"ModelPrice: {name} must be a finite rate >= 0, got {v!r}")
-    return f
-
-
-def _check_card(where: str, card: Any, *, nested: tuple[str, ...] = ()) -> None:
-    if not isinstance(card, Mapping):
-        raise InvalidInput(f"ModelPrice: {where} must be a mapping of rates, got {card!r}")
-    for key, v in card.items():
-        if key in nested:
-            _check_card(f"{where}[{key!r}]", v)
-        elif key in RATE_KINDS:
-            _rate(f"{where}[{key!r}]", v)
-        else:
-            raise InvalidInput(
-                f"ModelPrice: {where} has unknown key {key!r}"
-                f"{did_you_mean(str(key), RATE_KINDS + nested)} (rate kinds: {RATE_KINDS})")
-
-
-@shape()
-class ModelPrice(_JsonShape):
-    """Per-token rates for one model, in **USD per token**.
-
-    - ``input`` / ``output``: the standard rates.
-    - ``cached_input``: cache-read rate; ``None`` means ``cache_discount * input``
-      (``cache_discount`` ``None`` = :data:`DEFAULT_CACHE_DISCOUNT`; a LiteLLM entry without a
-      cache-read rate gets ``cache_discount=1.0``: LiteLLM bills such reads as plain input).
-    - ``cache_write``: cache-creation rate; ``None`` means the input rate.
-    - ``reasoning``: reasoning-token rate; ``None`` means the output rate.
-    - ``batch_input`` / ``batch_output`` / ``batch_cached_input`` / ``batch_cache_write``: the
-      batch-API rates; ``None`` means the standard rate times :data:`DEFAULT_BATCH_DISCOUNT`.
-    - ``service_tiers``: ``{"priority": {"input": ..., "output": ..., ...}, "flex": {...}}``;
-      a kind a tier leaves out bills at the standard rate.
-    - ``tiers``: context tiers ``((threshold_tokens, rates), ...)``; when the prompt exceeds a
-      threshold the whole request bills at that tier's rates (kinds it leaves out keep the
-      lower rate). ``rates`` holds rate kinds and optionally ``"batch"`` and service-tier
-      sub-mappings for the same threshold.
-
-    >>> p = ModelPrice(input=1e-6, output=2e-6, tiers=((200_000, {"input": 2e-6, "output": 4e-6}),))
-    >>> p.rates(100_000)["input"], p.rates(250_000)["output"]
-    (1e-06, 4e-06)
-    """
-
-    input: float = 0.0
-    output: float = 0.0
-    cached_input: Optional[float] = None
-    reasoning: Optional[float] = None
-    cache_write: Optional[float] = None
-    batch_input: Optional[float] = None
-    batch_output: Optional[float] = None
-    batch_cached_input: Optional[float] = None
-    batch_cache_write: Optional[float] = None
-    service_tiers: dict = Field(default_factory=dict)
-    tiers: tuple[tuple[float, dict], ...] = ()
-    cache_discount: Optional[float] = None
-
-    def __post_init__(self) -> None:
-        for name in ("input", "output", "cached_input", "reasoning", "cache_write", "batch_input",
-                     "batch_output", "batch_cached_input", "batch_cache_write", "cache_discount"):
-            v = getattr(self, name)
-            if v is not None:
-                _rate(name, v)
-        for tier, card in self.service_tiers.items():
-            if tier not in SERVICE_TIERS:
-                raise InvalidInput(f"ModelPrice: unknown service tier {tier!r}"
-                                   f"{did_you_mean(str(tier), SERVICE_TIERS)} (one of {SERVICE_TIERS})")
-            _check_card(f"service_tiers[{tier!r}]", card)
-        last = -math.inf
-        for threshold, card in self.tiers:
-            if not threshold > last:
-                raise InvalidInput(
-                    f"ModelPrice: context tiers must have increasing thresholds, got {threshold!r} "
-                    f"after {last!r}")
-            last = threshold
-            _check_card(f"tiers[{threshold!r}]", card, nested=("batch",) + SERVICE_TIERS)
-
-    @property
-    def cached_rate(self) -> float:
-        """The cached-input rate (explicit, else the discounted input rate)."""
-        return self.rates()["cached_input"]
-
-    @property
-    def reasoning_rate(self) -> float:
-        """The reasoning-token rate (explicit, else the output rate)."""
-        return self.rates()["reasoning"]
-
-    @property
-    def cache_write_rate(self) -> float:
-        """The cache-write rate (explicit, else the input rate)."""
-        return self.rates()["cache_write"]
-
-    def rates(self, prompt_tokens: int = 0, *, batch: bool = False,
-              service_tier: Optional[str] = None) -> dict[str, float]:
-        """The rate of every token kind for one request of ``prompt_tokens`` prompt tokens."""
-        tier = _service_tier(service_tier, self)
-        if batch and tier is not None:
-            raise InvalidInput(
-                f"a request is either batch or service tier {service_tier!r}, not both")
-        disc = self.cache_discount if self.cache_discount is not None else DEFAULT_CACHE_DISCOUNT
-        st = self.service_tiers.get(tier, {}) if tier else {}
-        r: dict[str, Optional[float]] = {
-            k: st.get(k, getattr(self, k)) for k in _TIERED_KINDS}
-        crossed = [card for thr, card in self.tiers if prompt_tokens > thr]
-        for card in crossed:  # ascending: the highest crossed tier wins, kind by kind
-            sub = card.get(tier, {}) if tier else {}
-            for k in _TIERED_KINDS:
-                v = sub.get(k, card.get(k))
-                if v is not None:
-                    r[k] = v
-        if r["cached_input"] is None:
-            r["cached_input"] = disc * r["input"]
-        if r["cache_write"] is None:
-            r["cache_write"] = r["input"]
-        if "reasoning" in st:
-            r["reasoning"] = st["reasoning"]
-        elif "output" in st or self.reasoning is None:
-            r["reasoning"] = r["output"]
-        else:
-            r["reasoning"] = self.reasoning
-        if not batch:
-            return r  # type: ignore[return-value]
-        d = DEFAULT_BATCH_DISCOUNT
-        b: dict[str, float] = {
-            "input": self.batch_input if self.batch_input is not None else self.input * d,
-            "output": self.batch_output if self.batch_output is not None else self.output * d,
-            "cached_input": (self.batch_cached_input if self.batch_cached_input is not None
-                             else None if self.cached_input is None else self.cached_input * d),
-            "cache_write": (self.batch_cache_write if self.batch_cache_write is not None
-                            else None if self.cache_write is None else self.cache_write * d),
-        }
-        for card in crossed:
-            sub = card.get("batch", {})
-            for k in _TIERED_KINDS:
-                if k in sub:
-                    b[k] = sub[k]
-                elif card.get(k) is not None:
-                    b[k] = card[k] * d
-        if b["cached_input"] is None:
-            b["cached_input"] = disc * b["input"]
-        if b["cache_write"] is None:
-            b["cache_write"] = b["input"]
-        b["reasoning"] = b["output"] if self.reasoning is None else self.reasoning * d
-        return b
-
-
-def _service_tier(name: Optional[str], price: ModelPrice) -> Optional[str]:
-    if name is None or (isinstance(name, str) and name.lower() in _STANDARD_TIERS):
-        return None
-    if not isinstance(name, str):
-        raise InvalidInput(f"service_tier must be a string, got {name!r}")
-    tier = _TIER_ALIASES.get(name.lower(), name.lower())
-    if tier not in SERVICE_TIERS:
-        raise InvalidInput(f"unknown service_tier {name!r}{did_you_mean(tier, SERVICE_TIERS)} "
-                           f"(one of {SERVICE_TIERS}, or None for the standard rates)")
-    if tier not in price.service_tiers:
-        raise InvalidInput(
-            f"service_tier {name!r}: this price declares no {tier!r} rates (it has "
-            f"{sorted(price.service_tiers) or 'none'}); add them to your price catalog, or bill "
-            "at the standard rates with service_tier=None")
-    return tier
-
 
 def per_million(input: float, output: float, *, cached_input: Optional[float] = None,
                 reasoning: Optional[float] = None, cache_write: Optional[float] = None,
@@ -236,7 +50,7 @@ def per_million(input: float, output: float, *, cached_input: Optional[float] = 
     (3e-06, 1.5e-05)
     """
     def conv(name: str, v: Optional[float]) -> Optional[float]:
-        return None if v is None else _rate(name, v) / 1e6
+        return None if v is None else check_rate(name, v) / 1e6
 
     return ModelPrice(input=conv("input", input), output=conv("output", output),
                       cached_input=conv("cached_input", cached_input),
@@ -258,8 +72,6 @@ def _resolve(price: Any, prices: Optional[Mapping[str, ModelPrice]]) -> ModelPri
     if isinstance(price, ModelPrice):
         return price
     if isinstance(price, str):
-        from .prices import price_of
-
         return price_of(price, prices=prices)
     raise InvalidInput(f"price must be a ModelPrice or a model name, got {price!r:.80}")
 
@@ -312,8 +124,6 @@ def _episode_price(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
             "model or pass price=")
     if memo is not None and model in memo:
         return memo[model]
-    from .prices import price_of
-
     p = price_of(model, prices=prices)
     if memo is not None:
         memo[model] = p
@@ -340,7 +150,7 @@ def _billed(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
     when the price has rates for that tier (else the standard rates)."""
     p = _episode_price(episode, prices, price, memo)
     try:
-        tier = None if batch else _service_tier(
+        tier = None if batch else service_tier_of(
             (getattr(episode, "meta", None) or {}).get("service_tier"), p)
     except InvalidInput:
         tier = None
@@ -480,11 +290,3 @@ def _per_task(costed: list[tuple[str, float, bool]], priced: bool) -> dict:
     if priced and values:
         value = math.inf if any(math.isinf(v) for v in values) else math.fsum(values) / len(values)
     return {"cost_per_success_per_task": value, "per_task": table}
-
-
-def __getattr__(name: str) -> Any:  # re-exports without a circular import
-    if name in ("load_prices", "price_of"):
-        from . import prices
-
-        return getattr(prices, name)
-    raise AttributeError(f"module 'ek_agents.cost' has no attribute {name!r}")

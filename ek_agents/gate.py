@@ -1,8 +1,9 @@
-"""Agent baselines and the regression gate that fails only on evidence, not on noise.
+"""The regression gate that fails only on evidence, not on noise: documents in, verdict out.
 
-:func:`save_agent_baseline` freezes a :class:`~ek_agents.reporting.ReliabilityReport` and its
-:class:`~ek_agents.base.RunProvenance` as ``baselines/<name>.json`` in a store;
-:func:`agent_regression_gate` compares a new report with it:
+:func:`regression_gate` compares a new :class:`~ek_agents.reporting.ReliabilityReport` with a
+baseline (a report and its :class:`~ek_agents.base.RunProvenance`; storing and loading named
+baselines is :mod:`ek_agents.record`'s job, which also holds the spec's name-taking
+``agent_regression_gate``):
 
 - **success rate** -- Newcombe's score interval on ``current - baseline``; a regression when
   its upper bound is below ``-tolerance``.
@@ -26,31 +27,27 @@ run that would detect the observed drop at 80% power (:func:`~ek_agents.stats.tr
 
 >>> from ek_agents.reporting import reliability
 >>> base = reliability({f"t{i}": [True] * 9 + [False] for i in range(20)}, k=1)
->>> gate = agent_regression_gate(reliability({f"t{i}": [True] * 5 + [False] * 5 for i in range(20)}), base)
+>>> gate = regression_gate(reliability({f"t{i}": [True] * 5 + [False] * 5 for i in range(20)}), base)
 >>> gate.passed, gate.reasons[0].split(":")[0]
 (False, 'success rate')
->>> agent_regression_gate(base, base).passed
+>>> regression_gate(base, base).passed
 True
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from pydantic import Field
 
+from . import stats
 from .base import NonFiniteJson, RunProvenance
 from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput
-from .manifest import utc_now
-from .store import Store, open_store
+from .reporting import ReliabilityReport
 
-__all__ = ["AgentGateResult", "save_agent_baseline", "load_agent_baseline",
-           "agent_regression_gate", "BASELINE_KIND", "ALPHA", "POWER", "Z"]
-
-#: ``kind`` tag of a stored baseline document.
-BASELINE_KIND = "ek-agents/agent-baseline"
+__all__ = ["AgentGateResult", "regression_gate", "as_report", "as_run", "ALPHA", "POWER", "Z"]
 #: The gate's family-wise one-sided false-alarm rate: each of its m checks runs at ALPHA / m.
 ALPHA = 0.025
 #: z of the bound when a single check is made (the spec's 95% two-sided intervals).
@@ -86,11 +83,11 @@ class AgentGateResult(NonFiniteJson):
         return self.passed
 
 
-# --------------------------------------------------------------------------- baselines
+# --------------------------------------------------------------------------- coercions
 
-def _as_report(x: Any, what: str, err: type = InvalidInput) -> Any:
-    from .reporting import ReliabilityReport
-
+def as_report(x: Any, what: str, err: type = InvalidInput) -> Any:
+    """``x`` (a ReliabilityReport or its dict form) as a ReliabilityReport; ``err`` naming
+    ``what`` otherwise."""
     if isinstance(x, ReliabilityReport):
         return x
     if isinstance(x, Mapping):
@@ -101,7 +98,9 @@ def _as_report(x: Any, what: str, err: type = InvalidInput) -> Any:
     raise err(f"{what} must be a ReliabilityReport (or its to_dict()), got {type(x).__name__}")
 
 
-def _as_run(x: Any, what: str, err: type = InvalidInput) -> Optional[RunProvenance]:
+def as_run(x: Any, what: str, err: type = InvalidInput) -> Optional[RunProvenance]:
+    """``x`` (None, a RunProvenance or its dict form) as a RunProvenance; ``err`` naming
+    ``what`` otherwise."""
     if x is None or isinstance(x, RunProvenance):
         return x
     if isinstance(x, Mapping):
@@ -112,62 +111,22 @@ def _as_run(x: Any, what: str, err: type = InvalidInput) -> Optional[RunProvenan
     raise err(f"{what}: run provenance must be a RunProvenance or a dict, got {type(x).__name__}")
 
 
-def save_agent_baseline(report: Any, name: str, *, rootdir: Union[Store, str, None] = None,
-                        run: Optional[RunProvenance] = None) -> dict:
-    """Freeze a run as a named baseline (including its provenance, so the gate can guard it).
-
-    Writes ``baselines/<name>.json`` to the store at ``rootdir`` (any Store URL; default
-    ``EK_STORE`` or ``./.ek``) and returns the stored document ``{"kind", "name", "created",
-    "report", "run"}``. ``run`` defaults to the provenance recorded in
-    ``report.detail["run"]``. Raises :class:`~ek_agents.errors.BaselineError` (a ValueError)
-    when the run evaluated nothing: an empty baseline would be a permanent free pass.
-    """
-    Store.validate_name(name, what="baseline name")
-    rep = _as_report(report, "save_agent_baseline: report")
-    if rep.n_trials <= 0:
-        raise BaselineError(
-            f"save_agent_baseline({name!r}): the report evaluated nothing (0 trials); an empty "
-            "baseline is a permanent free pass -- run the suite first")
-    prov = _as_run(run if run is not None else rep.detail.get("run"), "save_agent_baseline")
-    doc = {"schema_version": 1, "kind": BASELINE_KIND, "name": name,
-           "created": utc_now(),
-           "report": rep.to_dict(), "run": None if prov is None else prov.to_dict()}
-    open_store(rootdir).save_baseline(name, doc)
-    return doc
-
-
-def load_agent_baseline(name: str, *, rootdir: Union[Store, str, None] = None) -> Optional[dict]:
-    """Load a named agent baseline (or ``None`` when there is none)."""
-    return open_store(rootdir).load_baseline(name)
-
-
-def _baseline_parts(baseline: Any, rootdir: Any) -> tuple:
-    from .reporting import ReliabilityReport
-
-    label = "the baseline"
-    if isinstance(baseline, str):
-        label = f"baseline {baseline!r}"
-        st = open_store(rootdir)
-        doc = st.load_baseline(baseline)
-        if doc is None:
-            raise BaselineError(f"no baseline named {baseline!r} in store {st.url!r}: save one "
-                                f"with save_agent_baseline(report, {baseline!r})")
-        baseline = doc
+def _baseline_parts(baseline: Any, label: str) -> tuple:
     if isinstance(baseline, ReliabilityReport):
-        return baseline, _as_run(baseline.detail.get("run"), label, BaselineError), label
+        return baseline, as_run(baseline.detail.get("run"), label, BaselineError), label
     if not isinstance(baseline, Mapping):
         raise BaselineError(f"{label} must be a name, a saved baseline dict or a "
                             f"ReliabilityReport, got {type(baseline).__name__}")
     if "report" in baseline:
-        rep = _as_report(baseline["report"], label, BaselineError)
+        rep = as_report(baseline["report"], label, BaselineError)
         run = baseline.get("run")
     elif "n_trials" in baseline:  # a bare report dict
-        rep = _as_report(baseline, label, BaselineError)
+        rep = as_report(baseline, label, BaselineError)
         run = rep.detail.get("run")
     else:
         raise BaselineError(f"{label} is malformed: expected the dict save_agent_baseline "
                             f"returns (keys 'report' and 'run'), got keys {sorted(baseline)[:8]}")
-    return rep, _as_run(run, label, BaselineError), label
+    return rep, as_run(run, label, BaselineError), label
 
 
 def _check_counts(rep: Any, label: str, err: type) -> None:
@@ -192,13 +151,14 @@ def _usd(x: float) -> str:
     return f"${x:.4g}"
 
 
-def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
-                          cost_tolerance: float = 0.0,
-                          rootdir: Union[Store, str, None] = None) -> AgentGateResult:
+def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
+                    cost_tolerance: float = 0.0, label: str = "the baseline") -> AgentGateResult:
     """Fail only when the evidence says the agent **really** got worse -- not on noise.
 
-    ``baseline`` is a name (loaded from the store at ``rootdir``), the dict
-    :func:`save_agent_baseline` / :func:`load_agent_baseline` return, or a report.
+    Pure: documents in, verdict out. ``baseline`` is the dict ``record.save_agent_baseline`` /
+    ``record.load_agent_baseline`` return, or a report (a ReliabilityReport or its dict);
+    ``label`` names it in the messages. (``ek_agents.agent_regression_gate`` also takes a
+    baseline's name and loads it from a store first.)
     ``tolerance`` is in success-rate / pass^k units (0.02 = 2 points); ``cost_tolerance`` a
     relative increase of cost per success (0.1 = 10%). See the module docstring for the rules.
 
@@ -206,16 +166,14 @@ def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
     version or scaffold differ, and :class:`~ek_agents.errors.BaselineError` (a ValueError)
     when the baseline recorded zero trials or is malformed.
     """
-    from . import stats
-
     for nm, v in (("tolerance", tolerance), ("cost_tolerance", cost_tolerance)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise InvalidInput(f"agent_regression_gate: {nm} must be a number >= 0, got {v!r}")
-    cur = _as_report(report, "agent_regression_gate: report")
-    base, base_run, label = _baseline_parts(baseline, rootdir)
+    cur = as_report(report, "agent_regression_gate: report")
+    base, base_run, label = _baseline_parts(baseline, label)
     _check_counts(base, label, BaselineError)
     _check_counts(cur, "the current run", InvalidInput)
-    cur_run = _as_run(cur.detail.get("run"), "the current report")
+    cur_run = as_run(cur.detail.get("run"), "the current report")
     _check_comparable(cur_run, base_run, label)
 
     warnings: list[str] = []

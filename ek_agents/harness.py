@@ -1,8 +1,12 @@
 """The agent task-suite harness: k trials, per-slice cuts, and a gate that survives noise.
 
-:func:`run_suite` = :func:`run_trials` (run the agent, concurrently, seeded, fault-tolerant,
-optionally persisted and resumable) + :func:`build_report` (grade -> metrics -> cost ->
-reliability). The baseline and gate functions live in :mod:`ek_agents.gate` and are re-exported.
+This module runs trials and nothing else: :func:`run_suite` = :func:`run_trials` (run the
+agent, concurrently, seeded, fault-tolerant, optionally persisted and resumable) +
+``reporting.build_report`` (grade -> metrics -> cost -> reliability), recorded through
+:mod:`ek_agents.record` when persisted. The spec documents the report, baseline and gate
+functions under this module too: they are re-exported from their homes
+(``reporting.build_report``, ``record.save_agent_baseline`` / ``load_agent_baseline`` /
+``agent_regression_gate``, ``gate.AgentGateResult``).
 
 >>> from ek_agents.base import TaskSpec
 >>> tasks = [TaskSpec("t1", input="hi", gold="HI"), TaskSpec("t2", input="yo", gold="YO")]
@@ -34,13 +38,20 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional, Union
 
-from .base import Episode, RunProvenance, TaskSpec, suite_grammar, task_table
+from . import record
+from .base import Episode, RunProvenance, TaskSpec, task_table
 from .errors import (AgentTimeout, IntegrityError, InvalidInput,
                      TransientAgentError)
-from .gate import AgentGateResult, agent_regression_gate, load_agent_baseline, save_agent_baseline
-from .store import Store, episode_key, open_store
+from .gate import AgentGateResult as AgentGateResult
+from .record import agent_regression_gate as agent_regression_gate
+from .record import load_agent_baseline as load_agent_baseline
+from .record import save_agent_baseline as save_agent_baseline
+from .manifest import RunInputs
+from .reporting import build_report as build_report
+from .reporting import graded_report
+from .store import Store, episode_key, episodes_prefix, open_store
 
-__all__ = ["run_suite", "run_trials", "build_report", "new_run_id", "task_table", "run_provenance",
+__all__ = ["run_suite", "run_trials", "build_report", "new_run_id",
            "save_agent_baseline", "load_agent_baseline", "agent_regression_gate",
            "AgentGateResult"]
 
@@ -75,7 +86,7 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
     - ``run``: provenance merged onto each episode (fields set here win; empty ones are filled
       from the agent's own ``episode.run``).
     - ``store`` + ``run_id``: each episode is written as it finishes to
-      ``runs/<run_id>/episodes/<task>/<trial>.json``; trials already stored there are loaded,
+      ``store.episode_key(run_id, task, trial)``; trials already stored there are loaded,
       not re-run (so a killed run resumes without losing or duplicating anything). ``run_id``
       alone uses the default store; ``store`` alone is an error.
     - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
@@ -148,7 +159,7 @@ def _wanted_pairs(specs: Mapping[str, TaskSpec], k: int, only: Any) -> list[Pair
 
 def _load_done(st: Store, run_id: str, wanted: list[Pair], seed: Optional[int]) -> dict:
     by_key = {episode_key(run_id, tid, i): (tid, i) for tid, i in wanted}
-    present = [key for key in st.list(f"runs/{run_id}/episodes") if key in by_key]
+    present = [key for key in st.list(episodes_prefix(run_id)) if key in by_key]
     if not present:
         return {}
     with ThreadPoolExecutor(max_workers=min(16, len(present))) as ex:
@@ -373,137 +384,6 @@ def _progress(show: bool, total: int, already: int) -> Any:
     return bar, tid
 
 
-# --------------------------------------------------------------------------- build_report
-
-def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
-                 metrics: Optional[Mapping[str, Any]] = None, price: Any = None,
-                 prices: Optional[Mapping] = None, seed: int = 0,
-                 run: Optional[RunProvenance] = None) -> Any:
-    """Grade -> metrics -> cost -> reliability: a :class:`~ek_agents.reporting.ReliabilityReport`.
-
-    ``metrics`` (``{name: Metric}``) are scored on every episode against its task's gold with
-    the suite grammar injected (unless the metric carries its own ``grammar``); their
-    aggregates land in ``report.detail["metrics"]``. ``report.detail`` also gets ``"run"`` (the
-    run's provenance, what the gate checks comparability on: ``run``'s fields, empty ones
-    filled from the episodes' own ``run``) and ``"errors"`` (failed trials by ``error_kind``);
-    ``report.cost`` has one cost report per slice under ``"per_slice"``. The pipeline's
-    ``stages.metrics_stage`` and ``stages.cost_stage`` compute the same report (the same two
-    helpers), so a run recorded by either reads alike.
-    """
-    return _report(episodes, tasks, k=k, check=check, metrics=metrics, price=price,
-                   prices=prices, seed=seed, run=run)[2]
-
-
-def _report(episodes: Any, tasks: Any, *, k: int, check: Any, metrics: Optional[Mapping],
-            price: Any, prices: Optional[Mapping], seed: int, run: Optional[RunProvenance]) -> tuple:
-    """:func:`build_report`'s ``(graded episodes, reliability, report)``: the graded, metrics
-    and report documents of a run (:func:`run_suite` stores all three)."""
-    from . import metrics as metrics_mod
-
-    specs = task_table(tasks)
-    graded = metrics_mod.grade(list(episodes), specs, check=check)
-    metric_values = _score_metrics(graded, specs, metrics)
-    reliability = _reliability_with_run(graded, specs, k=k, seed=seed, run=run)
-    report = _with_cost(reliability, graded, prices=prices, price=price, seed=seed)
-    if metrics:
-        report = dataclasses.replace(report, detail={**report.detail, "metrics": metric_values})
-    return graded, reliability, report
-
-
-def _reliability_with_run(graded: list, tasks: Any, *, k: int, seed: int,
-                          run: Optional[RunProvenance]) -> Any:
-    """``reporting.reliability`` of graded episodes (slices from the tasks), with
-    ``detail["run"]`` (:func:`run_provenance`), ``detail["errors"]`` (errored trials by
-    ``error_kind``) and a warning for each of a provenance clash and errored trials."""
-    from .metrics import is_errored
-    from .reporting import reliability
-
-    slices = {tid: t.slice for tid, t in task_table(tasks).items() if t.slice is not None}
-    report = reliability(graded, k=k, slices=slices or None, seed=seed)
-    warnings = list(report.detail.get("warnings", []))
-    prov, prov_warning = run_provenance(graded, run)
-    if prov_warning:
-        warnings.append(prov_warning)
-    errors: dict = {}
-    for ep in graded:
-        if is_errored(ep):
-            kind = ep.meta.get("error_kind", "exception")
-            errors[kind] = errors.get(kind, 0) + 1
-    if errors:
-        warnings.append(f"{sum(errors.values())} of {len(graded)} trials failed with an error "
-                        f"({', '.join(f'{n} {kind}' for kind, n in sorted(errors.items()))}); "
-                        "they count as failures")
-    return dataclasses.replace(report, detail={
-        **report.detail, "run": None if prov is None else prov.to_dict(), "errors": errors,
-        "warnings": warnings})
-
-
-def _with_cost(report: Any, graded: list, *, prices: Optional[Mapping] = None, price: Any = None,
-               seed: int = 0) -> Any:
-    """``report`` carrying ``cost.cost_report`` of the graded episodes, with one
-    ``cost_report`` per slice (the report's per-task labels) under ``cost["per_slice"]``."""
-    from .cost import cost_report
-
-    cost = dict(cost_report(graded, prices=prices, price=price, seed=seed))
-    labels = {tid: t["slice"] for tid, t in report.per_task.items() if t.get("slice") is not None}
-    cost["per_slice"] = {
-        label: dict(cost_report([e for e in graded if labels.get(e.task_id) == label],
-                                prices=prices, price=price, seed=seed))
-        for label in sorted(set(labels.values()))}
-    return dataclasses.replace(report, cost=cost)
-
-
-def _score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) -> dict:
-    if not metrics:
-        return {}
-    if not isinstance(metrics, Mapping):
-        raise InvalidInput(f"metrics must be a {{name: Metric}} mapping, got {type(metrics).__name__}")
-    from .facades import get_metric
-
-    grammar = suite_grammar(specs)
-    out = {}
-    for name, given in metrics.items():
-        try:
-            metric = get_metric(given)
-        except InvalidInput as exc:  # UnknownName too: name the entry
-            raise type(exc)(f"metric {name!r}: {exc}") from None
-        g = None if getattr(metric, "grammar", None) is not None else grammar
-        scores = [metric.score(ep, specs[ep.task_id].gold, grammar=g) for ep in graded]
-        out[name] = metric.aggregate(scores)
-    return out
-
-
-def run_provenance(episodes: list, run: Optional[RunProvenance]) -> tuple:
-    """``(RunProvenance | None, warning | None)``: ``run``'s fields, empty ones filled from the
-    episodes' own (what :func:`build_report` and ``stages.metrics_stage`` record as
-    ``detail["run"]``).
-
-    A field the episodes disagree on (two simulators in one run) is reported as a warning:
-    such a run is not one comparable run. The seed is the smallest trial seed (the base seed).
-    """
-    runs = [ep.run for ep in episodes if ep.run is not None]
-    if run is None and not runs:
-        return None, None
-    base = run or RunProvenance()
-    fields: dict = {}
-    clashes = []
-    for f in ("temperature", "model", "simulator", "suite_version", "scaffold"):
-        values = sorted({getattr(r, f) for r in runs} - {None, ""}, key=repr)
-        if getattr(base, f) not in (None, ""):
-            fields[f] = getattr(base, f)
-        elif values:
-            fields[f] = values[0]
-        if f in ("simulator", "suite_version", "scaffold") and len(values) > 1:
-            clashes.append(f"{f} {values}")
-    seeds = [r.seed for r in runs if r.seed is not None]
-    seed = base.seed if base.seed is not None else (min(seeds) if seeds else None)
-    warning = None
-    if clashes:
-        warning = (f"the episodes disagree on {'; '.join(clashes)}: they are not one comparable "
-                   "run (the gate compares runs by simulator, suite_version and scaffold)")
-    return RunProvenance(seed=seed, **fields), warning
-
-
 # --------------------------------------------------------------------------- run_suite
 
 def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
@@ -520,44 +400,40 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     (any :class:`~ek_agents.store.Store` URL; default ``EK_STORE`` or ``./.ek``); without a
     ``run_id`` one is generated and reported in ``report.detail["run_id"]`` -- pass it back to
     resume a killed run. At the end the run is recorded as the pipeline records one: its
-    stage documents (``runs/<run_id>/tasks.json``, ``episodes.json``, ``graded.json``,
-    ``metrics.json``, ``report.json``, ``prices.json`` when ``prices`` is given) and
-    ``runs/<run_id>/manifest.json`` (``stages.record_run``: every artifact and per-trial episode
+    stage documents (``tasks``, ``episodes``, ``graded``, ``metrics``, ``report``, ``prices``
+    when ``prices`` is given, at ``store.run_key(run_id, name)``) and its manifest
+    (``record.record_run``: every artifact and per-trial episode
     with its sha256), so ``ek-agents report / gate / audit / promote`` work on it. An input a
     run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
     recorded as such in the manifest's inputs, and the audit says which figures it cannot
     recompute.
     """
-    from . import stages
-
     persisting = persist or run_id is not None
     st = open_store(rootdir) if persisting else None
     if persisting and run_id is None:
         run_id = new_run_id()
     specs = task_table(tasks)
-    tasks_doc = stages.tasks_doc(tasks) if st is not None else None  # unstorable tasks fail now
+    tasks_doc = record.tasks_doc(tasks) if st is not None else None  # unstorable tasks fail now
     episodes = run_trials(agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
                           timeout_s=timeout_s, retries=retries, store=st, run_id=run_id,
                           backoff_s=backoff_s, progress=progress)
-    graded, reliability, report = _report(
+    graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run)
     if st is None:
         return report
-    refs = {"tasks": stages.write_tasks(st, run_id, tasks_doc),
-            "prices": None if prices is None else stages.write_doc(st, run_id, "prices",
-                                                                   stages.prices_doc(prices)),
-            "episodes": stages.write_doc(st, run_id, "episodes", stages.episodes_doc(episodes)),
-            "graded": stages.write_doc(st, run_id, "graded", stages.episodes_doc(graded)),
-            "metrics": stages.write_doc(st, run_id, "metrics", reliability.to_dict()),
-            "report": stages.write_doc(st, run_id, "report", report.to_dict())}
-    inputs: dict = {"k": k, "seed": seed, "run": None if run is None else run.to_dict(),
-                    "check": check if check is None or isinstance(check, str) else stages.UNSTORED}
-    if price is not None:
-        inputs["price"] = stages.UNSTORED
-    if metrics:
-        inputs["metrics"] = sorted(metrics)
-    stages.record_run(st, run_id, refs=refs, inputs=inputs,
+    refs = {"tasks": record.write_tasks(st, run_id, tasks_doc),
+            "prices": None if prices is None else record.write_doc(st, run_id, "prices",
+                                                                   record.prices_doc(prices)),
+            "episodes": record.write_doc(st, run_id, "episodes", record.episodes_doc(episodes)),
+            "graded": record.write_doc(st, run_id, "graded", record.episodes_doc(graded)),
+            "metrics": record.write_doc(st, run_id, "metrics", reliability.to_dict()),
+            "report": record.write_doc(st, run_id, "report", report.to_dict())}
+    inputs = RunInputs(k=k, seed=seed, run=None if run is None else run.to_dict(),
+                       check=check if check is None or isinstance(check, str) else record.UNSTORED,
+                       price=None if price is None else record.UNSTORED,
+                       metrics=tuple(sorted(metrics or ())))
+    record.record_run(st, run_id, refs=refs, inputs=inputs,
                       parameters={"k": k, "seed": seed, "max_concurrency": max_concurrency,
                                   "timeout_s": timeout_s, "retries": retries,
                                   "backoff_s": backoff_s},

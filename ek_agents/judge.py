@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional
 
-from .agreement import _level, cohen_kappa, is_missing, krippendorff_alpha
+from .agreement import check_level, cohen_kappa, is_missing, krippendorff_alpha
 from .base import is_episode
 from .core import Finding, GraphGrammar, Score
 from .errors import InvalidInput
@@ -175,7 +175,7 @@ def judge_validation(judge_labels: Sequence[Any], human_labels: Sequence[Any], *
         raise InvalidInput(
             f"judge_validation: judge and human label lists must be equally long and non-empty "
             f"(judge {len(judge)}, humans {[len(h) for h in humans]})")
-    _level(level)
+    check_level(level)
     notes: list[str] = []
     alpha: Optional[float]
     try:

@@ -25,10 +25,13 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .base import RunProvenance, _JsonShape, decode_nonfinite, encode_nonfinite
-from .core import shape
+import ek_agents
 
-__all__ = ["RunManifest", "package_info", "git_sha", "input_digest", "utc_now", "finite",
+from .base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
+from .core import canonical_json, shape
+from .store import sha256_hex
+
+__all__ = ["RunManifest", "RunInputs", "package_info", "git_sha", "input_digest", "utc_now", "finite",
            "as_plain", "report_rows", "report_markdown"]
 
 
@@ -38,10 +41,8 @@ def input_digest(stage: str, **inputs: Any) -> str:
     Two calls with the same stage and inputs give the same digest, in any keyword order;
     a new ek-agents version gives a new one (so an upgrade never reuses stale results).
     """
-    from . import __version__
-    from .store import canonical_json, sha256_hex
-
-    return sha256_hex(canonical_json({"stage": stage, "ek_agents": __version__, "inputs": inputs}))
+    return sha256_hex(canonical_json({"stage": stage, "ek_agents": ek_agents.__version__,
+                                      "inputs": inputs}))
 
 
 def utc_now() -> str:
@@ -68,14 +69,39 @@ def git_sha(path: Optional[str] = None) -> Optional[str]:
 @functools.lru_cache(maxsize=1)
 def package_info() -> dict:
     """Name, version and git sha of the code that ran, and the Python that ran it."""
-    from . import __version__
-
-    return {"name": "ek-agents", "version": __version__, "git_sha": git_sha(),
+    return {"name": "ek-agents", "version": ek_agents.__version__, "git_sha": git_sha(),
             "python": platform.python_version()}
 
 
 @shape()
-class RunManifest(_JsonShape):
+class RunInputs(JsonShape):
+    """The values a run's stages were computed with: what an audit recomputes them with.
+
+    Written by the pipeline (``flows/evaluate.py``) and by ``harness.run_suite``, read back by
+    :mod:`ek_agents.audit`.
+    """
+
+    k: int = 1
+    """Trials per task."""
+    seed: Optional[int] = None
+    """The base seed (trial i ran with seed + i)."""
+    check: Optional[str] = None
+    """The default checker by name; ``record.UNSTORED`` when a library run graded with a
+    callable (which a run cannot store)."""
+    run: Optional[dict] = None
+    """The run's provenance as given (``RunProvenance.to_dict()``)."""
+    tolerance: float = 0.0
+    """The gate's tolerated success drop."""
+    cost_tolerance: float = 0.0
+    """The gate's tolerated relative rise of the cost per success."""
+    price: Optional[str] = None
+    """``record.UNSTORED`` when a library run was priced with one ModelPrice (not stored)."""
+    metrics: tuple[str, ...] = ()
+    """Names of the custom metrics a library run scored (their objects are not stored)."""
+
+
+@shape()
+class RunManifest(JsonShape):
     """Everything needed to trust, compare and re-check one evaluation run.
 
     ``parameters`` are the flow's parameters as called; ``inputs`` the values the stages were
@@ -92,7 +118,7 @@ class RunManifest(_JsonShape):
     agent: Optional[str] = None
     source: dict = Field(default_factory=dict)
     parameters: dict = Field(default_factory=dict)
-    inputs: dict = Field(default_factory=dict)
+    inputs: RunInputs = Field(default_factory=RunInputs)
     package: dict = Field(default_factory=dict)
     orchestrator: dict = Field(default_factory=dict)
     artifacts: dict[str, str] = Field(default_factory=dict)
@@ -105,7 +131,7 @@ class RunManifest(_JsonShape):
         """A manifest stamped with the time and this package's version and git sha."""
         fields.setdefault("created_at", utc_now())
         fields.setdefault("package", package_info())
-        for name in ("parameters", "inputs", "results", "gate"):  # inf stays inf, never null
+        for name in ("parameters", "results", "gate"):  # inf stays inf, never null
             if fields.get(name) is not None:
                 fields[name] = finite(fields[name])
         return cls(run_id=run_id, **fields)

@@ -24,15 +24,209 @@ True
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
-from .cost import SERVICE_TIERS, ModelPrice
-from .errors import InvalidInput, UnknownModelPrice, did_you_mean
+from pydantic import Field
 
-__all__ = ["load_prices", "price_of"]
+from .base import JsonShape
+from .core import shape
+from .errors import InvalidInput, UnknownModelPrice, did_you_mean
+from .store import read_url
+
+__all__ = ["ModelPrice", "load_prices", "price_of", "check_rate", "service_tier_of",
+           "DEFAULT_CACHE_DISCOUNT", "DEFAULT_BATCH_DISCOUNT", "SERVICE_TIERS", "RATE_KINDS"]
+
+#: Cached-input rate as a fraction of the input rate when a price declares no cached rate
+#: (OpenAI's original prompt-caching discount; Anthropic's cache reads bill at 0.1x, newer
+#: OpenAI models at 0.1-0.25x: declare ``cached_input`` when you know it).
+DEFAULT_CACHE_DISCOUNT: float = 0.5
+#: Batch-API rate as a fraction of the standard rate when a price declares no batch rates
+#: (OpenAI and Anthropic both bill batch jobs at 50%).
+DEFAULT_BATCH_DISCOUNT: float = 0.5
+#: Service tiers a price may carry rates for (LiteLLM's ``*_priority``, ``*_flex``, ...).
+#: ``"fast"`` is read as ``"priority"``; ``None``, ``"default"``, ``"standard"`` and
+#: ``"auto"`` mean the standard rates.
+SERVICE_TIERS: tuple[str, ...] = ("priority", "flex", "balanced", "ultrafast")
+_TIER_ALIASES = {"fast": "priority"}
+_STANDARD_TIERS = {None, "default", "standard", "auto", ""}
+#: The token kinds a rate card prices.
+RATE_KINDS: tuple[str, ...] = ("input", "output", "cached_input", "cache_write", "reasoning")
+_TIERED_KINDS = ("input", "output", "cached_input", "cache_write")
+
+
+def check_rate(name: str, v: Any) -> float:
+    """``v`` as a rate (USD per token): InvalidInput naming ``name`` unless a finite number >= 0."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"ModelPrice: {name} must be a number (USD per token), got {v!r}") from None
+    if not math.isfinite(f) or f < 0:
+        raise InvalidInput(f"ModelPrice: {name} must be a finite rate >= 0, got {v!r}")
+    return f
+
+
+def _check_card(where: str, card: Any, *, nested: tuple[str, ...] = ()) -> None:
+    if not isinstance(card, Mapping):
+        raise InvalidInput(f"ModelPrice: {where} must be a mapping of rates, got {card!r}")
+    for key, v in card.items():
+        if key in nested:
+            _check_card(f"{where}[{key!r}]", v)
+        elif key in RATE_KINDS:
+            check_rate(f"{where}[{key!r}]", v)
+        else:
+            raise InvalidInput(
+                f"ModelPrice: {where} has unknown key {key!r}"
+                f"{did_you_mean(str(key), RATE_KINDS + nested)} (rate kinds: {RATE_KINDS})")
+
+
+@shape()
+class ModelPrice(JsonShape):
+    """Per-token rates for one model, in **USD per token**.
+
+    - ``input`` / ``output``: the standard rates.
+    - ``cached_input``: cache-read rate; ``None`` means ``cache_discount * input``
+      (``cache_discount`` ``None`` = :data:`DEFAULT_CACHE_DISCOUNT`; a LiteLLM entry without a
+      cache-read rate gets ``cache_discount=1.0``: LiteLLM bills such reads as plain input).
+    - ``cache_write``: cache-creation rate; ``None`` means the input rate.
+    - ``reasoning``: reasoning-token rate; ``None`` means the output rate.
+    - ``batch_input`` / ``batch_output`` / ``batch_cached_input`` / ``batch_cache_write``: the
+      batch-API rates; ``None`` means the standard rate times :data:`DEFAULT_BATCH_DISCOUNT`.
+    - ``service_tiers``: ``{"priority": {"input": ..., "output": ..., ...}, "flex": {...}}``;
+      a kind a tier leaves out bills at the standard rate.
+    - ``tiers``: context tiers ``((threshold_tokens, rates), ...)``; when the prompt exceeds a
+      threshold the whole request bills at that tier's rates (kinds it leaves out keep the
+      lower rate). ``rates`` holds rate kinds and optionally ``"batch"`` and service-tier
+      sub-mappings for the same threshold.
+
+    >>> p = ModelPrice(input=1e-6, output=2e-6, tiers=((200_000, {"input": 2e-6, "output": 4e-6}),))
+    >>> p.rates(100_000)["input"], p.rates(250_000)["output"]
+    (1e-06, 4e-06)
+    """
+
+    input: float = 0.0
+    output: float = 0.0
+    cached_input: Optional[float] = None
+    reasoning: Optional[float] = None
+    cache_write: Optional[float] = None
+    batch_input: Optional[float] = None
+    batch_output: Optional[float] = None
+    batch_cached_input: Optional[float] = None
+    batch_cache_write: Optional[float] = None
+    service_tiers: dict = Field(default_factory=dict)
+    tiers: tuple[tuple[float, dict], ...] = ()
+    cache_discount: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        for name in ("input", "output", "cached_input", "reasoning", "cache_write", "batch_input",
+                     "batch_output", "batch_cached_input", "batch_cache_write", "cache_discount"):
+            v = getattr(self, name)
+            if v is not None:
+                check_rate(name, v)
+        for tier, card in self.service_tiers.items():
+            if tier not in SERVICE_TIERS:
+                raise InvalidInput(f"ModelPrice: unknown service tier {tier!r}"
+                                   f"{did_you_mean(str(tier), SERVICE_TIERS)} (one of {SERVICE_TIERS})")
+            _check_card(f"service_tiers[{tier!r}]", card)
+        last = -math.inf
+        for threshold, card in self.tiers:
+            if not threshold > last:
+                raise InvalidInput(
+                    f"ModelPrice: context tiers must have increasing thresholds, got {threshold!r} "
+                    f"after {last!r}")
+            last = threshold
+            _check_card(f"tiers[{threshold!r}]", card, nested=("batch",) + SERVICE_TIERS)
+
+    @property
+    def cached_rate(self) -> float:
+        """The cached-input rate (explicit, else the discounted input rate)."""
+        return self.rates()["cached_input"]
+
+    @property
+    def reasoning_rate(self) -> float:
+        """The reasoning-token rate (explicit, else the output rate)."""
+        return self.rates()["reasoning"]
+
+    @property
+    def cache_write_rate(self) -> float:
+        """The cache-write rate (explicit, else the input rate)."""
+        return self.rates()["cache_write"]
+
+    def rates(self, prompt_tokens: int = 0, *, batch: bool = False,
+              service_tier: Optional[str] = None) -> dict[str, float]:
+        """The rate of every token kind for one request of ``prompt_tokens`` prompt tokens."""
+        tier = service_tier_of(service_tier, self)
+        if batch and tier is not None:
+            raise InvalidInput(
+                f"a request is either batch or service tier {service_tier!r}, not both")
+        disc = self.cache_discount if self.cache_discount is not None else DEFAULT_CACHE_DISCOUNT
+        st = self.service_tiers.get(tier, {}) if tier else {}
+        r: dict[str, Optional[float]] = {
+            k: st.get(k, getattr(self, k)) for k in _TIERED_KINDS}
+        crossed = [card for thr, card in self.tiers if prompt_tokens > thr]
+        for card in crossed:  # ascending: the highest crossed tier wins, kind by kind
+            sub = card.get(tier, {}) if tier else {}
+            for k in _TIERED_KINDS:
+                v = sub.get(k, card.get(k))
+                if v is not None:
+                    r[k] = v
+        if r["cached_input"] is None:
+            r["cached_input"] = disc * r["input"]
+        if r["cache_write"] is None:
+            r["cache_write"] = r["input"]
+        if "reasoning" in st:
+            r["reasoning"] = st["reasoning"]
+        elif "output" in st or self.reasoning is None:
+            r["reasoning"] = r["output"]
+        else:
+            r["reasoning"] = self.reasoning
+        if not batch:
+            return r  # type: ignore[return-value]
+        d = DEFAULT_BATCH_DISCOUNT
+        b: dict[str, float] = {
+            "input": self.batch_input if self.batch_input is not None else self.input * d,
+            "output": self.batch_output if self.batch_output is not None else self.output * d,
+            "cached_input": (self.batch_cached_input if self.batch_cached_input is not None
+                             else None if self.cached_input is None else self.cached_input * d),
+            "cache_write": (self.batch_cache_write if self.batch_cache_write is not None
+                            else None if self.cache_write is None else self.cache_write * d),
+        }
+        for card in crossed:
+            sub = card.get("batch", {})
+            for k in _TIERED_KINDS:
+                if k in sub:
+                    b[k] = sub[k]
+                elif card.get(k) is not None:
+                    b[k] = card[k] * d
+        if b["cached_input"] is None:
+            b["cached_input"] = disc * b["input"]
+        if b["cache_write"] is None:
+            b["cache_write"] = b["input"]
+        b["reasoning"] = b["output"] if self.reasoning is None else self.reasoning * d
+        return b
+
+
+def service_tier_of(name: Optional[str], price: ModelPrice) -> Optional[str]:
+    """The service tier ``name`` selects on ``price`` (None: the standard rates); InvalidInput
+    for an unknown tier or one the price declares no rates for."""
+    if name is None or (isinstance(name, str) and name.lower() in _STANDARD_TIERS):
+        return None
+    if not isinstance(name, str):
+        raise InvalidInput(f"service_tier must be a string, got {name!r}")
+    tier = _TIER_ALIASES.get(name.lower(), name.lower())
+    if tier not in SERVICE_TIERS:
+        raise InvalidInput(f"unknown service_tier {name!r}{did_you_mean(tier, SERVICE_TIERS)} "
+                           f"(one of {SERVICE_TIERS}, or None for the standard rates)")
+    if tier not in price.service_tiers:
+        raise InvalidInput(
+            f"service_tier {name!r}: this price declares no {tier!r} rates (it has "
+            f"{sorted(price.service_tiers) or 'none'}); add them to your price catalog, or bill "
+            "at the standard rates with service_tier=None")
+    return tier
+
 
 _KIND_KEYS = {
     "input_cost_per_token": "input",
@@ -151,8 +345,6 @@ def _from_tiered_pricing(info: Mapping[str, Any], tiered: list) -> Optional[Mode
 
 
 def _read_source(source: Union[str, os.PathLike]) -> Mapping[str, Any]:
-    from .store import read_url
-
     text = os.fspath(source)
     data = read_url(text, what="price catalog (LiteLLM's model_prices_and_context_window.json)")
     try:

@@ -10,6 +10,7 @@ True
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Iterable, Mapping
@@ -17,12 +18,17 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .base import NonFiniteJson, is_episode
+from .base import NonFiniteJson, RunProvenance, TaskSpec, is_episode, suite_grammar, task_table
 from .core import shape
+from .cost import cost_report
 from .errors import InvalidInput
+from .facades import get_metric
+from .metrics import grade, is_errored
 from .stats import bootstrap_ci, pass_at_k, pass_hat_k, wilson_interval
 
-__all__ = ["ReliabilityReport", "reliability", "DEFAULT_RESAMPLES"]
+__all__ = ["ReliabilityReport", "reliability", "DEFAULT_RESAMPLES", "build_report",
+           "graded_report", "reliability_with_run", "with_cost", "score_metrics",
+           "run_provenance"]
 
 #: Bootstrap resamples for the CI on pass^k over tasks.
 DEFAULT_RESAMPLES: int = 2000
@@ -211,3 +217,127 @@ def reliability(source: Any, *, k: int = 1, slices: Optional[Mapping[str, str]] 
                 "estimator": "per-task unbiased pass@k / pass^k, each task with its own "
                              "trial count, averaged over tasks"},
     )
+
+
+# --------------------------------------------------------------------------- report assembly
+
+def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
+                 metrics: Optional[Mapping[str, Any]] = None, price: Any = None,
+                 prices: Optional[Mapping] = None, seed: int = 0,
+                 run: Optional[RunProvenance] = None) -> Any:
+    """Grade -> metrics -> cost -> reliability: a :class:`~ek_agents.reporting.ReliabilityReport`.
+
+    ``metrics`` (``{name: Metric}``) are scored on every episode against its task's gold with
+    the suite grammar injected (unless the metric carries its own ``grammar``); their
+    aggregates land in ``report.detail["metrics"]``. ``report.detail`` also gets ``"run"`` (the
+    run's provenance, what the gate checks comparability on: ``run``'s fields, empty ones
+    filled from the episodes' own ``run``) and ``"errors"`` (failed trials by ``error_kind``);
+    ``report.cost`` has one cost report per slice under ``"per_slice"``. The pipeline's
+    ``record.metrics_stage`` and ``record.cost_stage`` compute the same report (the same two
+    helpers), so a run recorded by either reads alike.
+    """
+    return graded_report(episodes, tasks, k=k, check=check, metrics=metrics, price=price,
+                   prices=prices, seed=seed, run=run)[2]
+
+
+def graded_report(episodes: Any, tasks: Any, *, k: int, check: Any, metrics: Optional[Mapping],
+            price: Any, prices: Optional[Mapping], seed: int, run: Optional[RunProvenance]) -> tuple:
+    """:func:`build_report`'s ``(graded episodes, reliability, report)``: the graded, metrics
+    and report documents of a run (``harness.run_suite`` stores all three)."""
+    specs = task_table(tasks)
+    graded = grade(list(episodes), specs, check=check)
+    metric_values = score_metrics(graded, specs, metrics)
+    reliability = reliability_with_run(graded, specs, k=k, seed=seed, run=run)
+    report = with_cost(reliability, graded, prices=prices, price=price, seed=seed)
+    if metrics:
+        report = dataclasses.replace(report, detail={**report.detail, "metrics": metric_values})
+    return graded, reliability, report
+
+
+def reliability_with_run(graded: list, tasks: Any, *, k: int, seed: int,
+                          run: Optional[RunProvenance]) -> Any:
+    """``reporting.reliability`` of graded episodes (slices from the tasks), with
+    ``detail["run"]`` (:func:`run_provenance`), ``detail["errors"]`` (errored trials by
+    ``error_kind``) and a warning for each of a provenance clash and errored trials."""
+    slices = {tid: t.slice for tid, t in task_table(tasks).items() if t.slice is not None}
+    report = reliability(graded, k=k, slices=slices or None, seed=seed)
+    warnings = list(report.detail.get("warnings", []))
+    prov, prov_warning = run_provenance(graded, run)
+    if prov_warning:
+        warnings.append(prov_warning)
+    errors: dict = {}
+    for ep in graded:
+        if is_errored(ep):
+            kind = ep.meta.get("error_kind", "exception")
+            errors[kind] = errors.get(kind, 0) + 1
+    if errors:
+        warnings.append(f"{sum(errors.values())} of {len(graded)} trials failed with an error "
+                        f"({', '.join(f'{n} {kind}' for kind, n in sorted(errors.items()))}); "
+                        "they count as failures")
+    return dataclasses.replace(report, detail={
+        **report.detail, "run": None if prov is None else prov.to_dict(), "errors": errors,
+        "warnings": warnings})
+
+
+def with_cost(report: Any, graded: list, *, prices: Optional[Mapping] = None, price: Any = None,
+               seed: int = 0) -> Any:
+    """``report`` carrying ``cost.cost_report`` of the graded episodes, with one
+    ``cost_report`` per slice (the report's per-task labels) under ``cost["per_slice"]``."""
+    cost = dict(cost_report(graded, prices=prices, price=price, seed=seed))
+    labels = {tid: t["slice"] for tid, t in report.per_task.items() if t.get("slice") is not None}
+    cost["per_slice"] = {
+        label: dict(cost_report([e for e in graded if labels.get(e.task_id) == label],
+                                prices=prices, price=price, seed=seed))
+        for label in sorted(set(labels.values()))}
+    return dataclasses.replace(report, cost=cost)
+
+
+def score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) -> dict:
+    """``{name: metric.aggregate(scores)}`` of every metric scored on every graded episode
+    against its task's gold (the suite grammar injected unless the metric has its own)."""
+    if not metrics:
+        return {}
+    if not isinstance(metrics, Mapping):
+        raise InvalidInput(f"metrics must be a {{name: Metric}} mapping, got {type(metrics).__name__}")
+    grammar = suite_grammar(specs)
+    out = {}
+    for name, given in metrics.items():
+        try:
+            metric = get_metric(given)
+        except InvalidInput as exc:  # UnknownName too: name the entry
+            raise type(exc)(f"metric {name!r}: {exc}") from None
+        g = None if getattr(metric, "grammar", None) is not None else grammar
+        scores = [metric.score(ep, specs[ep.task_id].gold, grammar=g) for ep in graded]
+        out[name] = metric.aggregate(scores)
+    return out
+
+
+def run_provenance(episodes: list, run: Optional[RunProvenance]) -> tuple:
+    """``(RunProvenance | None, warning | None)``: ``run``'s fields, empty ones filled from the
+    episodes' own (what :func:`build_report` and ``record.metrics_stage`` record as
+    ``detail["run"]``).
+
+    A field the episodes disagree on (two simulators in one run) is reported as a warning:
+    such a run is not one comparable run. The seed is the smallest trial seed (the base seed).
+    """
+    runs = [ep.run for ep in episodes if ep.run is not None]
+    if run is None and not runs:
+        return None, None
+    base = run or RunProvenance()
+    fields: dict = {}
+    clashes = []
+    for f in ("temperature", "model", "simulator", "suite_version", "scaffold"):
+        values = sorted({getattr(r, f) for r in runs} - {None, ""}, key=repr)
+        if getattr(base, f) not in (None, ""):
+            fields[f] = getattr(base, f)
+        elif values:
+            fields[f] = values[0]
+        if f in ("simulator", "suite_version", "scaffold") and len(values) > 1:
+            clashes.append(f"{f} {values}")
+    seeds = [r.seed for r in runs if r.seed is not None]
+    seed = base.seed if base.seed is not None else (min(seeds) if seeds else None)
+    warning = None
+    if clashes:
+        warning = (f"the episodes disagree on {'; '.join(clashes)}: they are not one comparable "
+                   "run (the gate compares runs by simulator, suite_version and scaffold)")
+    return RunProvenance(seed=seed, **fields), warning

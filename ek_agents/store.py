@@ -41,7 +41,8 @@ from .core import canonical_json
 from .errors import ArtifactNotFound, IntegrityError, InvalidInput, MissingDependency, StoreError
 
 __all__ = ["Store", "open_store", "canonical_json", "sha256_hex", "parse_json", "episode_key",
-           "run_key", "task_key", "read_url", "write_url", "DEFAULT_STORE"]
+           "run_key", "task_key", "read_url", "write_url", "DEFAULT_STORE", "run_prefix",
+           "episodes_prefix", "cache_key", "artifact_key", "baseline_key"]
 
 #: Store used when neither ``url`` nor the ``EK_STORE`` environment variable is given.
 DEFAULT_STORE = "./.ek"
@@ -95,6 +96,39 @@ def run_key(run_id: str, name: str) -> str:
     'runs/r1/manifest.json'
     """
     return f"runs/{Store.validate_name(run_id, what='run id')}/{name}.json"
+
+
+def run_prefix(run_id: str) -> str:
+    """Store prefix of everything a run wrote: ``runs/<run_id>``."""
+    return f"runs/{Store.validate_name(run_id, what='run id')}"
+
+
+def episodes_prefix(run_id: str) -> str:
+    """Store prefix of a run's per-trial episodes: ``runs/<run_id>/episodes``.
+
+    >>> episodes_prefix("r1")
+    'runs/r1/episodes'
+    """
+    return f"{run_prefix(run_id)}/episodes"
+
+
+def cache_key(stage: str, digest: str) -> str:
+    """Store key of the stage cache's index entry: ``cache/<stage>/<input digest>.json``."""
+    return f"cache/{Store.validate_name(stage, what='stage')}/{Store.validate_name(digest, what='digest')}.json"
+
+
+def artifact_key(sha256: str) -> str:
+    """Store key of a content-addressed artifact: ``artifacts/<sha256>.json``."""
+    return f"artifacts/{sha256}.json"
+
+
+def baseline_key(name: str) -> str:
+    """Store key of a named baseline: ``baselines/<name>.json``.
+
+    >>> baseline_key("main")
+    'baselines/main.json'
+    """
+    return f"baselines/{Store.validate_name(name, what='baseline name')}.json"
 
 
 class Store:

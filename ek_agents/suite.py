@@ -64,7 +64,7 @@ from typing import Any, Optional, Union
 
 from pydantic import Field
 
-from .base import SCHEMA_VERSION, TaskSpec, ToolSpec, _JsonShape
+from .base import SCHEMA_VERSION, JsonShape, TaskSpec, ToolSpec
 from .core import FIELD_TYPES, FieldSpec, shape
 from .errors import EkAgentsError, InvalidInput, SuiteError, UnknownName, did_you_mean
 from .store import read_url, sha256_hex, write_url
@@ -82,7 +82,7 @@ _YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @shape()
-class Suite(_JsonShape):
+class Suite(JsonShape):
     """A loaded task suite: its tasks plus the identity that makes two runs comparable.
 
     ``version`` goes into :class:`~ek_agents.base.RunProvenance` ``.suite_version``;

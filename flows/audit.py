@@ -8,7 +8,7 @@ from prefect import flow
 from ek_agents.audit import AuditResult
 from ek_agents.errors import AuditFailed
 from ek_agents.store import Store
-from tasks import audit, promote
+from ek_agents_pipeline.tasks import audit, promote
 
 
 @flow(name="audit-run", persist_result=False)

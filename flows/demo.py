@@ -6,26 +6,27 @@ from pathlib import Path
 from typing import Callable
 
 from ek_agents import manifest as _manifest
-from ek_agents import stages
+import ek_agents_examples
+from ek_agents import record
 from ek_agents.errors import CheckFailed
 from ek_agents.harness import new_run_id
-from ek_agents.store import Store
+from ek_agents.store import Store, baseline_key, run_key
+
+from ek_agents_examples.shop.world import SUITE_PATH
 
 from .local import call_flow
 
-AGENTS = {"small": "examples.shop.agents:small_agent", "large": "examples.shop.agents:large_agent",
-          "degraded": "examples.shop.agents:degraded_agent"}
+AGENTS = {"small": "ek_agents_examples.shop.agents:small_agent",
+          "large": "ek_agents_examples.shop.agents:large_agent",
+          "degraded": "ek_agents_examples.shop.agents:degraded_agent"}
 BASELINE = "shop-small"
 
 
 def run_demo(store: str, *, k: int = 4, say: Callable[[str], None] = print) -> dict:
     """Run the demo into ``store``; return ``{step: run_id}``."""
-    import examples
-    from examples.shop.world import SUITE_PATH
-
     st = Store(store)
     common = dict(suite=str(SUITE_PATH), k=k, store=st.url,
-                  prices=str(Path(examples.__file__).parent / "prices.json"))
+                  prices=str(Path(ek_agents_examples.__file__).parent / "prices.json"))
     runs: dict = {}
 
     def evaluate(step: str, agent: str, seed: int, **extra) -> None:
@@ -38,7 +39,7 @@ def run_demo(store: str, *, k: int = 4, say: Callable[[str], None] = print) -> d
             failed = None
         except CheckFailed as exc:
             failed = exc
-        say(_manifest.report_markdown(*stages.run_report(st, runs[step])))
+        say(_manifest.report_markdown(*record.run_report(st, runs[step])))
         if failed is not None:
             say(f"-> {type(failed).__name__}: the run is recorded and the flow run failed "
                 "(`ek-agents run` exits 1)")
@@ -46,11 +47,12 @@ def run_demo(store: str, *, k: int = 4, say: Callable[[str], None] = print) -> d
     evaluate("small", "small", seed=1)
     evaluate("large", "large", seed=1)
     call_flow("promote_baseline", run_id=runs["small"], name=BASELINE, store=st.url)
-    say(f"\n== promoted run {runs['small']} to baseline {BASELINE!r} (baselines/{BASELINE}.json)")
+    say(f"\n== promoted run {runs['small']} to baseline {BASELINE!r} ({baseline_key(BASELINE)})")
     evaluate("small-again", "small", seed=2, baseline=BASELINE)
     evaluate("degraded", "degraded", seed=2, baseline=BASELINE)
     result = call_flow("audit_run", baseline=BASELINE, store=st.url)
     say(f"\n== audit of baseline {BASELINE!r}: {len(result['checked'])} checks, "
         f"{'passed' if result['passed'] else 'FAILED'}")
-    say(f"\nmanifests: {st.url}/runs/<run_id>/manifest.json for " + ", ".join(runs.values()))
+    pattern = run_key(runs["small"], "manifest").replace(runs["small"], "<run_id>")
+    say(f"\nmanifests: {st.url}/{pattern} for " + ", ".join(runs.values()))
     return runs

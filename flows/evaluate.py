@@ -7,33 +7,31 @@ from prefect import flow
 from prefect.futures import wait
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from ek_agents import stages
+from ek_agents import pipeline_support
 from ek_agents.base import RunProvenance
 from ek_agents.harness import new_run_id
+from ek_agents.manifest import RunInputs
+from ek_agents.pipeline_support import TrialRequest
+from ek_agents.record import StageRef
 from ek_agents.store import Store
-from tasks import (collect_episodes, cost, gate, grade, ingest_bridge, ingest_tasks, load_prices,
-                   load_suite, metrics, plan_trials, publish_report, run_trial_chunk,
-                   write_manifest)
+from ek_agents_pipeline.tasks import (collect_episodes, cost, gate, grade, ingest_bridge,
+                                      ingest_tasks, load_prices, load_suite, metrics, plan_trials,
+                                      publish_report, run_trial_chunk, write_manifest)
 
 from .context import run_context, run_parameters
 from .runners import make_task_runner
 
 
 @flow(name="run-trials", persist_result=False)
-def run_trials_flow(store: str, run_id: str, tasks: dict, agent: str, k: int, seed: Optional[int],
-                    run: dict, chunk_size: Optional[int] = None, max_concurrency: int = 8,
-                    timeout_s: Optional[float] = None, retries: int = 0) -> dict:
+def run_trials_flow(request: TrialRequest) -> StageRef:
     """k trials per task in chunks on this flow's task runner; cached episodes when the same
     inputs ran before (then no agent is called at all)."""
-    plan = plan_trials(store, run_id, tasks, agent, k, seed, run, chunk_size, timeout_s, retries)
-    if plan["episodes"] is not None:
-        return plan["episodes"]
-    chunks = [run_trial_chunk.submit(store, run_id, i, tasks, agent, k, seed, run, pairs,
-                                     max_concurrency, timeout_s, retries)
-              for i, pairs in enumerate(plan["chunks"])]
+    plan = plan_trials(request)
+    if plan.episodes is not None:
+        return plan.episodes
+    chunks = run_trial_chunk.map(plan.chunks)
     wait(chunks)
-    return collect_episodes(store, run_id, tasks, agent, k, seed, run, plan["digest"],
-                            max_concurrency, timeout_s, retries, wait_for=chunks)
+    return collect_episodes(plan, wait_for=chunks)
 
 
 @flow(name="evaluate-agent", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=4))
@@ -52,23 +50,25 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
     (inspect | tau-bench | messages) + ``ingest_path`` read a recorded run instead. Every
     stage's output is a cached artifact under ``store`` (default ``EK_STORE`` or ``./.ek``);
-    ``runs/<run_id>/manifest.json`` records provenance, parameters, digests, results and the
+    the run's manifest records provenance, parameters, digests, results and the
     verdict against ``baseline``. A regression fails the flow run (GateFailed); so does a
     baseline the gate refuses (IncomparableRuns), after the manifest is written.
     """
     st = Store(store).url
     run_id = run_id or new_run_id()
-    stages.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path)
+    pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path)
     if ingest:
         episodes = ingest_bridge(st, run_id, ingest, ingest_path)
         tasks = load_suite(st, run_id, suite) if suite else ingest_tasks(st, run_id, episodes)
         run = RunProvenance(seed, temperature, model, simulator, "", scaffold).to_dict()
     else:
         tasks = load_suite(st, run_id, suite)
-        run = RunProvenance(seed, temperature, model, simulator, tasks["version"], scaffold).to_dict()
+        run = RunProvenance(seed, temperature, model, simulator, tasks.version, scaffold).to_dict()
         runner = make_task_runner(task_runner, max_workers=max_workers, dask_address=dask_address)
-        episodes = run_trials_flow.with_options(task_runner=runner)(
-            st, run_id, tasks, agent, k, seed, run, chunk_size, max_concurrency, timeout_s, retries)
+        episodes = run_trials_flow.with_options(task_runner=runner)(TrialRequest(
+            store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
+            chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
+            retries=retries))
     price_list = load_prices(st, run_id, prices)
     graded = grade(st, run_id, episodes, tasks, check)
     reliability = metrics(st, run_id, graded, tasks, k, seed, run)
@@ -78,11 +78,11 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
         st, run_id,
         refs={"tasks": tasks, "prices": price_list, "episodes": episodes, "graded": graded,
               "metrics": reliability, "report": report, "gate": verdict},
-        inputs={"k": k, "seed": seed, "check": check, "run": run, "tolerance": tolerance,
-                "cost_tolerance": cost_tolerance},
+        inputs=RunInputs(k=k, seed=seed, check=check, run=run, tolerance=tolerance,
+                         cost_tolerance=cost_tolerance),
         agent=agent, source={"kind": ingest, "path": ingest_path} if ingest else None,
         parameters=run_parameters(), orchestrator=run_context())
     publish_report(st, run_id, manifest)
-    stages.raise_for_verdict(verdict and verdict["verdict"])
-    return {"run_id": run_id, "store": st, "manifest": manifest["key"],
-            "results": manifest["manifest"]["results"], "gate": manifest["manifest"]["gate"]}
+    pipeline_support.raise_for_verdict(verdict and verdict.verdict)
+    return {"run_id": run_id, "store": st, "manifest": manifest.key,
+            "results": manifest.manifest["results"], "gate": manifest.manifest["gate"]}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 from typing import Any, Iterator
 
 from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
@@ -21,7 +22,7 @@ def local_settings() -> Iterator[None]:
 def call_flow(flow: str, /, **params: Any) -> Any:
     """Run ``flow`` ("evaluate_agent", "audit_run", "promote_baseline") here and now; its
     result, or the exception that failed it."""
-    import flows
+    flows = importlib.import_module(__package__)  # this package, under whichever name it was loaded
 
     with local_settings():
         return getattr(flows, flow)(**params)

@@ -3,24 +3,21 @@ from __future__ import annotations
 
 from prefect import task
 
-from ek_agents import stages
+from ek_agents import record
+from ek_agents.record import StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
 
 
 @task(name="ingest-bridge", **TASK_DEFAULTS, **IO_RETRIES)
-def ingest_bridge(store_url: str, run_id: str, kind: str, path: str) -> dict:
-    """``bridge.read_*`` -> ``runs/<run_id>/episodes.json``, cached on the source file's digest."""
-    st = Store(store_url)
-    digest = stages.input_digest("episodes", source=stages.source_digest(path), kind=kind)
-    return stages.stage_output(st, run_id, "episodes", digest,
-                               lambda: stages.episodes_doc(stages.read_source(kind, path)))
+def ingest_bridge(store_url: str, run_id: str, kind: str, path: str) -> StageRef:
+    """``record.ingest_run``: ``bridge.read_*`` -> the run's episodes, cached on the source's digest."""
+    return record.ingest_run(Store(store_url), run_id, kind, path)
 
 
 @task(name="ingest-tasks", **TASK_DEFAULTS, **IO_RETRIES)
-def ingest_tasks(store_url: str, run_id: str, episodes: dict) -> dict:
-    """With no suite: one task per ingested task id, graded by the success the source recorded."""
-    st = Store(store_url)
-    doc = stages.tasks_for_episodes(stages.episodes_of(st.read_json(episodes["key"])))
-    return stages.write_tasks(st, run_id, doc)
+def ingest_tasks(store_url: str, run_id: str, episodes: StageRef) -> SuiteRef:
+    """``record.ingest_suite``: with no suite, one task per ingested task id, graded by the
+    success the source recorded."""
+    return record.ingest_suite(Store(store_url), run_id, episodes)

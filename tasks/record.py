@@ -7,19 +7,21 @@ from typing import Optional
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from ek_agents import audit as _audit
-from ek_agents import manifest as _manifest
-from ek_agents import stages
+from ek_agents import audit as audit_mod
+from ek_agents import record
+from ek_agents.manifest import RunInputs
+from ek_agents.record import ManifestRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
 
 
 @task(name="write-manifest", **TASK_DEFAULTS, **IO_RETRIES)
-def write_manifest(store_url: str, run_id: str, refs: dict, inputs: dict, agent: Optional[str],
-                   source: Optional[dict], parameters: dict, orchestrator: dict) -> dict:
-    """``stages.record_run`` -> ``runs/<run_id>/manifest.json`` (every artifact with its sha256)."""
-    return stages.record_run(Store(store_url), run_id, refs=refs, inputs=inputs, agent=agent,
+def write_manifest(store_url: str, run_id: str, refs: dict, inputs: RunInputs,
+                   agent: Optional[str], source: Optional[dict], parameters: dict,
+                   orchestrator: dict) -> ManifestRef:
+    """``record.record_run`` -> the run's manifest (every artifact with its sha256)."""
+    return record.record_run(Store(store_url), run_id, refs=refs, inputs=inputs, agent=agent,
                              source=source, parameters=parameters, orchestrator=orchestrator)
 
 
@@ -30,16 +32,15 @@ def artifact_key(name: str, suffix: str) -> str:
 
 
 @task(name="publish-report", **TASK_DEFAULTS)
-def publish_report(store_url: str, run_id: str, manifest: dict) -> dict:
+def publish_report(store_url: str, run_id: str, manifest: ManifestRef) -> dict:
     """The report as a Prefect markdown artifact and the per-slice figures as a table artifact,
     keyed by suite (``<suite>-report``, ``<suite>-slices``): one version per run."""
-    man = manifest["manifest"]  # write-manifest's reference carries it: no re-read
-    report = Store(store_url).read_json(stages.run_key(run_id, "report"))
-    suite = (man.get("suite") or {}).get("name", "suite")
-    keys = {"report": artifact_key(suite, "report"), "table": artifact_key(suite, "slices")}
-    create_markdown_artifact(_manifest.report_markdown(man, report), key=keys["report"],
+    shown = record.report_views(Store(store_url), run_id, manifest.manifest)
+    keys = {"report": artifact_key(shown["suite"], "report"),
+            "table": artifact_key(shown["suite"], "slices")}
+    create_markdown_artifact(shown["markdown"], key=keys["report"],
                              description=f"ek-agents report of run {run_id}")
-    create_table_artifact(_manifest.report_rows(report), key=keys["table"],
+    create_table_artifact(shown["rows"], key=keys["table"],
                           description=f"per-slice success, pass^k and dollars of run {run_id}")
     return keys
 
@@ -47,16 +48,13 @@ def publish_report(store_url: str, run_id: str, manifest: dict) -> dict:
 @task(name="audit", **TASK_DEFAULTS, **IO_RETRIES)
 def audit(store_url: str, run_id: Optional[str], baseline: Optional[str]) -> dict:
     """``audit.audit``: verify every artifact's sha256 and recompute every figure."""
-    result = _audit.audit(Store(store_url), run_id, baseline=baseline)
-    create_markdown_artifact(
-        "\n".join([f"# {result.summary()}", ""] + [f"- {p}" for p in result.problems]) + "\n",
-        key=artifact_key(result.run_id, "audit"), description="ek-agents audit")
+    result = audit_mod.audit(Store(store_url), run_id, baseline=baseline)
+    create_markdown_artifact(result.markdown(), key=artifact_key(result.run_id, "audit"),
+                             description="ek-agents audit")
     return result.to_dict()
 
 
 @task(name="promote", **TASK_DEFAULTS, **IO_RETRIES)
 def promote(store_url: str, run_id: str, name: str) -> dict:
-    """``stages.promote`` -> ``baselines/<name>.json`` (``harness.save_agent_baseline``)."""
-    doc = stages.promote(Store(store_url), run_id, name)
-    return {"baseline": name, "key": f"baselines/{name}.json", "run_id": run_id,
-            "created": doc.get("created")}
+    """``record.promote_baseline``: the run becomes the named baseline."""
+    return record.promote_baseline(Store(store_url), run_id, name)

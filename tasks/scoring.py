@@ -5,59 +5,42 @@ from typing import Optional
 
 from prefect import task
 
-from ek_agents import stages
+from ek_agents import record
+from ek_agents.record import GateRef, StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
 
 
 @task(name="grade", **TASK_DEFAULTS, **IO_RETRIES)
-def grade(store_url: str, run_id: str, episodes: dict, tasks: dict, check: Optional[str]) -> dict:
-    """``metrics.grade`` -> ``runs/<run_id>/graded.json``."""
-    st = Store(store_url)
-    digest = stages.input_digest("graded", episodes=episodes["sha256"], suite=tasks["digest"],
-                                 check=check)
-    return stages.stage_output(st, run_id, "graded", digest, lambda: stages.grade_stage(
-        st.read_json(episodes["key"]), st.read_json(tasks["key"]), check=check))
+def grade(store_url: str, run_id: str, episodes: StageRef, tasks: SuiteRef,
+          check: Optional[str]) -> StageRef:
+    """``record.run_grade``: ``metrics.grade`` -> the run's graded episodes."""
+    return record.run_grade(Store(store_url), run_id, episodes, tasks, check)
 
 
 @task(name="metrics", **TASK_DEFAULTS, **IO_RETRIES)
-def metrics(store_url: str, run_id: str, graded: dict, tasks: dict, k: int, seed: int,
-            run: dict) -> dict:
-    """``reporting.reliability`` -> ``runs/<run_id>/metrics.json``."""
-    st = Store(store_url)
-    digest = stages.input_digest("metrics", graded=graded["sha256"], suite=tasks["digest"], k=k,
-                                 seed=seed, run=run)
-    return stages.stage_output(st, run_id, "metrics", digest, lambda: stages.metrics_stage(
-        st.read_json(graded["key"]), st.read_json(tasks["key"]), k=k, seed=seed, run=run))
+def metrics(store_url: str, run_id: str, graded: StageRef, tasks: SuiteRef, k: int, seed: int,
+            run: dict) -> StageRef:
+    """``record.run_metrics``: ``reporting.reliability`` -> the run's metrics."""
+    return record.run_metrics(Store(store_url), run_id, graded, tasks, k=k, seed=seed, run=run)
 
 
 @task(name="cost", **TASK_DEFAULTS, **IO_RETRIES)
-def cost(store_url: str, run_id: str, graded: dict, metrics: dict, prices: Optional[dict],
-         seed: int) -> dict:
-    """``cost.cost_report`` -> ``runs/<run_id>/report.json`` (the reliability report with cost)."""
-    st = Store(store_url)
-    digest = stages.input_digest("report", graded=graded["sha256"], metrics=metrics["sha256"],
-                                 prices=prices and prices["sha256"], seed=seed)
-    return stages.stage_output(st, run_id, "report", digest, lambda: stages.cost_stage(
-        st.read_json(graded["key"]), st.read_json(metrics["key"]),
-        prices and st.read_json(prices["key"]), seed=seed))
+def cost(store_url: str, run_id: str, graded: StageRef, metrics: StageRef,
+         prices: Optional[StageRef], seed: int) -> StageRef:
+    """``record.run_cost``: ``cost.cost_report`` -> the run's report (reliability with cost)."""
+    return record.run_cost(Store(store_url), run_id, graded, metrics, prices, seed=seed)
 
 
 @task(name="gate", **TASK_DEFAULTS, **IO_RETRIES)
-def gate(store_url: str, run_id: str, report: dict, baseline: Optional[str], tolerance: float,
-         cost_tolerance: float) -> Optional[dict]:
-    """``harness.agent_regression_gate`` against the named baseline -> ``runs/<run_id>/gate.json``.
+def gate(store_url: str, run_id: str, report: StageRef, baseline: Optional[str],
+         tolerance: float, cost_tolerance: float) -> Optional[GateRef]:
+    """``record.run_gate``: the gate against the named baseline -> the run's gate verdict.
 
-    The baseline used is copied to ``runs/<run_id>/baseline.json`` (the audit re-checks the
-    verdict against it). A baseline the gate refuses (incomparable, empty, malformed) gives
-    a verdict with ``refused`` set: the flow records it in the manifest, then fails with it.
+    The baseline used is copied into the run (the audit re-checks the verdict against it). A
+    baseline the gate refuses (incomparable, empty, malformed) gives a verdict with
+    ``refused`` set: the flow records it in the manifest, then fails with it.
     """
-    if baseline is None:
-        return None
-    st = Store(store_url)
-    doc = stages.load_baseline(st, baseline)
-    used = stages.write_doc(st, run_id, "baseline", doc)
-    verdict = stages.guarded_gate(st.read_json(report["key"]), doc, tolerance=tolerance,
-                                  cost_tolerance=cost_tolerance, baseline_name=baseline)
-    return {**stages.write_doc(st, run_id, "gate", verdict), "baseline": used, "verdict": verdict}
+    return record.run_gate(Store(store_url), run_id, report, baseline, tolerance=tolerance,
+                           cost_tolerance=cost_tolerance)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents import stages
+from ek_agents import pipeline_support
 from ek_agents.audit import differences
 from ek_agents.errors import AuditFailed, GateFailed, IncomparableRuns, SuiteError
 from ek_agents.store import Store
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("prefect_api")
 
 
 def test_evaluate_records_a_complete_manifest(tmp_path, suite, calls):
-    from flows import evaluate_agent
+    from ek_agents_pipeline.flows import evaluate_agent
 
     store = str(tmp_path / "store")
     out = evaluate_agent(suite=suite, agent=AGENT, k=3, seed=7, store=store, run_id="r1",
@@ -53,7 +53,7 @@ def test_evaluate_records_a_complete_manifest(tmp_path, suite, calls):
 
 
 def test_second_identical_run_makes_zero_agent_calls(tmp_path, suite, calls):
-    from flows import evaluate_agent
+    from ek_agents_pipeline.flows import evaluate_agent
 
     store = str(tmp_path / "store")
     first = evaluate_agent(suite=suite, agent=AGENT, k=2, seed=3, store=store, run_id="a")
@@ -78,12 +78,12 @@ def test_killed_run_resumes_without_rerunning_finished_trials(tmp_path, suite, c
     from ek_agents.harness import run_trials
     from ek_agents.suite import load_suite
 
-    from flows import evaluate_agent
+    from ek_agents_pipeline.flows import evaluate_agent
 
     store = str(tmp_path / "store")
     tasks = load_suite(suite).tasks
     run = RunProvenance(seed=5, suite_version="1")
-    run_trials(stages.load_agent(AGENT), tasks, k=2, seed=5, run=run, store=Store(store),
+    run_trials(pipeline_support.load_agent(AGENT), tasks, k=2, seed=5, run=run, store=Store(store),
                run_id="r", only=[("t0", 0), ("t0", 1), ("t1", 0)])
     assert len(calls) == 3
     evaluate_agent(suite=suite, agent=AGENT, k=2, seed=5, store=store, run_id="r")
@@ -92,7 +92,7 @@ def test_killed_run_resumes_without_rerunning_finished_trials(tmp_path, suite, c
 
 
 def test_audit_passes_then_catches_one_flipped_byte(tmp_path, suite, calls):
-    from flows import audit_run, evaluate_agent
+    from ek_agents_pipeline.flows import audit_run, evaluate_agent
 
     store = str(tmp_path / "store")
     evaluate_agent(suite=suite, agent=AGENT, k=2, seed=1, store=store, run_id="r", prices=PRICES)
@@ -110,7 +110,7 @@ def test_audit_passes_then_catches_one_flipped_byte(tmp_path, suite, calls):
 def test_audit_names_a_recorded_figure_that_differs(tmp_path, suite, calls):
     from ek_agents.audit import audit
 
-    from flows import evaluate_agent
+    from ek_agents_pipeline.flows import evaluate_agent
 
     store = str(tmp_path / "store")
     evaluate_agent(suite=suite, agent=AGENT, k=2, seed=1, store=store, run_id="r")
@@ -124,7 +124,7 @@ def test_audit_names_a_recorded_figure_that_differs(tmp_path, suite, calls):
 
 
 def test_promote_then_gate_passes_same_agent_and_fails_a_worse_one(tmp_path, suite, calls):
-    from flows import audit_run, evaluate_agent, promote_baseline
+    from ek_agents_pipeline.flows import audit_run, evaluate_agent, promote_baseline
 
     store = str(tmp_path / "store")
     big = write_suite(tmp_path / "big.jsonl", n=30)
@@ -145,7 +145,7 @@ def test_promote_then_gate_passes_same_agent_and_fails_a_worse_one(tmp_path, sui
 
 
 def test_incomparable_baseline_fails_the_flow_run_with_its_message(tmp_path, calls):
-    from flows import evaluate_agent, promote_baseline
+    from ek_agents_pipeline.flows import evaluate_agent, promote_baseline
 
     store = str(tmp_path / "store")
     v1 = write_suite(tmp_path / "v1.jsonl", version="1")
@@ -163,7 +163,7 @@ def test_incomparable_baseline_fails_the_flow_run_with_its_message(tmp_path, cal
 def test_bad_input_fails_before_any_work(tmp_path, suite):
     from ek_agents.errors import InvalidInput
 
-    from flows import evaluate_agent
+    from ek_agents_pipeline.flows import evaluate_agent
 
     with pytest.raises(InvalidInput, match="did you mean 'counting_agent'"):
         evaluate_agent(suite=suite, agent="tests.pipeline.pipeline_agents:countng_agent",
@@ -179,7 +179,7 @@ def test_bad_input_fails_before_any_work(tmp_path, suite):
 
 
 def test_dask_runner_gives_the_same_results_as_threads(tmp_path, suite, calls):
-    from flows import evaluate_agent
+    from ek_agents_pipeline.flows import evaluate_agent
 
     a = evaluate_agent(suite=suite, agent=AGENT, k=3, seed=9, store=str(tmp_path / "a"),
                        run_id="r", chunk_size=4, task_runner="threads", max_workers=2)
@@ -194,7 +194,7 @@ def test_dask_runner_gives_the_same_results_as_threads(tmp_path, suite, calls):
 
 
 def test_ingest_a_recorded_run(tmp_path):
-    from flows import evaluate_agent
+    from ek_agents_pipeline.flows import evaluate_agent
 
     fixtures = sorted(Path(__file__).resolve().parents[1].glob("fixtures/inspect/*.eval"))
     if not fixtures:
@@ -225,7 +225,7 @@ def _messages_jsonl(path: Path) -> Path:
 @pytest.mark.parametrize("kind", ["tau-bench", "tau2", "messages"])
 def test_ingest_tau_bench_and_message_logs(tmp_path, kind):
     """Every ingest source runs through the flow; the flow's figures equal the bridge's own."""
-    from flows import evaluate_agent
+    from ek_agents_pipeline.flows import evaluate_agent
     from ek_agents.bridge import read_messages_jsonl, read_tau_bench_results
 
     fixtures = Path(__file__).resolve().parents[1] / "bridge" / "fixtures"

@@ -1,4 +1,4 @@
-"""The pipeline's library side (ek_agents.stages / manifest / audit): no Prefect needed."""
+"""The pipeline's library side (ek_agents.record / pipeline_support / manifest / audit): no Prefect needed."""
 from __future__ import annotations
 
 import sys
@@ -6,20 +6,20 @@ import sys
 import pytest
 
 import ek_agents
-from ek_agents import stages
+from ek_agents import pipeline_support, record
 from ek_agents.errors import InvalidInput, UnknownName
 from ek_agents.manifest import RunManifest, input_digest, package_info, report_markdown, report_rows
 from ek_agents.store import Store
 
 
 def test_a_2000_trial_run_is_tens_of_task_runs():
-    chunks = stages.plan_chunks([f"t{i}" for i in range(500)], k=4)
-    assert len(chunks) == stages.DEFAULT_CHUNKS == 16
+    chunks = pipeline_support.plan_chunks([f"t{i}" for i in range(500)], k=4)
+    assert len(chunks) == pipeline_support.DEFAULT_CHUNKS == 16
     pairs = [tuple(p) for c in chunks for p in c]
     assert len(pairs) == 2000 == len(set(pairs))
-    assert len(stages.plan_chunks(["a"], k=3, chunk_size=1)) == 3
+    assert len(pipeline_support.plan_chunks(["a"], k=3, chunk_size=1)) == 3
     with pytest.raises(InvalidInput):
-        stages.plan_chunks(["a"], k=0)
+        pipeline_support.plan_chunks(["a"], k=0)
 
 
 def test_input_digest_covers_inputs_and_the_package_version(monkeypatch):
@@ -34,22 +34,22 @@ def test_input_digest_covers_inputs_and_the_package_version(monkeypatch):
 def test_cache_recomputes_a_damaged_artifact():
     st = Store("memory://ek-lib-cache")
     d = input_digest("x", n=1)
-    doc, sha, hit = stages.cached(st, "x", d, lambda: {"v": 1})
-    assert not hit and stages.cached(st, "x", d, lambda: {"v": 2})[:3] == ({"v": 1}, sha, True)
+    doc, sha, hit = record.cached(st, "x", d, lambda: {"v": 1})
+    assert not hit and record.cached(st, "x", d, lambda: {"v": 2})[:3] == ({"v": 1}, sha, True)
     st.write_bytes(f"artifacts/{sha}.json", b'{"v":666}')  # tampered: never trusted
-    assert stages.cached(st, "x", d, lambda: {"v": 1}) == ({"v": 1}, sha, False)
+    assert record.cached(st, "x", d, lambda: {"v": 1}) == ({"v": 1}, sha, False)
 
 
 def test_load_agent_names_the_problem():
-    assert stages.load_agent("os.path:join")("a", "b") == "a/b"
+    assert pipeline_support.load_agent("os.path:join")("a", "b") == "a/b"
     with pytest.raises(InvalidInput, match="import path"):
-        stages.load_agent("os.path.join")
+        pipeline_support.load_agent("os.path.join")
     with pytest.raises(InvalidInput, match="cannot import module 'no_such_mod_xyz'"):
-        stages.load_agent("no_such_mod_xyz:f")
+        pipeline_support.load_agent("no_such_mod_xyz:f")
     with pytest.raises(InvalidInput, match="did you mean 'join'"):
-        stages.load_agent("os.path:jion")
+        pipeline_support.load_agent("os.path:jion")
     with pytest.raises(UnknownName, match="did you mean 'inspect'"):
-        stages.read_source("inspekt", "x")
+        record.read_source("inspekt", "x")
 
 
 def test_manifest_round_trips_and_records_the_code():
@@ -78,6 +78,6 @@ def test_report_presentation():
 def test_importing_ek_agents_pipeline_modules_imports_no_prefect():
     import subprocess
 
-    code = ("import sys, ek_agents.cli, ek_agents.stages, ek_agents.audit, ek_agents.manifest; "
+    code = ("import sys, ek_agents.cli, ek_agents.record, ek_agents.audit, ek_agents.manifest; "
             "sys.exit('prefect' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

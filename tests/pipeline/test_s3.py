@@ -40,7 +40,7 @@ def s3_bucket(monkeypatch):
 
 
 def test_evaluate_audit_and_cache_on_s3(s3_bucket, suite, calls):
-    from flows import audit_run, evaluate_agent, promote_baseline
+    from ek_agents_pipeline.flows import audit_run, evaluate_agent, promote_baseline
 
     store = f"{s3_bucket}/team/evals"
     out = evaluate_agent(suite=suite, agent=AGENT, k=2, seed=1, store=store, run_id="s3run",

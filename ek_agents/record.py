@@ -1,0 +1,560 @@
+"""The run record: a run's stored documents, the stage cache, the stages, baselines by name.
+
+A run is a set of JSON documents under the store's run prefix (``store.run_key``): the tasks,
+the prices, the episodes, the graded episodes, the metrics, the report, the gate verdict and
+the manifest listing each with its sha256. Each stage here turns the documents of its inputs
+into the document of its output by calling the library (``metrics.grade``,
+``reporting.reliability_with_run``, ``reporting.with_cost``, ``gate.regression_gate``); the
+``run_*`` functions are one stage each over a store -- they compute their own input digest,
+reuse the stage cache (:func:`cached`: an output is a content-addressed artifact indexed by
+that digest) and return the :class:`StageRef` the next stage takes. The library's persisted
+``harness.run_suite``, the audit (:mod:`ek_agents.audit`) and the Prefect tasks in ``tasks/``
+all use this module, so a recorded figure and its recomputation can only differ when stored
+bytes differ.
+
+>>> from ek_agents.store import Store
+>>> s = Store("memory://ek-record-doctest")
+>>> calls = []
+>>> doc, sha, hit = cached(s, "square", input_digest("square", x=3), lambda: calls.append(1) or {"y": 9})
+>>> doc, hit, cached(s, "square", input_digest("square", x=3), lambda: calls.append(1) or {"y": 9})[2], len(calls)
+({'y': 9}, False, True, 1)
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional, Union
+
+from pydantic import Field
+
+from . import bridge
+from .base import Episode, JsonShape, RunProvenance, TaskSpec, task_table
+from .core import shape
+from .errors import (ArtifactNotFound, BaselineError, IntegrityError, InvalidInput, UnknownName,
+                     did_you_mean)
+from .gate import AgentGateResult, as_report, as_run, regression_gate
+from .manifest import (RunInputs, RunManifest, as_plain, input_digest, report_markdown,
+                       report_rows, utc_now)
+from .metrics import grade
+from .prices import ModelPrice, load_prices
+from .reporting import ReliabilityReport, reliability_with_run, with_cost
+from .store import (Store, baseline_key, cache_key, canonical_json, episodes_prefix, open_store,
+                    read_url, run_key, sha256_hex)
+from .suite import load_suite
+
+__all__ = [
+    "lookup", "cached", "stage_output", "write_doc", "write_tasks", "source_digest",
+    "episodes_doc", "episodes_of", "tasks_doc", "tasks_of", "tasks_for_episodes", "read_source",
+    "SOURCES", "prices_doc", "prices_of", "grade_stage", "metrics_stage", "cost_stage",
+    "gate_stage", "guarded_gate", "results_of", "trial_digests", "record_run", "run_report",
+    "load_baseline", "gate_run", "promote", "UNSTORED", "save_agent_baseline",
+    "load_agent_baseline", "agent_regression_gate", "BASELINE_KIND", "record_suite",
+    "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
+    "run_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
+    "ManifestRef",
+]
+
+#: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
+#: cannot store (a callable ``check``, a single ``price``): an audit cannot recompute from it.
+UNSTORED = "<not stored: a Python object>"
+
+#: ``kind`` tag of a stored baseline document.
+BASELINE_KIND = "ek-agents/agent-baseline"
+
+
+# --------------------------------------------------------------------------- references
+
+@shape()
+class StageRef(JsonShape):
+    """One stored document of a run, as the next stage takes it: small and JSON, so it travels
+    to any worker (a thread, a Dask worker, another machine sharing the store)."""
+
+    stage: str
+    """The document's name in the run: ``tasks``, ``prices``, ``episodes``, ``graded``,
+    ``metrics``, ``report``, ``baseline``, ``gate`` or ``manifest``."""
+    key: str
+    """Its store key (``store.run_key(run_id, stage)``)."""
+    sha256: str
+    """sha256 of its bytes as written (what the manifest records)."""
+    artifact: Optional[str] = None
+    """A cached stage's content-addressed artifact (its sha256); None for an input document."""
+    input_digest: Optional[str] = None
+    """A cached stage's input digest: everything that decided it (``manifest.input_digest``)."""
+    cached: Optional[bool] = None
+    """Whether a cached stage was served from the stage cache (None for an input document)."""
+
+
+@shape()
+class SuiteRef(StageRef):
+    """The run's tasks document, with the suite's identity (what later stages key their caches
+    on -- the file's path is not identity)."""
+
+    name: str = ""
+    """The suite's name."""
+    version: str = ""
+    """The suite's version (recorded as the run's ``suite_version`` provenance)."""
+    digest: str = ""
+    """sha256 of the suite's canonical content."""
+
+
+@shape()
+class GateRef(StageRef):
+    """The run's gate verdict, with the baseline it was computed against."""
+
+    baseline: Optional[StageRef] = None
+    """The copy of the baseline document the gate used (the audit re-checks against it)."""
+    verdict: dict = Field(default_factory=dict)
+    """The verdict: ``AgentGateResult.to_dict()`` plus ``baseline`` (its name), or ``passed``
+    False with ``refused`` and ``error`` when the gate refused the baseline."""
+
+
+@shape()
+class ManifestRef(StageRef):
+    """The run's manifest, with its content (so a later task need not read it back)."""
+
+    manifest: dict = Field(default_factory=dict)
+    """``RunManifest.to_dict()`` as written."""
+
+
+# --------------------------------------------------------------------------- the stage cache
+
+def lookup(store: Any, stage: str, digest: str) -> Optional[tuple[Any, str]]:
+    """``(document, artifact sha256)`` cached for ``stage`` with input digest ``digest``, or None.
+
+    The cache index (``store.cache_key(stage, digest)``) points to a content-addressed artifact, verified against its
+    sha256 on load; an index whose artifact is gone or damaged is a miss (recomputed, never
+    trusted).
+    """
+    try:
+        record = store.read_json(cache_key(stage, digest))
+        return store.get_artifact(record["artifact"]), record["artifact"]
+    except (ArtifactNotFound, IntegrityError, KeyError, TypeError):
+        return None
+
+
+def cached(store: Any, stage: str, digest: str, compute: Callable[[], Any]) -> tuple[Any, str, bool]:
+    """``(document, artifact sha256, hit)``: :func:`lookup`, else ``compute()`` stored and indexed."""
+    found = lookup(store, stage, digest)
+    if found is not None:
+        return found[0], found[1], True
+    doc = as_plain(compute())
+    sha = store.put_artifact(doc)
+    store.write_json(cache_key(stage, digest), {"stage": stage, "input_digest": digest,
+                                                       "artifact": sha, "created_at": utc_now()})
+    return doc, sha, False
+
+
+def stage_output(store: Any, run_id: str, stage: str, digest: str,
+                 compute: Optional[Callable[[], Any]] = None) -> Optional[StageRef]:
+    """Run (or reuse) a stage and write its document to ``store.run_key(run_id, stage)``.
+
+    Returns the :class:`StageRef` the next stage takes. Without ``compute`` only a cache hit
+    is used: None on a miss.
+    """
+    if compute is None:
+        found = lookup(store, stage, digest)
+        if found is None:
+            return None
+        doc, artifact, hit = found[0], found[1], True
+    else:
+        doc, artifact, hit = cached(store, stage, digest, compute)
+    key = run_key(run_id, stage)
+    return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=artifact,
+                    input_digest=digest, cached=hit)
+
+
+def write_doc(store: Any, run_id: str, name: str, doc: Any) -> StageRef:
+    """Write a run's input document (suite, prices, baseline) and return its reference."""
+    key = run_key(run_id, name)
+    return StageRef(stage=name, key=key, sha256=store.write_json(key, as_plain(doc)))
+
+
+def write_tasks(store: Any, run_id: str, doc: Mapping) -> SuiteRef:
+    """Write a run's tasks document; its reference also carries the suite's name, version and
+    digest."""
+    ref = write_doc(store, run_id, "tasks", doc)
+    return SuiteRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, name=doc["name"],
+                    version=doc["version"], digest=doc["digest"])
+
+
+def source_digest(path_or_url: str) -> str:
+    """sha256 of a source file's bytes (a local path or any fsspec URL: ``store.read_url``)."""
+    return sha256_hex(read_url(path_or_url, what="recorded run"))
+
+
+# --------------------------------------------------------------------------- documents
+
+def episodes_doc(episodes: Iterable[Episode]) -> dict:
+    """The stored form of a list of episodes."""
+    return {"schema_version": 1, "episodes": [e.to_dict() for e in episodes]}
+
+
+def episodes_of(doc: Mapping) -> list[Episode]:
+    """The episodes of :func:`episodes_doc`'s output."""
+    return [Episode.from_dict(e) for e in doc["episodes"]]
+
+
+def tasks_doc(suite: Any) -> dict:
+    """The stored form of a suite: its identity and every task (for grading and audits).
+
+    ``suite`` is a loaded :class:`~ek_agents.suite.Suite`, or tasks in any form
+    ``base.task_table`` takes (a library run): named ``"tasks"``, identified by the sha256 of
+    their canonical JSON.
+    """
+    if not hasattr(suite, "digest"):
+        tasks = [t.to_dict() for t in task_table(suite).values()]
+        digest = sha256_hex(canonical_json(tasks))
+        return {"schema_version": 1, "name": "tasks", "version": f"sha256:{digest[:12]}",
+                "digest": digest, "path": "", "checker": None, "tasks": tasks}
+    return {"schema_version": 1, "name": suite.name, "version": suite.version,
+            "digest": suite.digest, "path": str(suite.path), "checker": suite.checker,
+            "tasks": [t.to_dict() for t in suite.tasks]}
+
+
+def tasks_of(doc: Mapping) -> list[TaskSpec]:
+    """The tasks of :func:`tasks_doc`'s output."""
+    return [TaskSpec.from_dict(t) for t in doc["tasks"]]
+
+
+def tasks_for_episodes(episodes: Iterable[Episode], *, name: str = "ingested") -> dict:
+    """A tasks document for ingested episodes with no suite: one gold-less task per task id,
+    graded by the success the source recorded (checker ``"recorded"``)."""
+    ids = sorted({e.task_id for e in episodes})
+    digest = sha256_hex("\n".join(ids).encode())
+    return {"schema_version": 1, "name": name, "version": f"ids:{digest[:12]}", "digest": digest,
+            "path": "", "checker": "recorded",
+            "tasks": [TaskSpec(t, checker="recorded").to_dict() for t in ids]}
+
+
+#: ``ingest`` kinds -> the bridge reader of that format.
+SOURCES = {"inspect": "read_inspect_log", "tau-bench": "read_tau_bench_results",
+           "messages": "read_messages_jsonl"}
+
+
+def read_source(kind: str, path: str) -> list[Episode]:
+    """Episodes from a recorded run: ``kind`` is one of :data:`SOURCES`."""
+    if kind not in SOURCES:
+        raise UnknownName(f"unknown ingest kind {kind!r}: use one of {sorted(SOURCES)}"
+                          f"{did_you_mean(str(kind), SOURCES)}")
+    return list(getattr(bridge, SOURCES[kind])(path))
+
+
+def prices_doc(source: Any) -> Optional[dict]:
+    """The price catalog as stored with a run: ``{model: ModelPrice dict}`` (None: no prices).
+
+    ``source`` is what ``prices.load_prices`` reads (a LiteLLM catalog's path, URL or mapping)
+    or an already-loaded ``{model: ModelPrice}`` table.
+    """
+    if source is None:
+        return None
+    loaded = isinstance(source, Mapping) and source and all(
+        isinstance(p, ModelPrice) for p in source.values())
+    table = source if loaded else load_prices(source)
+    return {"schema_version": 1, "models": {m: as_plain(p) for m, p in sorted(table.items())}}
+
+
+def prices_of(doc: Optional[Mapping]) -> Optional[dict]:
+    """The ``{model: ModelPrice}`` table of :func:`prices_doc`'s output (None: no prices)."""
+    if doc is None:
+        return None
+    return {m: ModelPrice.from_dict(p) for m, p in doc["models"].items()}
+
+
+# --------------------------------------------------------------------------- the stages
+
+def grade_stage(episodes: Mapping, tasks: Mapping, *, check: Any = None) -> dict:
+    """Grade stored episodes against the stored suite (``metrics.grade``)."""
+    return episodes_doc(grade(episodes_of(episodes), tasks_of(tasks),
+                              check=check if check is not None else tasks.get("checker")))
+
+
+def metrics_stage(graded: Mapping, tasks: Mapping, *, k: int, seed: int = 0,
+                  run: Optional[Mapping] = None) -> dict:
+    """Reliability of graded episodes: success, pass@k, pass^k, per task and slice.
+
+    ``detail["run"]`` records the run's provenance (what the gate checks comparability on):
+    ``run`` as given, its empty fields filled from what the agent recorded on its episodes
+    (``reporting.run_provenance``); ``detail["errors"]`` counts the errored trials. The same
+    helper as ``reporting.build_report``.
+    """
+    return reliability_with_run(episodes_of(graded), tasks_of(tasks), k=k, seed=seed,
+                                 run=RunProvenance.from_dict(run) if run else None).to_dict()
+
+
+def cost_stage(graded: Mapping, metrics: Mapping, prices: Optional[Mapping], *, seed: int = 0) -> dict:
+    """The report: :func:`metrics_stage`'s reliability carrying ``cost.cost_report`` of all
+    episodes, with one ``cost_report`` per slice under ``cost["per_slice"]`` (the same helper
+    as ``reporting.build_report``)."""
+    return with_cost(ReliabilityReport.from_dict(metrics), episodes_of(graded),
+                     prices=prices_of(prices), seed=seed).to_dict()
+
+
+def gate_stage(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
+               cost_tolerance: float = 0.0) -> dict:
+    """The gate's verdict on a report against a loaded baseline (``gate.regression_gate``).
+
+    An incomparable or malformed baseline raises (a ValueError naming why).
+    """
+    if not isinstance(baseline, Mapping):
+        raise BaselineError(f"baseline must be a stored baseline document, got {baseline!r:.80}")
+    verdict = regression_gate(ReliabilityReport.from_dict(report), dict(baseline),
+                                    tolerance=tolerance, cost_tolerance=cost_tolerance)
+    return verdict.to_dict()  # non-finite floats already encoded, as reports do
+
+
+def guarded_gate(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
+                 cost_tolerance: float = 0.0, baseline_name: Optional[str] = None) -> dict:
+    """:func:`gate_stage`, with a baseline the gate refuses (incomparable, empty, malformed:
+    a ValueError) turned into a verdict ``{"passed": False, "refused": message, "error": type}``
+    that can be recorded before the run fails with it."""
+    try:
+        verdict = gate_stage(report, baseline, tolerance=tolerance, cost_tolerance=cost_tolerance)
+    except ValueError as exc:
+        verdict = {"passed": False, "refused": str(exc), "error": type(exc).__name__}
+    return {**verdict, "baseline": baseline_name}
+
+
+def results_of(report: Mapping) -> dict:
+    """The headline figures of a report document (what a manifest records as ``results``)."""
+    cost = report.get("cost") or {}
+    return {
+        "k": report.get("k"), "n_tasks": report.get("n_tasks"), "n_trials": report.get("n_trials"),
+        "n_success": report.get("n_success"), "success_rate": report.get("success_rate"),
+        "success_ci": report.get("success_ci"), "pass_at_k": report.get("pass_at_k"),
+        "pass_hat_k": report.get("pass_hat_k"), "pass_hat_k_ci": report.get("pass_hat_k_ci"),
+        "total_dollars": cost.get("total_dollars"), "cost_per_success": cost.get("cost_per_success"),
+        "cost_per_success_ci": cost.get("cost_per_success_ci"),
+        "per_slice": {label: {"success_rate": s.get("success_rate"), "pass_hat_k": s.get("pass_hat_k"),
+                              "n_trials": s.get("n_trials")}
+                      for label, s in (report.get("per_slice") or {}).items()},
+    }
+
+
+# --------------------------------------------------------------------------- the run record
+
+def trial_digests(store: Any, run_id: str) -> dict[str, str]:
+    """``{key: sha256}`` of every per-trial episode file the harness stored for the run."""
+    keys = store.list(episodes_prefix(run_id))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return dict(zip(keys, pool.map(store.digest, keys)))
+
+
+def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]],
+               inputs: RunInputs, agent: Optional[str] = None, source: Optional[Mapping] = None,
+               parameters: Optional[Mapping] = None,
+               orchestrator: Optional[Mapping] = None) -> ManifestRef:
+    """Write the run's manifest (``store.run_key(run_id, "manifest")``) from the stages'
+    references; return its reference.
+
+    ``refs`` maps a stage name to its reference (``tasks``, ``prices``, ``episodes``,
+    ``graded``, ``metrics``, ``report``, ``gate``; None when a stage did not run). Every stage
+    document, the baseline the gate used and every per-trial episode file is listed with its
+    sha256; the results are the report's headline figures, the gate its verdict. ``inputs``
+    are the values the stages were computed with: what an audit recomputes them with.
+    """
+    if not isinstance(inputs, RunInputs):
+        raise InvalidInput(f"record_run: inputs must be a RunInputs, got {type(inputs).__name__}")
+    refs = {name: ref for name, ref in refs.items() if ref}
+    artifacts = {ref.key: ref.sha256 for ref in refs.values()}
+    gate = refs.get("gate")
+    if gate is not None and gate.baseline is not None:
+        artifacts[gate.baseline.key] = gate.baseline.sha256
+    artifacts.update(trial_digests(store, run_id))
+    tasks = store.read_json(refs["tasks"].key)
+    report = store.read_json(refs["report"].key)
+    manifest = RunManifest.build(
+        run_id, provenance=RunProvenance.from_dict((report.get("detail") or {}).get("run") or {}),
+        inputs=inputs,
+        suite={f: tasks.get(f) for f in ("name", "version", "digest", "path", "checker")},
+        agent=agent, source=dict(source or {}), parameters=dict(parameters or {}),
+        orchestrator=dict(orchestrator or {}), artifacts=artifacts,
+        stages={name: {"input_digest": ref.input_digest, "cached": ref.cached,
+                       "artifact": ref.artifact}
+                for name, ref in refs.items() if ref.input_digest is not None},
+        results=results_of(report),
+        gate=gate.verdict if gate is not None else None)
+    return ManifestRef(stage="manifest", key=run_key(run_id, "manifest"),
+                       sha256=store.write_manifest(run_id, manifest), manifest=manifest.to_dict())
+
+
+def run_report(store: Any, run_id: str) -> tuple[dict, dict]:
+    """``(manifest, report document)`` of a stored run."""
+    manifest = store.read_manifest(run_id)
+    return manifest, store.read_json(run_key(run_id, "report"))
+
+
+# --------------------------------------------------------------------------- baselines by name
+
+def save_agent_baseline(report: Any, name: str, *, rootdir: Union[Store, str, None] = None,
+                        run: Optional[RunProvenance] = None) -> dict:
+    """Freeze a run as a named baseline (including its provenance, so the gate can guard it).
+
+    Writes ``store.baseline_key(name)`` to the store at ``rootdir`` (any Store URL; default
+    ``EK_STORE`` or ``./.ek``) and returns the stored document ``{"kind", "name", "created",
+    "report", "run"}``. ``run`` defaults to the provenance recorded in
+    ``report.detail["run"]``. Raises :class:`~ek_agents.errors.BaselineError` (a ValueError)
+    when the run evaluated nothing: an empty baseline would be a permanent free pass.
+    """
+    Store.validate_name(name, what="baseline name")
+    rep = as_report(report, "save_agent_baseline: report")
+    if rep.n_trials <= 0:
+        raise BaselineError(
+            f"save_agent_baseline({name!r}): the report evaluated nothing (0 trials); an empty "
+            "baseline is a permanent free pass -- run the suite first")
+    prov = as_run(run if run is not None else rep.detail.get("run"), "save_agent_baseline")
+    doc = {"schema_version": 1, "kind": BASELINE_KIND, "name": name,
+           "created": utc_now(),
+           "report": rep.to_dict(), "run": None if prov is None else prov.to_dict()}
+    open_store(rootdir).save_baseline(name, doc)
+    return doc
+
+
+def load_agent_baseline(name: str, *, rootdir: Union[Store, str, None] = None) -> Optional[dict]:
+    """Load a named agent baseline (or ``None`` when there is none)."""
+    return open_store(rootdir).load_baseline(name)
+
+
+
+def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
+                          cost_tolerance: float = 0.0,
+                          rootdir: Union[Store, str, None] = None) -> AgentGateResult:
+    """Fail only when the evidence says the agent **really** got worse -- not on noise.
+
+    ``baseline`` is a name (loaded from the store at ``rootdir``), the dict
+    :func:`save_agent_baseline` / :func:`load_agent_baseline` return, or a report; the
+    verdict is :func:`ek_agents.gate.regression_gate`'s (see :mod:`ek_agents.gate` for the
+    rules). ``tolerance`` is in success-rate / pass^k units (0.02 = 2 points);
+    ``cost_tolerance`` a relative increase of cost per success (0.1 = 10%).
+
+    Raises :class:`~ek_agents.errors.IncomparableRuns` (a ValueError) when the simulator, suite
+    version or scaffold differ, and :class:`~ek_agents.errors.BaselineError` (a ValueError)
+    when the baseline does not exist, recorded zero trials or is malformed.
+    """
+    label = "the baseline"
+    if isinstance(baseline, str):
+        label = f"baseline {baseline!r}"
+        st = open_store(rootdir)
+        doc = st.load_baseline(baseline)
+        if doc is None:
+            raise BaselineError(f"no baseline named {baseline!r} in store {st.url!r}: save one "
+                                f"with save_agent_baseline(report, {baseline!r})")
+        baseline = doc
+    return regression_gate(report, baseline, tolerance=tolerance, cost_tolerance=cost_tolerance,
+                           label=label)
+
+
+def report_views(store: Any, run_id: str, manifest: Mapping) -> dict:
+    """How a run is shown: ``{"suite": its name, "markdown": manifest.report_markdown,
+    "rows": manifest.report_rows}`` of the stored report."""
+    report = store.read_json(run_key(run_id, "report"))
+    return {"suite": (manifest.get("suite") or {}).get("name", "suite"),
+            "markdown": report_markdown(manifest, report), "rows": report_rows(report)}
+
+
+def load_baseline(store: Any, name: str) -> dict:
+    """The stored baseline ``name`` (BaselineError, saying how to make one, when there is none)."""
+    doc = store.load_baseline(name)
+    if doc is None:
+        raise BaselineError(f"no baseline named {name!r} in store {store.url!r}: promote a run "
+                            f"first (ek-agents promote RUN_ID --name {name})")
+    return doc
+
+
+def gate_run(store: Any, run_id: str, baseline: str, *, tolerance: float = 0.0,
+             cost_tolerance: float = 0.0) -> dict:
+    """The gate's verdict on a stored run against the named baseline (nothing is written)."""
+    return guarded_gate(run_report(store, run_id)[1], load_baseline(store, baseline),
+                        tolerance=tolerance, cost_tolerance=cost_tolerance, baseline_name=baseline)
+
+
+def promote(store: Any, run_id: str, name: str) -> dict:
+    """Make run ``run_id`` the baseline ``name`` (:func:`save_agent_baseline`).
+
+    The baseline's report records ``detail["run_id"]`` and ``detail["manifest_sha256"]``, so
+    an audit of the baseline finds, and re-checks, the run it came from.
+    """
+    manifest, report = run_report(store, run_id)
+    rep = ReliabilityReport.from_dict(report)
+    linked = dataclasses.replace(rep, detail={**rep.detail, "run_id": run_id, "manifest_sha256":
+                                              store.digest(run_key(run_id, "manifest"))})
+    return save_agent_baseline(linked, name, rootdir=store,
+                               run=RunProvenance.from_dict(manifest["provenance"]))
+
+
+# --------------------------------------------------------------------------- one stage over a store
+# Each takes a store and the references of its inputs, computes its own input digest, and
+# returns the reference of the document it wrote: what one pipeline task calls.
+
+def record_suite(store: Any, run_id: str, suite: str) -> SuiteRef:
+    """``suite.load_suite`` -> the run's tasks document (identity, digest and every task)."""
+    return write_tasks(store, run_id, tasks_doc(load_suite(suite)))
+
+
+def record_prices(store: Any, run_id: str, prices: Optional[str]) -> Optional[StageRef]:
+    """``prices.load_prices`` -> the run's prices document (None when no catalog is given)."""
+    doc = prices_doc(prices)
+    return None if doc is None else write_doc(store, run_id, "prices", doc)
+
+
+def ingest_run(store: Any, run_id: str, kind: str, path: str) -> StageRef:
+    """``bridge.read_*`` -> the run's episodes document, cached on the source file's digest."""
+    digest = input_digest("episodes", source=source_digest(path), kind=kind)
+    return stage_output(store, run_id, "episodes", digest,
+                        lambda: episodes_doc(read_source(kind, path)))
+
+
+def ingest_suite(store: Any, run_id: str, episodes: StageRef) -> SuiteRef:
+    """With no suite: one task per ingested task id, graded by the success the source recorded."""
+    return write_tasks(store, run_id, tasks_for_episodes(episodes_of(store.read_json(episodes.key))))
+
+
+def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
+              check: Optional[str]) -> StageRef:
+    """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests."""
+    digest = input_digest("graded", episodes=episodes.sha256, suite=tasks.digest, check=check)
+    return stage_output(store, run_id, "graded", digest, lambda: grade_stage(
+        store.read_json(episodes.key), store.read_json(tasks.key), check=check))
+
+
+def run_metrics(store: Any, run_id: str, graded: StageRef, tasks: SuiteRef, *, k: int, seed: int,
+                run: Optional[Mapping]) -> StageRef:
+    """:func:`metrics_stage` -> the run's metrics document, cached on its inputs' digests."""
+    digest = input_digest("metrics", graded=graded.sha256, suite=tasks.digest, k=k,
+                          seed=seed, run=run)
+    return stage_output(store, run_id, "metrics", digest, lambda: metrics_stage(
+        store.read_json(graded.key), store.read_json(tasks.key), k=k, seed=seed, run=run))
+
+
+def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
+             prices: Optional[StageRef], *, seed: int) -> StageRef:
+    """:func:`cost_stage` -> the run's report document, cached on its inputs' digests."""
+    digest = input_digest("report", graded=graded.sha256, metrics=metrics.sha256,
+                          prices=prices and prices.sha256, seed=seed)
+    return stage_output(store, run_id, "report", digest, lambda: cost_stage(
+        store.read_json(graded.key), store.read_json(metrics.key),
+        prices and store.read_json(prices.key), seed=seed))
+
+
+def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str], *,
+             tolerance: float, cost_tolerance: float) -> Optional[GateRef]:
+    """:func:`guarded_gate` against the named baseline -> the run's gate document.
+
+    The baseline used is copied into the run (``baseline``: the audit re-checks the verdict
+    against it). A baseline the gate refuses gives a verdict with ``refused`` set.
+    """
+    if baseline is None:
+        return None
+    doc = load_baseline(store, baseline)
+    used = write_doc(store, run_id, "baseline", doc)
+    verdict = guarded_gate(store.read_json(report.key), doc, tolerance=tolerance,
+                           cost_tolerance=cost_tolerance, baseline_name=baseline)
+    ref = write_doc(store, run_id, "gate", verdict)
+    return GateRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, baseline=used, verdict=verdict)
+
+
+def promote_baseline(store: Any, run_id: str, name: str) -> dict:
+    """:func:`promote`, summarised: ``{"baseline", "key", "run_id", "created"}``."""
+    doc = promote(store, run_id, name)
+    return {"baseline": name, "key": baseline_key(name), "run_id": run_id,
+            "created": doc.get("created")}
