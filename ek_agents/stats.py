@@ -559,7 +559,7 @@ def success_interval(successes: Sequence[int], trials: Sequence[int], *, method:
         return (wilson_interval(sum(c for c, _ in rows), sum(n for _, n in rows),
                                 z=_z_two_sided(level)),
                 "wilson: all trials as independent draws")
-    raise InvalidInput(f"success interval method {method!r} is not known"
+    raise InvalidInput(f"unknown success-interval method ci={method!r}"
                        f"{did_you_mean(str(method), CI_METHODS)} (one of {CI_METHODS})")
 
 
