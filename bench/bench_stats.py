@@ -131,6 +131,26 @@ def sequential_simulation(pairs: int = 2000, n_tasks: int = 60, k: int = 4, seed
             "mean_trial_fraction_30pt": float(np.mean(used_drop)), "agreement": agree / clear}
 
 
+def bootstrap_speed(n: int = 10_000, resamples: int = 2000, repeat: int = 3) -> dict:
+    """Seconds (best of ``repeat``) of the task bootstrap-t of a ratio over ``n`` tasks, and
+    of the episode percentile bootstrap (``bootstrap_ci(..., "ratio")``) on the same values."""
+    rng = np.random.default_rng(0)
+    num, den = rng.random(n), (rng.random(n) < 0.6).astype(float)
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    task = best(lambda: stats.cluster_bootstrap_ratio(num, den, resamples=resamples))
+    episode = best(lambda: stats.bootstrap_ci(np.c_[num, den], "ratio", resamples=resamples))
+    return {"cluster_bootstrap_t_10k_s": task, "episode_bootstrap_10k_s": episode,
+            "cluster_bootstrap_t_vs_episode_bootstrap": task / episode}
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m bench stats")
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds)")
@@ -160,6 +180,12 @@ def main(argv: list[str] | None = None) -> dict:
           f"{s['agreement']:.4f}")
     figs.update({f"sequential_{m}": v for m, v in s.items()})
     figs["simulations_s"] = time.perf_counter() - t0
+    sp = bootstrap_speed()
+    print(f"bootstrap of a ratio over 10,000 tasks x 2000 resamples: bootstrap-t over tasks "
+          f"{sp['cluster_bootstrap_t_10k_s']:.3f} s, percentile over episodes "
+          f"{sp['episode_bootstrap_10k_s']:.3f} s "
+          f"({sp['cluster_bootstrap_t_vs_episode_bootstrap']:.2f}x)")
+    figs.update(sp)
     return figs
 
 

@@ -612,7 +612,8 @@ def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential:
         return metrics_mod.grade(eps, specs, check=check)
 
     graded, verdict = sequential_gate(run_batch, list(specs), k=k, baseline=baseline,
-                                      success=lambda ep: bool(ep.success))
+                                      success=lambda ep: bool(ep.success),
+                                      priced=price is not None or prices is not None)
     report = _report(graded, specs, k=k, check=check, metrics=metrics, price=price,
                      prices=prices, seed=0 if seed is None else seed, run=run)[2]
     return dataclasses.replace(report, detail={**report.detail, "sequential": verdict.to_dict()})

@@ -13,8 +13,14 @@ success rates (:func:`~ek_agents.stats.paired_difference`) is compared with a
   (:func:`~ek_agents.stats.group_sequential_bounds`), information fraction = the fraction of
   the planned trials run. Looking after every batch then does not inflate the false-alarm
   rate: the probability of ever crossing the boundary under "no regression" is the one-sided
-  ``alpha`` (2.5%, the gate's :data:`~ek_agents.gate.ALPHA`). Each look converts its z
-  boundary to a Student-t boundary at ``n_tasks - 1`` df (same tail probability).
+  ``alpha``. Each look converts its z boundary to a Student-t boundary at ``n_tasks - 1`` df
+  (same tail probability).
+- **Level**: by default the success-rate check's share of the gate's family-wise
+  :data:`~ek_agents.gate.ALPHA` in the fixed design (:func:`per_check_alpha`: ``ALPHA / m``,
+  m = the checks the fixed gate makes on such a run -- success rate, pass^k when k > 1, cost
+  when priced), so the sequential verdict is held to the fixed gate's standard for that
+  check. (At the full 2.5% the measured false alarms were 2.85% on 2000 simulated pairs: the
+  paired t-test on 60 tasks is at, not below, its nominal level.)
 - **Stop for regression** when ``(diff + tolerance) / se < -c_j``.
 - **Stop for a clear pass** when ``(diff + tolerance + min_effect) / se > c_j``: the run is
   confidently no worse than ``min_effect`` beyond the tolerance. This futility rule is
@@ -44,9 +50,11 @@ from pydantic import Field
 from .base import NonFiniteJson
 from .core import shape
 from .errors import InvalidInput
+from .gate import ALPHA
 from .stats import group_sequential_bounds, paired_difference, t_quantile
 
 __all__ = ["SequentialVerdict", "sequential_look", "sequential_gate", "baseline_task_counts",
+           "per_check_alpha",
            "SEQUENTIAL_METHOD", "DEFAULT_MIN_EFFECT"]
 
 #: How the sequential gate controls its false alarms (recorded on every verdict).
@@ -106,6 +114,16 @@ def baseline_task_counts(report: Any) -> dict[str, tuple[int, int]]:
     return out
 
 
+def per_check_alpha(k: int, priced: bool = False) -> float:
+    """The fixed gate's one-sided level for its success-rate check on a run with this ``k``
+    and pricing: ``ALPHA / m`` with m = 1 + (k > 1) + priced (Bonferroni over its checks).
+
+    >>> per_check_alpha(1), per_check_alpha(4), per_check_alpha(4, priced=True)
+    (0.025, 0.0125, 0.008333333333333333)
+    """
+    return ALPHA / (1 + (k > 1) + bool(priced))
+
+
 def _boundary(look: int, n_looks: int, alpha: float, df: int) -> float:
     z = group_sequential_bounds([j / n_looks for j in range(1, n_looks + 1)], alpha)[look - 1]
     tail = 0.5 * math.erfc(z / math.sqrt(2.0))
@@ -154,7 +172,7 @@ def sequential_look(current: Mapping[str, tuple[int, int]], baseline: Mapping[st
 
 def sequential_gate(run_batch: Callable[[list], Sequence[Any]], task_ids: Sequence[str], *,
                     k: int, baseline: Any, success: Callable[[Any], bool],
-                    alpha: float = 0.025, tolerance: float = 0.0,
+                    alpha: Optional[float] = None, priced: bool = False, tolerance: float = 0.0,
                     min_effect: float = DEFAULT_MIN_EFFECT) -> tuple[list, SequentialVerdict]:
     """Run the current agent batch by batch until the verdict is decided.
 
@@ -162,14 +180,17 @@ def sequential_gate(run_batch: Callable[[list], Sequence[Any]], task_ids: Sequen
     episodes (graded or gradable); ``success(episode)`` reads one's outcome. Batch ``j`` is
     trial ``j`` of every task in ``task_ids``; at most ``k`` batches. ``baseline``: a report
     (or dict) whose per-task counts cover the same tasks. Returns ``(episodes, verdict)``:
-    the episodes of the batches that ran, and the :class:`SequentialVerdict`.
+    the episodes of the batches that ran, and the :class:`SequentialVerdict`. ``alpha``
+    (one-sided) defaults to :func:`per_check_alpha` of ``k`` and ``priced``.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"sequential gate: k must be an int >= 1, got {k!r}")
     for nm, v in (("tolerance", tolerance), ("min_effect", min_effect)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise InvalidInput(f"sequential gate: {nm} must be a number >= 0, got {v!r}")
-    if not 0.0 < alpha < 0.5:
+    if alpha is None and not isinstance(k, bool) and isinstance(k, int) and k >= 1:
+        alpha = per_check_alpha(k, priced)
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not 0.0 < alpha < 0.5:
         raise InvalidInput(f"sequential gate: alpha must be in (0, 0.5), got {alpha!r}")
     base = baseline_task_counts(baseline)
     tids = sorted(str(t) for t in task_ids)
