@@ -189,3 +189,18 @@ def test_paired_cost_check_uses_task_totals():
     cost = [c for c in g.details["checks"] if c["metric"] == "cost per success"][0]
     assert cost["method"].startswith("paired bootstrap over tasks") and cost["regressed"]
     assert not agent_regression_gate(dear, base, paired=False).details["checks"][-1]["method"].startswith("paired")
+
+
+@pytest.mark.parametrize("name", ["ek_agents.stats", "ek_agents.sequential"])
+def test_module_doctests(name):
+    import doctest
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_bench_speed_figures_are_ratios():
+    figs = bench.bootstrap_speed(n=500, resamples=200, repeat=1)
+    assert set(figs) == {"cluster_bootstrap_t_10k_s", "episode_bootstrap_10k_s",
+                         "cluster_bootstrap_t_vs_episode_bootstrap"}
+    assert figs["cluster_bootstrap_t_vs_episode_bootstrap"] > 0
