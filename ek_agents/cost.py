@@ -32,7 +32,7 @@ from .base import Cost
 from .errors import InvalidInput, UnknownModelPrice
 from .prices import (DEFAULT_BATCH_DISCOUNT, DEFAULT_CACHE_DISCOUNT, RATE_KINDS, SERVICE_TIERS,
                      ModelPrice, check_rate, load_prices, price_of, service_tier_of)
-from .stats import bootstrap_ci
+from .stats import cluster_bootstrap_ratio
 
 __all__ = [
     "ModelPrice", "per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report",
@@ -185,7 +185,11 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
 
     Keys: ``n``, ``n_success``, ``success_rate``, ``total_dollars``, ``cost_per_success``
     (the pooled Cost-of-Pass ``sum(dollars) / sum(successes)``), ``cost_per_success_ci`` (a
-    seeded percentile bootstrap over episodes), ``mean_dollars``, ``mean_latency_s``,
+    seeded bootstrap-t over **tasks**, each task keeping all its trials:
+    :func:`~ek_agents.stats.cluster_bootstrap_ratio`; with one trial per task that is a
+    bootstrap over episodes) and ``cost_per_success_ci_method``, ``task_totals`` (``{task_id:
+    {n, n_success, dollars}}`` of the priced episodes: what a paired gate compares task by
+    task), ``mean_dollars``, ``mean_latency_s``,
     ``total_tokens`` (and ``input_tokens``, ``output_tokens``, ``cached_input_tokens``,
     ``cache_write_tokens``, ``reasoning_tokens``), ``n_without_cost``, ``seed`` and
     ``warnings``. With ``per_task=True`` also ``cost_per_success_per_task`` -- Erol et al.
@@ -248,20 +252,25 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
     if not priced:
         warnings_.append("no price/prices given: dollar figures are None (ek-agents does not "
                          "invent rates); pass price= or prices=load_prices(...)")
-    total = cps = ci = mean_d = None
+    total = cps = ci = mean_d = totals = None
     if priced and costed:
         ds = [d for _, d, _ in costed]
         total = math.fsum(ds)
         mean_d = total / len(ds)
         cps = cost_of_pass(total, sum(ok for _, _, ok in costed))
-        ci = bootstrap_ci([(d, float(ok)) for _, d, ok in costed], "ratio",
-                          resamples=resamples, seed=seed)
+        totals = _task_totals(costed)
+        ci = cluster_bootstrap_ratio([t["dollars"] for t in totals.values()],
+                                     [t["n_success"] for t in totals.values()],
+                                     resamples=resamples, seed=seed)
     elif priced:
         warnings_.append("no episode carries a Cost: dollar figures are None")
     report = {
         "n": n, "n_success": n_success, "success_rate": n_success / n if n else None,
         "total_dollars": total, "cost_per_success": cps,
         "cost_per_success_ci": list(ci) if ci is not None else None,
+        "cost_per_success_ci_method": None if ci is None else
+        "bootstrap-t over tasks (each task keeps all its trials)",
+        "task_totals": totals,
         "mean_dollars": mean_d,
         "mean_latency_s": math.fsum(lat) / len(lat) if lat else None,
         "total_tokens": tok["input_tokens"] + tok["output_tokens"], **tok,
@@ -270,6 +279,19 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
     if per_task:
         report.update(_per_task(costed, priced))
     return report
+
+
+def _task_totals(costed: list[tuple[str, float, bool]]) -> dict:
+    """``{task_id: {n, n_success, dollars}}`` in order of first appearance."""
+    table: dict[str, dict] = {}
+    for tid, d, ok in costed:
+        t = table.setdefault(tid, {"n": 0, "n_success": 0, "dollars": []})
+        t["n"] += 1
+        t["n_success"] += ok
+        t["dollars"].append(d)
+    for t in table.values():
+        t["dollars"] = math.fsum(t["dollars"])
+    return table
 
 
 def _per_task(costed: list[tuple[str, float, bool]], priced: bool) -> dict:

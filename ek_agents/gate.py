@@ -5,16 +5,28 @@ baseline (a report and its :class:`~ek_agents.base.RunProvenance`; storing and l
 baselines is :mod:`ek_agents.record`'s job, which also holds the spec's name-taking
 ``agent_regression_gate``):
 
-- **success rate** -- Newcombe's score interval on ``current - baseline``; a regression when
-  its upper bound is below ``-tolerance``.
-- **pass^k** (both runs with the same ``k > 1``) -- the combined bound
-  (:func:`~ek_agents.stats.difference_upper_bound` of the two bootstrap CIs) below
+- **success rate** -- when both runs cover the same tasks (their ``per_task`` tables list the
+  same task ids) the test is **paired**: the task-clustered difference of the two rates from
+  per-task differences (:func:`~ek_agents.stats.paired_difference`, Student t at
+  ``n_tasks - 1`` df; Miller 2024, "paired differences"); both runs share every task's
+  difficulty, so that shared variance cancels instead of being counted twice. Otherwise
+  (different task sets, or an old report without per-task counts) Newcombe's unpaired score
+  interval on ``current - baseline``. A regression when the upper bound is below
   ``-tolerance``.
-- **cost per success** (both runs priced) -- with both bootstrap CIs: a regression when the
-  *lower* bound of ``current - baseline`` exceeds ``cost_tolerance * baseline`` (we are
-  confident cost per success rose by more than the relative tolerance); without CIs the point
-  estimates decide (``current > baseline * (1 + cost_tolerance)``). An infinite cost per
-  success (no success at all) is left to the success-rate check.
+- **pass^k** (both runs with the same ``k > 1``) -- paired per-task differences of the
+  per-task pass^k estimators when the tasks match, else the combined bound
+  (:func:`~ek_agents.stats.difference_upper_bound` of the two bootstrap CIs); a regression
+  below ``-tolerance``.
+- **cost per success** (both runs priced) -- paired: a bootstrap over tasks resampled jointly
+  in both runs (:func:`~ek_agents.stats.paired_bootstrap_ratio_difference`, from the reports'
+  ``cost["task_totals"]``); unpaired: the combined bound of the two bootstrap CIs. A
+  regression when the *lower* bound of ``current - baseline`` exceeds ``cost_tolerance *
+  baseline``; without CIs the point estimates decide (``current > baseline * (1 +
+  cost_tolerance)``). An infinite cost per success (no success at all) is left to the
+  success-rate check.
+
+``details["test"]`` says which test ran (``"paired"`` or ``"unpaired"``) and every check its
+``method``.
 
 The gate fails when *any* check fires, so its false-alarm rate is held family-wise: with m
 checks made (success rate, plus pass^k and cost when they apply) each runs at one-sided
@@ -23,7 +35,9 @@ checks z = 2.24). Without that split, two 2.5% checks on the same run would fals
 5-7% of the time (measured: the pass^k bootstrap bound alone is a little anti-conservative on
 60 tasks). A result that is worse but not
 significantly so passes with ``underpowered=True``, a warning, and a ``hint``: the trials per
-run that would detect the observed drop at 80% power (:func:`~ek_agents.stats.trials_for_power`).
+run that would detect the observed drop at 80% power (paired: from the measured paired
+variance, :func:`~ek_agents.stats.tasks_for_power`; unpaired:
+:func:`~ek_agents.stats.trials_for_power`).
 
 >>> from ek_agents.reporting import reliability
 >>> base = reliability({f"t{i}": [True] * 9 + [False] for i in range(20)}, k=1)
@@ -152,7 +166,8 @@ def _usd(x: float) -> str:
 
 
 def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
-                    cost_tolerance: float = 0.0, label: str = "the baseline") -> AgentGateResult:
+                    cost_tolerance: float = 0.0, label: str = "the baseline",
+                    paired: Optional[bool] = None) -> AgentGateResult:
     """Fail only when the evidence says the agent **really** got worse -- not on noise.
 
     Pure: documents in, verdict out. ``baseline`` is the dict ``record.save_agent_baseline`` /
@@ -160,7 +175,10 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
     ``label`` names it in the messages. (``ek_agents.agent_regression_gate`` also takes a
     baseline's name and loads it from a store first.)
     ``tolerance`` is in success-rate / pass^k units (0.02 = 2 points); ``cost_tolerance`` a
-    relative increase of cost per success (0.1 = 10%). See the module docstring for the rules.
+    relative increase of cost per success (0.1 = 10%). ``paired``: ``None`` (default) pairs
+    when both runs cover the same tasks, ``False`` forces the unpaired tests, ``True``
+    requires pairing (:class:`~ek_agents.errors.InvalidInput` when the task sets differ). See
+    the module docstring for the rules.
 
     Raises :class:`~ek_agents.errors.IncomparableRuns` (a ValueError) when the simulator, suite
     version or scaffold differ, and :class:`~ek_agents.errors.BaselineError` (a ValueError)
@@ -192,30 +210,58 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
     z = Z if m == 1 else stats.normal_quantile(1.0 - ALPHA / m)
     level = 1.0 - 2.0 * ALPHA / m
     checks: list[dict] = []
+    a = ALPHA / m
+    tids = _paired_tasks(cur, base, paired, label)
 
-    # success rate: Newcombe difference
+    # success rate: paired per-task differences, else Newcombe
     p_c, p_b = cur.n_success / cur.n_trials, base.n_success / base.n_trials
-    lo, hi = stats.newcombe_difference(cur.n_success, cur.n_trials, base.n_success, base.n_trials, z=z)
+    if tids is not None:
+        col = lambda rep, f: [rep.per_task[t][f] for t in tids]  # noqa: E731
+        pd = stats.paired_difference(col(cur, "c"), col(cur, "n"), col(base, "c"), col(base, "n"))
+        lo, hi = pd.lower(a), pd.upper(a)
+        method = (f"paired per-task differences over {pd.n_tasks} tasks (cluster-robust "
+                  f"standard error, t with {pd.df} df)")
+    else:
+        pd = None
+        lo, hi = stats.newcombe_difference(cur.n_success, cur.n_trials, base.n_success, base.n_trials, z=z)
+        method = "Newcombe score interval on the difference (unpaired)"
     checks.append(_check("success rate", p_c, p_b, p_c - p_b, (lo, hi), -tolerance, level,
                          regressed=hi < -tolerance, worse=p_c - p_b < -tolerance,
-                         method="Newcombe score interval on the difference"))
+                         method=method, paired=pd))
 
-    # pass^k: combined bound of the two bootstrap CIs, same k > 1 only
+    # pass^k: paired per-task pass^k differences, else the combined bound of the two CIs
     if do_hat:
         d = cur.pass_hat_k - base.pass_hat_k
-        ub = stats.difference_upper_bound(cur.pass_hat_k, cur.pass_hat_k_ci, base.pass_hat_k, base.pass_hat_k_ci, z=z)
-        lb = stats.difference_upper_bound(base.pass_hat_k, base.pass_hat_k_ci, cur.pass_hat_k, cur.pass_hat_k_ci, z=z)
+        hat_ids = None if tids is None else [
+            t for t in tids if cur.per_task[t].get("pass_hat_k") is not None
+            and base.per_task[t].get("pass_hat_k") is not None]
+        if hat_ids:
+            ones = [1.0] * len(hat_ids)
+            ph = stats.paired_difference([cur.per_task[t]["pass_hat_k"] for t in hat_ids], ones,
+                                         [base.per_task[t]["pass_hat_k"] for t in hat_ids], ones)
+            lb_hat, ub = ph.lower(a), ph.upper(a)
+            d = ph.diff
+            hat_method = (f"paired per-task pass^k differences over {ph.n_tasks} tasks "
+                          f"(t with {ph.df} df)")
+        else:
+            ph = None
+            ub = stats.difference_upper_bound(cur.pass_hat_k, cur.pass_hat_k_ci, base.pass_hat_k, base.pass_hat_k_ci, z=z)
+            lb = stats.difference_upper_bound(base.pass_hat_k, base.pass_hat_k_ci, cur.pass_hat_k, cur.pass_hat_k_ci, z=z)
+            lb_hat = None if lb is None else -lb
+            hat_method = "combined bound of the two bootstrap CIs (unpaired)"
         if ub is None:
             warnings.append("pass^k not compared: a pass^k interval is missing or not finite")
         else:
             checks.append(_check(f"pass^{cur.k}", cur.pass_hat_k, base.pass_hat_k, d,
-                                 (None if lb is None else -lb, ub), -tolerance, level,
+                                 (lb_hat, ub), -tolerance, level,
                                  regressed=ub < -tolerance, worse=d < -tolerance,
-                                 method="combined bound of the two bootstrap CIs"))
+                                 method=hat_method, paired=ph))
 
     # cost per success
     if cost_inputs is not None:
-        checks.append(_cost_check(*cost_inputs, cost_tolerance, z, level, stats))
+        totals = None if tids is None else _paired_cost(cur.cost, base.cost, tids)
+        checks.append(_cost_check(*cost_inputs, cost_tolerance, z, level, stats, totals=totals,
+                                  alpha=a))
 
     regressed = [c for c in checks if c["regressed"]]
     underpowered = not regressed and any(c["worse"] for c in checks)
@@ -224,7 +270,7 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
         worse = [c["metric"] for c in checks if c["worse"]]
         warnings.insert(0, f"underpowered: {', '.join(worse)} got worse, but not by more than "
                            "the noise of runs this size; this pass is not evidence of no regression")
-        hint = _power_hint(checks, cur, base, tolerance, ALPHA / m, stats)
+        hint = _power_hint(checks, cur, base, tolerance, a, stats)
     return AgentGateResult(
         passed=not regressed, reasons=tuple(c["sentence"] for c in regressed),
         pass_hat_k=cur.pass_hat_k, pass_hat_k_baseline=base.pass_hat_k,
@@ -233,7 +279,8 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
         cost_per_success_baseline=_num(base.cost.get("cost_per_success")),
         underpowered=underpowered, warnings=tuple(warnings), hint=hint,
         details={"checks": checks, "tolerance": tolerance, "cost_tolerance": cost_tolerance,
-                 "z": z, "alpha_per_check": ALPHA / m, "alpha": ALPHA,
+                 "z": z, "alpha_per_check": a, "alpha": ALPHA,
+                 "test": "paired" if tids is not None else "unpaired",
                  "n_trials": cur.n_trials, "n_trials_baseline": base.n_trials,
                  "k": cur.k, "k_baseline": base.k, "baseline": label},
     )
@@ -254,7 +301,8 @@ def _check_comparable(cur: Optional[RunProvenance], base: Optional[RunProvenance
 
 
 def _check(metric: str, now: float, before: float, change: float, ci: tuple, threshold: float,
-           level: float, *, regressed: bool, worse: bool, method: str, relative: bool = False) -> dict:
+           level: float, *, regressed: bool, worse: bool, method: str, relative: bool = False,
+           paired: Any = None) -> dict:
     lo, hi = ci
     pct = f"{100 * level:.4g}% CI"
     if relative:  # cost per success: change and interval as relative increases
@@ -269,9 +317,12 @@ def _check(metric: str, now: float, before: float, change: float, ci: tuple, thr
                     f"{'below' if regressed else 'not below'} the threshold {_pts(threshold)}")
     if regressed:
         sentence += " -- a real regression, not noise"
-    return {"metric": metric, "value": now, "baseline": before, "change": change,
-            "ci": [lo, hi], "level": level, "threshold": threshold, "regressed": regressed,
-            "worse": worse, "method": method, "sentence": sentence}
+    out = {"metric": metric, "value": now, "baseline": before, "change": change,
+           "ci": [lo, hi], "level": level, "threshold": threshold, "regressed": regressed,
+           "worse": worse, "method": method, "sentence": sentence}
+    if paired is not None:  # what the power hint sizes a paired run from
+        out.update(se=paired.se, n_tasks=paired.n_tasks)
+    return out
 
 
 def _finite(x: Any) -> bool:
@@ -291,10 +342,59 @@ def _cost_inputs(cur: Mapping, base: Mapping, warnings: list) -> Optional[tuple]
     return float(c), float(b), cur.get("cost_per_success_ci"), base.get("cost_per_success_ci")
 
 
+def _paired_tasks(cur: Any, base: Any, paired: Optional[bool], label: str) -> Optional[list]:
+    """The task ids both runs cover with per-task trial counts (the paired tests' units), or
+    ``None`` for the unpaired tests."""
+    if paired is not None and not isinstance(paired, bool):
+        raise InvalidInput(f"agent_regression_gate: paired must be None, True or False, got {paired!r}")
+    if paired is False:
+        return None
+    ok = (set(cur.per_task) == set(base.per_task) and len(cur.per_task) > 0
+          and all(isinstance(rep.per_task[t], Mapping) and _count_ok(rep.per_task[t])
+                  for rep in (cur, base) for t in cur.per_task))
+    if not ok:
+        if paired:
+            raise InvalidInput(
+                f"regression_gate(paired=True): this run and {label} do not cover the same "
+                f"tasks with per-task counts ({len(cur.per_task)} vs {len(base.per_task)} tasks, "
+                f"{len(set(cur.per_task) ^ set(base.per_task))} in only one); run the baseline's "
+                "suite, or pass paired=None to fall back to the unpaired tests")
+        return None
+    return sorted(cur.per_task)
+
+
+def _count_ok(entry: Mapping) -> bool:
+    n, c = entry.get("n"), entry.get("c")
+    return (isinstance(n, int) and isinstance(c, int) and not isinstance(n, bool)
+            and 0 <= c <= n and n > 0)
+
+
+def _paired_cost(cur: Mapping, base: Mapping, tids: list) -> Optional[tuple]:
+    """Per-task ``(dollars, successes)`` columns of both runs over ``tids``, or ``None`` when
+    a report has no ``task_totals`` for exactly those tasks (an older report)."""
+    tc, tb = cur.get("task_totals"), base.get("task_totals")
+    if not isinstance(tc, Mapping) or not isinstance(tb, Mapping) or set(tc) != set(tids) \
+            or set(tb) != set(tids):
+        return None
+    try:
+        cols = tuple([float(tt[t][f]) for t in tids] for tt in (tc, tb)
+                     for f in ("dollars", "n_success"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not all(math.isfinite(x) for col in cols for x in col):
+        return None
+    return cols
+
+
 def _cost_check(c: float, b: float, ci_c: Any, ci_b: Any, tol: float, z: float, level: float,
-                stats: Any) -> dict:
+                stats: Any, *, totals: Optional[tuple] = None, alpha: float = ALPHA) -> dict:
     change = (c - b) / b
     lb_abs = ub_abs = None
+    if totals is not None:
+        lb_abs, ub_abs = stats.paired_bootstrap_ratio_difference(*totals, alpha=2 * alpha, seed=0)
+        return _check("cost per success", c, b, change, (lb_abs / b, ub_abs / b), tol, level,
+                      regressed=lb_abs > tol * b, worse=change > tol, relative=True,
+                      method="paired bootstrap over tasks (both runs resampled together)")
     if ci_c is not None and ci_b is not None:
         ub_neg = stats.difference_upper_bound(b, ci_b, c, ci_c, z=z)  # upper bound of (b - c)
         ub_abs = stats.difference_upper_bound(c, ci_c, b, ci_b, z=z)  # upper bound of (c - b)
@@ -325,6 +425,13 @@ def _power_hint(checks: list, cur: Any, base: Any, tolerance: float, alpha: floa
         before = c["baseline"]
         effect = -c["change"] - tolerance  # the part of the drop beyond the tolerance
         if effect <= 0:
+            continue
+        if c.get("se") is not None and math.isfinite(c["se"]) and c["se"] > 0:
+            n = stats.tasks_for_power(c["se"], c["n_tasks"], effect, alpha=alpha, power=POWER)
+            parts.append(f"detecting a {c['metric']} drop of {100 * effect:.1f} pts beyond the "
+                         f"tolerance at {int(POWER * 100)}% power needs about {n} tasks x "
+                         f"k={cur.k} = {n * cur.k} trials per run with the paired test (this "
+                         f"run has {c['n_tasks']} tasks)")
             continue
         target = min(max(before - effect, 0.0), 1.0)
         try:

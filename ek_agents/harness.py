@@ -47,8 +47,10 @@ from .record import agent_regression_gate as agent_regression_gate
 from .record import load_agent_baseline as load_agent_baseline
 from .record import save_agent_baseline as save_agent_baseline
 from .manifest import RunInputs
+from .metrics import grade
 from .reporting import build_report as build_report
 from .reporting import graded_report
+from .sequential import sequential_gate
 from .store import Store, episode_key, episodes_prefix, open_store
 
 __all__ = ["run_suite", "run_trials", "build_report", "new_run_id",
@@ -392,7 +394,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               seed: Optional[int] = None, persist: bool = False, run_id: Optional[str] = None,
               rootdir: Union[Store, str, None] = None, max_concurrency: int = 8,
               timeout_s: Optional[float] = None, retries: int = 0, backoff_s: float = 0.5,
-              progress: Optional[bool] = None) -> Any:
+              progress: Optional[bool] = None, baseline: Any = None,
+              sequential: bool = False) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -407,7 +410,21 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
     recorded as such in the manifest's inputs, and the audit says which figures it cannot
     recompute.
+
+    ``sequential=True`` with ``baseline=`` (a name in the store at ``rootdir``, a saved
+    baseline dict, or a report) runs the trials batch by batch (trial j of every task) and
+    stops calling the agent once the sequential gate has decided
+    (:mod:`ek_agents.sequential`); the report covers the trials that ran and records the
+    verdict -- stopped early or not, why, and how many trials it cost -- in
+    ``report.detail["sequential"]``. (Not with ``persist``/``run_id`` yet.)
     """
+    if sequential or baseline is not None:
+        return _sequential_suite(agent, tasks, baseline=baseline, sequential=sequential, k=k,
+                                 check=check, metrics=metrics, price=price, prices=prices,
+                                 run=run, seed=seed, persisting=persist or run_id is not None,
+                                 rootdir=rootdir, max_concurrency=max_concurrency,
+                                 timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
+                                 progress=progress)
     persisting = persist or run_id is not None
     st = open_store(rootdir) if persisting else None
     if persisting and run_id is None:
@@ -439,3 +456,39 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                   "backoff_s": backoff_s},
                       orchestrator={"orchestrator": "ek_agents.harness.run_suite"})
     return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url})
+
+
+def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential: bool, k: int,
+                      check: Any, metrics: Optional[Mapping], price: Any, prices: Optional[Mapping],
+                      run: Optional[RunProvenance], seed: Optional[int], persisting: bool,
+                      rootdir: Any, **runner: Any) -> Any:
+    """``run_suite(..., baseline=..., sequential=True)``: the sequential gate drives
+    :func:`run_trials` one batch at a time; the report of the trials that ran carries the
+    verdict in ``detail["sequential"]``."""
+    if not sequential or baseline is None:
+        raise InvalidInput("run_suite: baseline= and sequential=True go together (a sequential "
+                           "gate against that baseline); for the fixed-design gate run the suite "
+                           "and call agent_regression_gate(report, baseline)")
+    if persisting:
+        raise InvalidInput("run_suite(sequential=True) does not persist a run yet; drop "
+                           "persist/run_id, or run the fixed design and gate it")
+    if isinstance(baseline, str):
+        doc = load_agent_baseline(baseline, rootdir=rootdir)
+        if doc is None:
+            raise InvalidInput(f"run_suite: no baseline named {baseline!r} in the store; save one "
+                               f"with save_agent_baseline(report, {baseline!r})")
+        baseline = doc
+    if isinstance(baseline, Mapping) and "report" in baseline:
+        baseline = baseline["report"]
+    specs = task_table(tasks)
+
+    def run_batch(pairs: list) -> list:
+        eps = run_trials(agent, specs, k=k, seed=seed, run=run, only=pairs, **runner)
+        return grade(eps, specs, check=check)
+
+    graded, verdict = sequential_gate(run_batch, list(specs), k=k, baseline=baseline,
+                                      success=lambda ep: bool(ep.success),
+                                      priced=price is not None or prices is not None)
+    report = graded_report(graded, specs, k=k, check=check, metrics=metrics, price=price,
+                     prices=prices, seed=0 if seed is None else seed, run=run)[2]
+    return dataclasses.replace(report, detail={**report.detail, "sequential": verdict.to_dict()})

@@ -418,14 +418,17 @@ def load_agent_baseline(name: str, *, rootdir: Union[Store, str, None] = None) -
 
 def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
                           cost_tolerance: float = 0.0,
-                          rootdir: Union[Store, str, None] = None) -> AgentGateResult:
+                          rootdir: Union[Store, str, None] = None,
+                          paired: Optional[bool] = None) -> AgentGateResult:
     """Fail only when the evidence says the agent **really** got worse -- not on noise.
 
     ``baseline`` is a name (loaded from the store at ``rootdir``), the dict
     :func:`save_agent_baseline` / :func:`load_agent_baseline` return, or a report; the
     verdict is :func:`ek_agents.gate.regression_gate`'s (see :mod:`ek_agents.gate` for the
     rules). ``tolerance`` is in success-rate / pass^k units (0.02 = 2 points);
-    ``cost_tolerance`` a relative increase of cost per success (0.1 = 10%).
+    ``cost_tolerance`` a relative increase of cost per success (0.1 = 10%); ``paired``: ``None``
+    pairs the tests when both runs cover the same tasks, ``False`` forces the unpaired ones,
+    ``True`` requires pairing.
 
     Raises :class:`~ek_agents.errors.IncomparableRuns` (a ValueError) when the simulator, suite
     version or scaffold differ, and :class:`~ek_agents.errors.BaselineError` (a ValueError)
@@ -441,7 +444,7 @@ def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
                                 f"with save_agent_baseline(report, {baseline!r})")
         baseline = doc
     return regression_gate(report, baseline, tolerance=tolerance, cost_tolerance=cost_tolerance,
-                           label=label)
+                           label=label, paired=paired)
 
 
 def report_views(store: Any, run_id: str, manifest: Mapping) -> dict:

@@ -24,7 +24,7 @@ from .cost import cost_report
 from .errors import InvalidInput
 from .facades import get_metric
 from .metrics import grade, is_errored
-from .stats import bootstrap_ci, pass_at_k, pass_hat_k, wilson_interval
+from .stats import bootstrap_ci, pass_at_k, pass_hat_k, success_interval
 
 __all__ = ["ReliabilityReport", "reliability", "DEFAULT_RESAMPLES", "build_report",
            "graded_report", "reliability_with_run", "with_cost", "score_metrics",
@@ -37,7 +37,10 @@ DEFAULT_RESAMPLES: int = 2000
 class ReliabilityReport(NonFiniteJson):
     """Corpus-level reliability over a k-trial run, with per-task and per-slice cuts.
 
-    ``success_rate`` is micro (over all trials) with a Wilson ``success_ci``;
+    ``success_rate`` is micro (over all trials); ``success_ci`` is task-clustered by default
+    (:func:`~ek_agents.stats.clustered_rate`: trials of one task share its difficulty, so the
+    interval is over tasks like these), or Wilson over all trials with ``ci="wilson"``;
+    ``success_ci_method`` names the method (the same one for the per-slice intervals);
     ``pass_at_k`` / ``pass_hat_k`` are averaged over *tasks* (each task's own unbiased
     estimator with its own trial count), never over trials, and ``pass_hat_k_ci`` is a seeded
     percentile bootstrap over tasks. ``stochastic`` is False when no task showed mixed
@@ -56,6 +59,7 @@ class ReliabilityReport(NonFiniteJson):
     n_success: int = 0
     success_rate: float = 0.0
     success_ci: tuple[float, float] = (0.0, 1.0)
+    success_ci_method: str = "wilson"
     pass_at_k: Optional[float] = None
     pass_hat_k: Optional[float] = None
     pass_hat_k_ci: tuple[float, float] = (0.0, 1.0)
@@ -127,7 +131,7 @@ def _mean(xs: list[float]) -> Optional[float]:
 
 def reliability(source: Any, *, k: int = 1, slices: Optional[Mapping[str, str]] = None,
                 cost: Optional[Mapping] = None, warn_deterministic: bool = True,
-                seed: int = 0) -> ReliabilityReport:
+                seed: int = 0, ci: str = "clustered") -> ReliabilityReport:
     """Compute ``pass@k`` / ``pass^k`` / success-rate over a k-trial run.
 
     ``source`` is graded :class:`~ek_agents.base.Episode` s (grouped by ``task_id``) or a
@@ -139,7 +143,10 @@ def reliability(source: Any, *, k: int = 1, slices: Optional[Mapping[str, str]] 
     ``warn_deterministic``, a run in which tasks had several trials but **none** had mixed
     outcomes warns (``warnings.warn`` and ``detail["warnings"]``): pass^k then carries no
     information beyond pass^1. The pass^k CI is a percentile bootstrap over tasks seeded
-    with ``seed``. An ungraded episode (``success=None``) raises
+    with ``seed``. ``ci`` chooses the success-rate intervals (overall and per slice):
+    ``"clustered"`` (default; :func:`~ek_agents.stats.clustered_rate`, equal to Wilson when
+    every task has one trial) or ``"wilson"`` (all trials as independent); the report names
+    it in ``success_ci_method``. An ungraded episode (``success=None``) raises
     :class:`~ek_agents.errors.InvalidInput`.
 
     >>> r = reliability({"t1": [True, True, False], "t2": [True, True, True]}, k=2)
@@ -148,6 +155,8 @@ def reliability(source: Any, *, k: int = 1, slices: Optional[Mapping[str, str]] 
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"reliability: k must be an integer >= 1, got {k!r}")
+    ci_name = ci
+    success_interval([], [], method=ci_name)  # an unknown method fails before any work
     outcomes, labels = _group(source, slices)
     notes: list[str] = []
     per_task: dict[str, dict] = {}
@@ -200,15 +209,18 @@ def reliability(source: Any, *, k: int = 1, slices: Optional[Mapping[str, str]] 
         per_slice[label] = {
             "n_tasks": len(tids), "n_trials": nt, "n_success": ns,
             "success_rate": ns / nt if nt else 0.0,
-            "success_ci": list(wilson_interval(ns, nt)),
+            "success_ci": list(success_interval([per_task[t]["c"] for t in tids],
+                                                [per_task[t]["n"] for t in tids], method=ci_name)[0]),
             "pass_at_k": _mean([per_task[t]["pass_at_k"] for t in sc]),
             "pass_hat_k": _mean([per_task[t]["pass_hat_k"] for t in sc]),
         }
 
+    success_ci, ci_method = success_interval([e["c"] for e in per_task.values()],
+                                             [e["n"] for e in per_task.values()], method=ci_name)
     return ReliabilityReport(
         k=k, n_tasks=len(per_task), n_trials=n_trials, n_success=n_success,
         success_rate=n_success / n_trials if n_trials else 0.0,
-        success_ci=wilson_interval(n_success, n_trials),
+        success_ci=success_ci, success_ci_method=ci_method,
         pass_at_k=_mean([per_task[t]["pass_at_k"] for t in scored]),
         pass_hat_k=_mean(hats), pass_hat_k_ci=hat_ci, stochastic=stochastic,
         per_task=per_task, per_slice=per_slice, cost=dict(cost) if cost is not None else {},

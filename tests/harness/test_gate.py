@@ -37,10 +37,12 @@ def _counts(c, n):
 def test_simulated_false_alarm_rate_and_power():
     """Two runs of one stochastic agent (p = 0.7, 60 tasks x k = 4) over 400 seeds.
 
-    Measured with the default 2000 bootstrap resamples (fast enough: ~10 s for 1200
-    reports): false alarms 10/400 = 2.5% (<= 5% required; the family-wise split keeps it
-    there although the pass^k bootstrap bound alone is a little anti-conservative); with p
-    dropping to 0.55 the gate fires in 357/400 = 89.25% of runs (power). The power floor
+    The runs cover the same task ids, so the paired tests run (success rate and pass^k by
+    per-task differences). Measured: false alarms 11/400 = 2.75% (<= 5% required; the
+    nominal family-wise level is 2.5%, and 400 pairs measure it +- 0.8%); with p dropping
+    to 0.55 the gate fires in 355/400 = 88.75% of runs (power). (Here every task has the
+    same p, so pairing has no shared difficulty to cancel; bench/bench_stats.py and
+    tests/stats/test_honest_intervals.py simulate tasks that differ.) The power floor
     asserted below leaves room for changes to the bootstrap.
     """
     false_alarms = caught = 0
@@ -61,9 +63,31 @@ def test_interval_overlap_would_be_blind_where_the_gate_sees():
     base, cur = _counts(42, 60), _counts(24, 60)
     g = agent_regression_gate(cur, base)
     assert not g.passed and g.success_rate == 0.4 and g.success_rate_baseline == 0.7
-    lo, hi = stats.newcombe_difference(24, 60, 42, 60)
-    assert g.details["checks"][0]["ci"] == [lo, hi]  # one check -> the spec's z = 1.96
-    assert g.details["z"] == 1.96
+    # the same 60 tasks: the paired test ran, at one-sided 2.5% (one check)
+    pd = stats.paired_difference([1] * 24 + [0] * 36, [1] * 60, [1] * 42 + [0] * 18, [1] * 60)
+    assert g.details["test"] == "paired" and g.details["checks"][0]["method"].startswith("paired")
+    assert g.details["checks"][0]["ci"] == [pd.lower(0.025), pd.upper(0.025)]
+    # forced unpaired: Newcombe's interval at the spec's z = 1.96
+    u = agent_regression_gate(cur, base, paired=False)
+    assert not u.passed and u.details["test"] == "unpaired"
+    assert u.details["checks"][0]["ci"] == list(stats.newcombe_difference(24, 60, 42, 60))
+    assert u.details["z"] == 1.96
+    # the paired interval is the narrower one here (the same tasks failed in both runs)
+    assert pd.upper(0.025) < u.details["checks"][0]["ci"][1]
+
+
+def test_different_task_sets_fall_back_to_newcombe_and_paired_true_refuses():
+    base = _counts(42, 60)
+    cur = reliability({f"u{i}": [i < 24] for i in range(60)}, k=1)
+    g = agent_regression_gate(cur, base)
+    assert g.details["test"] == "unpaired" and g.details["checks"][0]["method"].startswith("Newcombe")
+    with pytest.raises(InvalidInput, match="paired=True.*same tasks"):
+        agent_regression_gate(cur, base, paired=True)
+    # an old report document without per-task counts loads and gates unpaired
+    old = base.to_dict()
+    old.pop("per_task")
+    old.pop("success_ci_method")
+    assert agent_regression_gate(cur, old).details["test"] == "unpaired"
 
 
 def test_reasons_are_sentences_with_metric_change_interval_threshold():
@@ -86,9 +110,13 @@ def test_underpowered_warns_and_sizes_the_experiment():
     g = agent_regression_gate(_counts(11, 20), _counts(14, 20))
     assert g.passed and g.underpowered and g.reasons == ()
     assert g.warnings[0].startswith("underpowered: success rate got worse")
+    chk = g.details["checks"][0]  # paired: sized from the measured paired variance
+    n = stats.tasks_for_power(chk["se"], 20, 0.15, alpha=0.025, power=0.8)
+    assert f"about {n} tasks x k=1 = {n} trials per run with the paired test" in g.hint
+    assert "this run has 20 tasks" in g.hint and n > 20
+    u = agent_regression_gate(_counts(11, 20), _counts(14, 20), paired=False)
     n = stats.trials_for_power(0.7, 0.55, alpha=0.025, power=0.8)
-    assert f"about {n} trials per run" in g.hint and "this run has 20" in g.hint
-    assert n > 20
+    assert f"about {n} trials per run" in u.hint and "this run has 20" in u.hint
     better = agent_regression_gate(_counts(15, 20), _counts(14, 20))
     assert better.passed and not better.underpowered and better.warnings == ()
 

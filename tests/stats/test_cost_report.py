@@ -111,21 +111,37 @@ def test_episodes_without_cost_are_counted_and_left_out():
         cost_report([Episode("x", cost=MTOK)], price=ONE_DOLLAR)
 
 
-def test_cost_per_success_ci_is_a_seeded_episode_bootstrap():
+def test_cost_per_success_ci_is_a_seeded_task_cluster_bootstrap():
     rng = np.random.default_rng(0)
     eps = [_ep(f"t{i}", bool(rng.random() < 0.6), Cost(input_tokens=int(rng.integers(1e5, 3e6))))
-           for i in range(200)]
+           for i in range(60) for _ in range(3)]
     a = cost_report(eps, price=ONE_DOLLAR, seed=3)
     assert a["cost_per_success_ci"] == cost_report(eps, price=ONE_DOLLAR, seed=3)["cost_per_success_ci"]
     assert a["cost_per_success_ci"] != cost_report(eps, price=ONE_DOLLAR, seed=4)["cost_per_success_ci"]
     lo, hi = a["cost_per_success_ci"]
     assert lo < a["cost_per_success"] < hi and a["seed"] == 3
-    # independent check: resample episodes ourselves with the same generator
-    d = np.array([e.cost.input_tokens / 1e6 for e in eps])
-    s = np.array([float(e.success) for e in eps])
-    idx = np.random.default_rng(3).integers(0, len(eps), size=(2000, len(eps)))
-    ratios = d[idx].sum(1) / s[idx].sum(1)
-    assert (lo, hi) == pytest.approx(tuple(np.percentile(ratios, [2.5, 97.5])), rel=1e-12)
+    assert a["cost_per_success_ci_method"].startswith("bootstrap-t over tasks")
+    assert a["task_totals"]["t0"]["n"] == 3
+    # independent check: a plain loop over resamples of whole tasks, studentized by hand
+    tids = list(a["task_totals"])
+    d = np.array([sum(e.cost.input_tokens / 1e6 for e in eps if e.task_id == t) for t in tids])
+    s = np.array([sum(float(e.success) for e in eps if e.task_id == t) for t in tids])
+    g, r = len(tids), d.sum() / s.sum()
+
+    def se(dd, ss):
+        rr = dd.sum() / ss.sum()
+        return np.sqrt(g / (g - 1) * ((dd - rr * ss) ** 2).sum()) / ss.sum()
+
+    gen = np.random.default_rng(3)
+    ts = []
+    for _ in range(2000):
+        i = gen.integers(0, g, size=g, dtype=np.int32)
+        ts.append((d[i].sum() / s[i].sum() - r) / se(d[i], s[i]))
+    t_lo, t_hi = np.percentile(ts, [2.5, 97.5])
+    assert (lo, hi) == pytest.approx((r - t_hi * se(d, s), r - t_lo * se(d, s)), rel=1e-9)
+    # one trial per task: the task bootstrap resamples episodes
+    one = cost_report(eps[::3], price=ONE_DOLLAR, seed=3)
+    assert all(t["n"] == 1 for t in one["task_totals"].values())
 
 
 def test_all_failures_cost_infinity_and_the_report_is_json_safe_via_reliability():

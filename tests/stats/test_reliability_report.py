@@ -10,7 +10,7 @@ import pytest
 from ek_agents import errors
 from ek_agents.base import Episode
 from ek_agents.reporting import ReliabilityReport, reliability
-from ek_agents.stats import wilson_interval
+from ek_agents.stats import clustered_rate, wilson_interval
 
 
 def test_spec_example():
@@ -31,9 +31,13 @@ def test_each_task_uses_its_own_trial_count():
     assert r.pass_at_k == pytest.approx(float(exp_at), abs=1e-15)
     assert r.per_task["b"] == {"n": 5, "c": 4, "slice": None,
                                "pass_at_k": 1.0, "pass_hat_k": pytest.approx(0.6)}
-    # success rate is micro over trials, with a Wilson interval
+    # success rate is micro over trials; its interval is task-clustered (3 tasks: wide)
     assert (r.n_trials, r.n_success) == (10, 6) and r.success_rate == 0.6
-    assert r.success_ci == wilson_interval(6, 10)
+    assert r.success_ci == clustered_rate([2, 4, 0], [3, 5, 2]).ci
+    assert r.success_ci_method.startswith("task-clustered")
+    w = reliability(data, k=2, ci="wilson")
+    assert w.success_ci == wilson_interval(6, 10) and w.success_ci_method.startswith("wilson")
+    assert w.success_ci[0] > r.success_ci[0] and w.success_ci[1] < r.success_ci[1]
 
 
 def test_tasks_with_fewer_than_k_trials_are_skipped_and_listed():
@@ -82,7 +86,8 @@ def test_slices_from_mapping_and_from_episode_meta():
     hard = r.per_slice["hard"]
     assert hard["n_tasks"] == 1 and hard["n_trials"] == 2 and hard["n_success"] == 1
     assert hard["success_rate"] == 0.5 and hard["pass_hat_k"] == 0.0 and hard["pass_at_k"] == 1.0
-    assert tuple(hard["success_ci"]) == wilson_interval(1, 2)
+    assert tuple(hard["success_ci"]) == (0.0, 1.0)  # one task cannot show the task spread
+    assert tuple(reliability(eps, k=2, ci="wilson").per_slice["hard"]["success_ci"]) == wilson_interval(1, 2)
     r2 = reliability(eps, k=2, slices={"a": "x", "b": "x", "c": "y"})  # the mapping wins
     assert r2.per_slice["x"]["n_tasks"] == 2 and r2.per_slice["y"]["n_success"] == 1
     assert r2.per_task["c"]["slice"] == "y"
