@@ -557,7 +557,10 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
         inputs["price"] = stages.UNSTORED
     if metrics:
         inputs["metrics"] = sorted(metrics)
-    stages.record_run(st, run_id, refs=refs, inputs=inputs,
+    where = (getattr(agent, "__module__", None),
+             getattr(agent, "__qualname__", None) or getattr(agent, "__name__", None))
+    stages.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
+                      agent=f"{where[0]}:{where[1]}" if all(where) else None,
                       parameters={"k": k, "seed": seed, "max_concurrency": max_concurrency,
                                   "timeout_s": timeout_s, "retries": retries,
                                   "backoff_s": backoff_s},
