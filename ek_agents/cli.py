@@ -180,7 +180,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
         docs = {rid: run_report(st, rid)[1] for rid in a.run_ids}
         print(json.dumps(docs[a.run_ids[0]] if len(a.run_ids) == 1 else docs, indent=2, sort_keys=True))
     elif len(a.run_ids) > 1:
-        from .htmlreport import load_runs, render_markdown
+        from .htmlreport import render_markdown
+        from .runsummary import load_runs
 
         print(render_markdown(load_runs(st, a.run_ids)), end="")
     else:

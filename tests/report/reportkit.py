@@ -67,7 +67,7 @@ class DevToolsPage:
     those the browser refused to send, e.g. by the page's CSP), its DOM and a screenshot of a
     ``width`` x ``height`` viewport."""
 
-    def __init__(self, binary: str, profile: str, *, width: int = 1100, height: int = 1250) -> None:
+    def __init__(self, binary: str, profile: str, *, width: int = 1240, height: int = 1300) -> None:
         self.proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",

@@ -11,9 +11,9 @@ from hypothesis import strategies as hs
 
 from ek_agents.cli import main
 from ek_agents.errors import ArtifactNotFound, InvalidInput
-from ek_agents.htmlreport import (fmt_count, fmt_dollars, fmt_interval, fmt_percent, fmt_seconds,
-                                  load_runs, pareto_frontier, render_html, render_markdown,
-                                  summarize_run, write_report)
+from ek_agents.htmlreport import render_html, render_markdown, write_report
+from ek_agents.runsummary import (fmt_count, fmt_dollars, fmt_interval, fmt_percent, fmt_seconds,
+                                  load_runs, pareto_frontier, summarize_run)
 from ek_agents.store import Store, run_key
 
 from .reportkit import BASELINE, GATED
