@@ -181,3 +181,21 @@ def test_bad_input_names_the_value(stored_runs, tmp_path):
     with pytest.raises(InvalidInput, match="at least one"):
         render_html([])
     assert write_report(root, ["small-0"]) == {}
+
+
+def test_unknown_and_infinite_costs_are_said_not_drawn():
+    def run(rid, success, cost):
+        report = {"k": 2, "n_trials": 8, "n_success": round(8 * success), "success_rate": success,
+                  "success_ci": [0.0, 0.5], "per_task": {"t1": {"n": 4, "c": round(4 * success)},
+                                                          "t2": {"n": 4, "c": round(4 * success)}},
+                  "cost": {} if cost is None else {"total_dollars": 0.4, "cost_per_success": cost}}
+        return summarize_run({"run_id": rid, "provenance": {"scaffold": "s"}}, report)
+
+    runs = [run("none-ok", 0.0, "Infinity"), run("unpriced", 0.5, None), run("priced", 0.5, 0.1)]
+    assert runs[0].cost_per_success == math.inf and runs[1].dollars is None
+    assert [p[1] for p in runs[1].pass_hat] == [0.5, pytest.approx(1 / 6)]  # C(2,2)/C(4,2)
+    md = render_markdown(runs)
+    assert "| none-ok |" in md and "∞ (no success)" in md and "| unknown | unknown |" in md
+    page = render_html(runs)
+    assert "Not plotted (unknown, zero or infinite cost per success): none-ok, unpriced" in page
+    assert page.count('class="run-point whisker"') == 1 and 'class="frontier"' not in page
