@@ -77,11 +77,10 @@ def _slice_head(r: RunSummary) -> list[str]:
 
 
 def _slice_rows(r: RunSummary) -> list[list[str]]:
-    return [[s["slice"], fmt_count(s["tasks"]), fmt_count(s["trials"]),
-             f"{fmt_percent(s['success_rate'])} {fmt_interval(s['success_ci'], fmt_percent)}",
-             fmt_percent(s["pass_hat_k"]), fmt_dollars(s["dollars"]),
-             f"{fmt_dollars(s['cost_per_success'])} "
-             f"{fmt_interval(s['cost_per_success_ci'], fmt_dollars)}".strip()]
+    return [[s.slice, fmt_count(s.tasks), fmt_count(s.trials),
+             f"{fmt_percent(s.success_rate)} {fmt_interval(s.success_ci, fmt_percent)}",
+             fmt_percent(s.pass_hat_k), fmt_dollars(s.dollars),
+             f"{fmt_dollars(s.cost_per_success)} {fmt_interval(s.cost_per_success_ci, fmt_dollars)}".strip()]
             for s in r.slices]
 
 

@@ -32,9 +32,9 @@ from .base import NonFiniteJson, decode_nonfinite
 from .core import shape
 from .errors import ArtifactNotFound, InvalidInput
 from .reporting import reliability
-from .store import Store, run_key
+from .store import Store, open_store, run_key
 
-__all__ = ["RunSummary", "load_runs", "summarize_run", "pareto_frontier", "frontier_flags",
+__all__ = ["RunSummary", "SliceSummary", "load_runs", "summarize_run", "pareto_frontier", "frontier_flags",
            "comparability_group", "group_index", "group_label", "series_of", "series_runs",
            "as_number", "fmt_percent", "fmt_dollars", "fmt_interval", "fmt_count", "fmt_seconds"]
 
@@ -98,7 +98,24 @@ def fmt_seconds(x: Any) -> str:
         return "n/a"
     return f"{v * 1000:.0f} ms" if v < 1 else f"{v:,.2f} s"
 
+
 # --------------------------------------------------------------------------- the runs
+
+@shape()
+class SliceSummary(NonFiniteJson):
+    """One slice of a run: its tasks and trials, success and its interval, pass^K, dollars and
+    cost per success with its interval (None where the run does not say)."""
+
+    slice: str
+    tasks: int = 0
+    trials: int = 0
+    success_rate: Optional[float] = None
+    success_ci: Optional[tuple[float, float]] = None
+    pass_hat_k: Optional[float] = None
+    dollars: Optional[float] = None
+    cost_per_success: Optional[float] = None
+    cost_per_success_ci: Optional[tuple[float, float]] = None
+
 
 @shape()
 class RunSummary(NonFiniteJson):
@@ -131,11 +148,15 @@ class RunSummary(NonFiniteJson):
     cost_per_success_ci: Optional[tuple[float, float]] = None
     tokens: dict = Field(default_factory=dict)
     mean_latency_s: Optional[float] = None
-    slices: list[dict] = Field(default_factory=list)
+    slices: list[SliceSummary] = Field(default_factory=list)
     errors: dict = Field(default_factory=dict)
     reused: str = "unknown"
     gate: Optional[dict] = None
     warnings: list[str] = Field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """A JSON-safe dict (non-finite numbers as strings), its slices included."""
+        return {**super().to_dict(), "slices": [s.to_dict() for s in self.slices]}
 
     @property
     def group(self) -> tuple[str, str, str, str]:
@@ -217,13 +238,12 @@ def summarize_run(manifest: Mapping, report: Mapping, gate: Optional[Mapping] = 
     slices = []
     for label, s in sorted((report.get("per_slice") or {}).items()):
         c = per_cost.get(label) or {}
-        slices.append({"slice": label, "tasks": s.get("n_tasks"), "trials": s.get("n_trials"),
-                       "success_rate": as_number(s.get("success_rate")),
-                       "success_ci": _pair(s.get("success_ci")),
-                       "pass_hat_k": as_number(s.get("pass_hat_k")),
-                       "dollars": as_number(c.get("total_dollars")),
-                       "cost_per_success": as_number(c.get("cost_per_success")),
-                       "cost_per_success_ci": _pair(c.get("cost_per_success_ci"))})
+        slices.append(SliceSummary(
+            slice=label, tasks=int(s.get("n_tasks") or 0), trials=int(s.get("n_trials") or 0),
+            success_rate=as_number(s.get("success_rate")), success_ci=_pair(s.get("success_ci")),
+            pass_hat_k=as_number(s.get("pass_hat_k")), dollars=as_number(c.get("total_dollars")),
+            cost_per_success=as_number(c.get("cost_per_success")),
+            cost_per_success_ci=_pair(c.get("cost_per_success_ci"))))
     has_cost = bool(cost) and as_number(cost.get("total_dollars")) is not None
     tokens = {f: cost.get(f) for f in ("input_tokens", "cached_input_tokens", "output_tokens",
                                        "reasoning_tokens", "total_tokens") if cost.get(f) is not None}
@@ -258,7 +278,7 @@ def load_runs(store: Union[Store, str], run_ids: Sequence[str]) -> list[RunSumma
     ``runs/<id>/gate.json``; a run without a manifest raises
     :class:`~ek_agents.errors.ArtifactNotFound` naming it and the store.
     """
-    st = store if isinstance(store, Store) else Store(store)
+    st = open_store(store)
     if isinstance(run_ids, str) or not run_ids:
         raise InvalidInput(f"a report needs a non-empty list of run ids, got {run_ids!r}: "
                            "give one or more RUN_IDs (see the store's runs/ folder)")

@@ -13,7 +13,7 @@ from ek_agents.cli import main
 from ek_agents.errors import ArtifactNotFound, InvalidInput
 from ek_agents.htmlreport import render_html, render_markdown, write_report
 from ek_agents.runsummary import (fmt_count, fmt_dollars, fmt_interval, fmt_percent, fmt_seconds,
-                                  load_runs, pareto_frontier, summarize_run)
+                                  RunSummary, load_runs, pareto_frontier, summarize_run)
 from ek_agents.store import Store, run_key
 
 from .reportkit import BASELINE, GATED
@@ -106,7 +106,8 @@ def test_summaries_carry_the_stored_figures(stored_runs):
         assert [v for _, v, _, _ in r.pass_hat] == sorted((v for _, v, _, _ in r.pass_hat), reverse=True)
         assert r.cost_per_success == pytest.approx(rep["cost"]["cost_per_success"])
         assert r.agent.startswith("examples.shop.agents:") and r.reused == "unknown"
-        assert {s["slice"] for s in r.slices} == set(rep["per_slice"]) and r.tokens["total_tokens"] > 0
+        assert {s.slice for s in r.slices} == set(rep["per_slice"]) and r.tokens["total_tokens"] > 0
+        assert RunSummary.from_dict(json.loads(json.dumps(r.to_dict()))) == r     # a typed shape
     gated = {r.run_id: r for r in runs}[GATED]
     assert gated.gate["baseline"] == BASELINE and isinstance(gated.gate["passed"], bool)
     assert sum(r.gate is not None for r in runs) == 1
