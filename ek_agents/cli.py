@@ -101,9 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade against this suite (default: the success the source recorded)")
     _eval_args(p)
 
-    p = sub.add_parser("report", help="print a stored run's report (no Prefect needed)")
-    p.add_argument("run_id")
-    p.add_argument("--json", action="store_true", help="print the report document as JSON")
+    p = sub.add_parser("report", help="print a stored run's report, or write an HTML/Markdown "
+                                      "report comparing runs (no Prefect needed)")
+    p.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    p.add_argument("--json", action="store_true", help="print the report document(s) as JSON")
+    p.add_argument("--html", default=None, metavar="PATH",
+                   help="write a self-contained HTML report of the runs (path or fsspec URL)")
+    p.add_argument("--markdown", default=None, metavar="PATH",
+                   help="write the report of the runs as Markdown (path or fsspec URL)")
     _store_arg(p)
 
     p = sub.add_parser("gate", help="gate a stored run against a baseline (no Prefect needed)")
@@ -173,12 +178,23 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 def _cmd_report(a: argparse.Namespace) -> int:
     st = _store(a.store)
-    if a.json:
+    if a.html is not None or a.markdown is not None:
+        from .htmlreport import write_report
+
+        for kind, path in write_report(st, a.run_ids, html=a.html, markdown=a.markdown).items():
+            print(f"{kind} report of {len(a.run_ids)} run(s): {path}")
+    elif a.json:
         from .record import run_report
 
-        print(json.dumps(run_report(st, a.run_id)[1], indent=2, sort_keys=True))
+        docs = {rid: run_report(st, rid)[1] for rid in a.run_ids}
+        print(json.dumps(docs[a.run_ids[0]] if len(a.run_ids) == 1 else docs, indent=2, sort_keys=True))
+    elif len(a.run_ids) > 1:
+        from .htmlreport import render_markdown
+        from .runsummary import load_runs
+
+        print(render_markdown(load_runs(st, a.run_ids)), end="")
     else:
-        _print_report(st, a.run_id)
+        _print_report(st, a.run_ids[0])
     return 0
 
 

@@ -450,7 +450,10 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                        check=check if check is None or isinstance(check, str) else record.UNSTORED,
                        price=None if price is None else record.UNSTORED,
                        metrics=tuple(sorted(metrics or ())))
-    record.record_run(st, run_id, refs=refs, inputs=inputs,
+    where = (getattr(agent, "__module__", None),
+             getattr(agent, "__qualname__", None) or getattr(agent, "__name__", None))
+    record.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
+                      agent=f"{where[0]}:{where[1]}" if all(where) else None,
                       parameters={"k": k, "seed": seed, "max_concurrency": max_concurrency,
                                   "timeout_s": timeout_s, "retries": retries,
                                   "backoff_s": backoff_s},
