@@ -334,6 +334,24 @@ class CallComparer:
         """Prepare a gold call (its arguments may hold AnyOf / OMITTED / ANY); cached likewise."""
         return self._cached(call, self._golds, self._gold_stats, self._gold)
 
+    def prepare(self, lists: Any, *, gold: bool = False) -> tuple[list, list]:
+        """Many call lists at once: ``(unique views, index)``, ``index`` giving each call's
+        position in ``unique`` (list after list). Each distinct call is prepared once: calls are
+        told apart by a type-exact signature built in C (the tool, the argument items and their
+        types); if some call's arguments are not a hashable dict, every call is prepared on its
+        own (through the comparer's own cache)."""
+        make = self.gold if gold else self.pred
+        calls = [c for row in lists for c in row]
+        memo: dict = {}
+        try:
+            index = [memo.setdefault((c[0], tuple(c[1].items()), tuple(map(type, c[1].values()))), len(memo))
+                     for c in calls]
+        except (TypeError, AttributeError):  # unhashable values, or arguments that are not a dict
+            return [make(c) for c in calls], list(range(len(calls)))
+        # the first call of each distinct signature (reversed: earlier positions overwrite later)
+        first = dict(zip(reversed(index), range(len(index) - 1, -1, -1)))
+        return [make(calls[first[i]]) for i in range(len(memo))], index
+
     @staticmethod
     def _cached(call: tuple, cache: dict, stats: list, make: Callable[[tuple], Any]) -> Any:
         if stats[0] >= _CACHE_PROBE and stats[1] * 5 < stats[0]:

@@ -458,7 +458,7 @@ def _score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) ->
         return {}
     if not isinstance(metrics, Mapping):
         raise InvalidInput(f"metrics must be a {{name: Metric}} mapping, got {type(metrics).__name__}")
-    from .facades import get_metric
+    from .facades import get_metric, score_all
 
     grammar = suite_grammar(specs)
     out = {}
@@ -468,7 +468,7 @@ def _score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) ->
         except InvalidInput as exc:  # UnknownName too: name the entry
             raise type(exc)(f"metric {name!r}: {exc}") from None
         g = None if getattr(metric, "grammar", None) is not None else grammar
-        scores = [metric.score(ep, specs[ep.task_id].gold, grammar=g) for ep in graded]
+        scores = score_all(metric, graded, [specs[ep.task_id].gold for ep in graded], grammar=g)
         out[name] = metric.aggregate(scores)
     return out
 
