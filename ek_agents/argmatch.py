@@ -271,13 +271,15 @@ _CACHE_SIZE = 100_000
 _CACHE_PROBE = 2_000
 
 
-def _signature(call: tuple) -> Any:
-    """A hashable, type-exact signature of a call (None when an argument is unhashable)."""
+def signature(call: tuple) -> Any:
+    """A hashable, type-exact signature of a call (None when an argument is unhashable): the
+    tool, the argument items and their types (``1``, ``1.0`` and ``True`` are equal in Python,
+    not under the typed rules), built in C."""
     args = call[1]
     if type(args) is not dict:
         return None
+    sig = (call[0], tuple(args.items()), tuple(map(type, args.values())))
     try:
-        sig = (call[0], tuple([(k, v.__class__, v) for k, v in args.items()]))
         hash(sig)
     except TypeError:
         return None
@@ -343,7 +345,7 @@ class CallComparer:
         make = self.gold if gold else self.pred
         calls = [c for row in lists for c in row]
         memo: dict = {}
-        try:
+        try:  # signature(c) inline: this comprehension is the per-call cost of a batch
             index = [memo.setdefault((c[0], tuple(c[1].items()), tuple(map(type, c[1].values()))), len(memo))
                      for c in calls]
         except (TypeError, AttributeError):  # unhashable values, or arguments that are not a dict
@@ -359,7 +361,7 @@ class CallComparer:
             if stats[2] > 25 * _CACHE_PROBE:
                 stats[:] = [0, 0, 0]
             return make(call)
-        sig = _signature(call)
+        sig = signature(call)
         if sig is None:
             return make(call)
         stats[0] += 1
