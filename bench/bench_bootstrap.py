@@ -47,4 +47,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(main() and 0)
+    main()
