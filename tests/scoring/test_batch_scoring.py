@@ -148,3 +148,13 @@ def test_score_all_falls_back_to_score_for_other_metrics():
             return sum(s.value for s in scores)
 
     assert [s.value for s in score_all(Len(), [[1], [1, 2]], [[1], [1]])] == [1.0, 0.0]
+
+
+def test_a_gold_given_for_several_trials_is_prepared_once_and_scored_alike():
+    gold = [("search", {"q": "a"}), ("answer", {"text": "x"})]
+    preds = [[("search", {"q": "A"}), ("answer", {"text": "x"})], [("answer", {"text": "x"})], []]
+    golds = [gold, gold, gold]  # one object, three trials
+    m = TrajectoryMetric("in_order")
+    assert [s.detail for s in m.score_batch(preds, golds)] == [m.score(p, gold).detail for p in preds]
+    uniq, index = CallComparer().prepare(golds, gold=True)
+    assert len(uniq) == 2 and index == [0, 1, 0, 1, 0, 1]
