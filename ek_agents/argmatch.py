@@ -271,13 +271,15 @@ _CACHE_SIZE = 100_000
 _CACHE_PROBE = 2_000
 
 
-def _signature(call: tuple) -> Any:
-    """A hashable, type-exact signature of a call (None when an argument is unhashable)."""
+def signature(call: tuple) -> Any:
+    """A hashable, type-exact signature of a call (None when an argument is unhashable): the
+    tool, the argument items and their types (``1``, ``1.0`` and ``True`` are equal in Python,
+    not under the typed rules), built in C."""
     args = call[1]
     if type(args) is not dict:
         return None
+    sig = (call[0], tuple(args.items()), tuple(map(type, args.values())))
     try:
-        sig = (call[0], tuple([(k, v.__class__, v) for k, v in args.items()]))
         hash(sig)
     except TypeError:
         return None
@@ -334,6 +336,37 @@ class CallComparer:
         """Prepare a gold call (its arguments may hold AnyOf / OMITTED / ANY); cached likewise."""
         return self._cached(call, self._golds, self._gold_stats, self._gold)
 
+    def prepare(self, lists: Any, *, gold: bool = False) -> tuple[list, list]:
+        """Many call lists at once: ``(unique views, index)``, ``index`` giving each call's
+        position in ``unique`` (list after list). Each distinct call is prepared once: calls are
+        told apart by a type-exact signature built in C (the tool, the argument items and their
+        types); if some call's arguments are not a hashable dict, every call is prepared on its
+        own (through the comparer's own cache)."""
+        make = self.gold if gold else self.pred
+        lists = list(lists)
+        rows = {id(r): r for r in lists}  # a list given several times (a task's gold over k trials)
+        if len(rows) < len(lists):        # is read once
+            uniq, sub = self.prepare(list(rows.values()), gold=gold)
+            spans, s = {}, 0
+            for key, row in rows.items():
+                spans[key] = (s, s + len(row))
+                s += len(row)
+            index: list = []
+            for row in lists:
+                a, b = spans[id(row)]
+                index.extend(sub[a:b])
+            return uniq, index
+        calls = [c for row in lists for c in row]
+        memo: dict = {}
+        try:  # signature(c) inline: this comprehension is the per-call cost of a batch
+            index = [memo.setdefault((c[0], tuple(c[1].items()), tuple(map(type, c[1].values()))), len(memo))
+                     for c in calls]
+        except (TypeError, AttributeError):  # unhashable values, or arguments that are not a dict
+            return [make(c) for c in calls], list(range(len(calls)))
+        # the first call of each distinct signature (reversed: earlier positions overwrite later)
+        first = dict(zip(reversed(index), range(len(index) - 1, -1, -1)))
+        return [make(calls[first[i]]) for i in range(len(memo))], index
+
     @staticmethod
     def _cached(call: tuple, cache: dict, stats: list, make: Callable[[tuple], Any]) -> Any:
         if stats[0] >= _CACHE_PROBE and stats[1] * 5 < stats[0]:
@@ -341,7 +374,7 @@ class CallComparer:
             if stats[2] > 25 * _CACHE_PROBE:
                 stats[:] = [0, 0, 0]
             return make(call)
-        sig = _signature(call)
+        sig = signature(call)
         if sig is None:
             return make(call)
         stats[0] += 1

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 from .core import GraphGrammar, Score
 from .errors import InvalidInput, UnknownName, did_you_mean
 
-__all__ = ["score", "evaluate", "estimate_quality", "get_metric", "METRICS"]
+__all__ = ["score", "evaluate", "score_all", "estimate_quality", "get_metric", "METRICS"]
 
 
 def _metric_table() -> dict[str, Callable[[], Any]]:
@@ -100,8 +100,26 @@ def evaluate(preds: Sequence, golds: Sequence, metrics: Any, *,
     table = _named(metrics)
     if not table:
         raise InvalidInput("evaluate: no metrics given")
-    return {name: m.aggregate([m.score(p, g, grammar=grammar) for p, g in zip(preds, golds)])
+    shared: dict = {}  # prepared calls, built once and shared by the metrics that compare alike
+    return {name: m.aggregate(score_all(m, preds, golds, grammar=grammar, shared=shared))
             for name, m in table.items()}
+
+
+def score_all(metric: Any, preds: Sequence, golds: Sequence, *, grammar: Optional[GraphGrammar] = None,
+              shared: Optional[dict] = None) -> list[Score]:
+    """``[metric.score(p, g, grammar=grammar) for p, g in zip(preds, golds)]`` -- through the
+    metric's ``score_batch`` when it has one (tool-call and trajectory metrics: each call
+    prepared once, the in_order alignment vectorised over the pairs; the same numbers).
+    ``shared`` (a dict kept over one corpus) lets metrics share the prepared calls.
+
+    >>> from ek_agents.trajectory import TrajectoryMetric
+    >>> [s.value for s in score_all(TrajectoryMetric(), [["a", "b"]], [["a", "c"]])]
+    [0.5]
+    """
+    batch = getattr(metric, "score_batch", None)
+    if callable(batch):
+        return batch(preds, golds, grammar=grammar, shared=shared)
+    return [metric.score(p, g, grammar=grammar) for p, g in zip(preds, golds)]
 
 
 def _signals(signals: Any) -> list[tuple[str, int, Callable[[Any], float]]]:

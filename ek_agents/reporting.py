@@ -22,7 +22,7 @@ from .base import NonFiniteJson, RunProvenance, TaskSpec, is_episode, suite_gram
 from .core import shape
 from .cost import cost_report
 from .errors import InvalidInput
-from .facades import get_metric
+from .facades import get_metric, score_all
 from .metrics import grade, is_errored
 from .stats import bootstrap_ci, pass_at_k, pass_hat_k, success_interval
 
@@ -319,7 +319,7 @@ def score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) -> 
         except InvalidInput as exc:  # UnknownName too: name the entry
             raise type(exc)(f"metric {name!r}: {exc}") from None
         g = None if getattr(metric, "grammar", None) is not None else grammar
-        scores = [metric.score(ep, specs[ep.task_id].gold, grammar=g) for ep in graded]
+        scores = score_all(metric, graded, [specs[ep.task_id].gold for ep in graded], grammar=g)
         out[name] = metric.aggregate(scores)
     return out
 

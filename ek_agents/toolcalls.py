@@ -51,6 +51,8 @@ def as_calls(x: Any) -> list:
     >>> as_calls({"calls": [("a", {"x": 1}), "b"]})
     [('a', {'x': 1}), ('b', {})]
     """
+    if type(x) is list:  # the common case first (the isinstance chain below costs ~1 us)
+        return [c if type(c) is tuple and len(c) == 2 and type(c[0]) is str else as_call(c) for c in x]
     if isinstance(x, TaskSpec):
         return as_calls(x.gold)
     if is_episode(x):
@@ -84,7 +86,7 @@ def as_calls(x: Any) -> list:
 
 # --------------------------------------------------------------------------- matching calls
 
-def _by_tool(views: list) -> dict[str, list[int]]:
+def calls_by_tool(views: list) -> dict[str, list[int]]:
     """Indices of prepared calls grouped by tool name (first-seen order)."""
     groups: dict = {}
     for i, v in enumerate(views):
@@ -153,9 +155,9 @@ class _Matcher:
             for i in range(len(pv)):  # identical plain calls in the same order: nothing to solve
                 self._mis[(i, i)] = []
             return [(i, i) for i in range(len(pv))], [], []
-        groups_g = _by_tool(gv)
+        groups_g = calls_by_tool(gv)
         pairs: list = []
-        for tool, P in _by_tool(pv).items():
+        for tool, P in calls_by_tool(pv).items():
             G = groups_g.get(tool)
             if G:
                 pairs.extend(self._assign(P, G))
@@ -199,7 +201,7 @@ def match_calls(pred: Any, gold: Any, *, canon: Optional[Callable[[str], Any]] =
 
 # --------------------------------------------------------------------------- the metric
 
-def _grammar_for(gold: Any, *given: Optional[GraphGrammar]) -> Optional[GraphGrammar]:
+def call_grammar(gold: Any, *given: Optional[GraphGrammar]) -> Optional[GraphGrammar]:
     for g in given:
         if g is not None:
             return g
@@ -208,7 +210,7 @@ def _grammar_for(gold: Any, *given: Optional[GraphGrammar]) -> Optional[GraphGra
     return None
 
 
-def _comparer_for(cache: dict, grammar: Optional[GraphGrammar],
+def cached_comparer(cache: dict, grammar: Optional[GraphGrammar],
                   canonicalizer: Optional[Callable[[str], Any]]) -> CallComparer:
     """A metric's :class:`CallComparer` for ``grammar``, kept in ``cache`` (by grammar object)
     so that its per-tool and per-call caches survive from one ``score()`` to the next."""
@@ -220,10 +222,93 @@ def _comparer_for(cache: dict, grammar: Optional[GraphGrammar],
     return c
 
 
+class PairViews:
+    """The prepared calls (:meth:`CallComparer.pred` / :meth:`~CallComparer.gold` views) of a
+    batch of ``(pred, gold)`` pairs, built **once per call** and shared by every metric that
+    compares under the same grammar and canonicalizer (see :func:`pair_views`).
+
+    ``pred[b]`` / ``gold[b]`` are the views of pair ``b`` (built on first use); ``comparer``
+    built them. ``pred_unique`` / ``pred_index`` (and the gold ones) are the distinct views and
+    each call's position among them, list after list; ``pred_lens`` / ``gold_lens`` the
+    number of calls of each pair (see :meth:`CallComparer.prepare`).
+    """
+
+    __slots__ = ("comparer", "pred_unique", "pred_index", "pred_lens", "gold_unique", "gold_index",
+                 "gold_lens", "_rows")
+
+    def __init__(self, comparer: CallComparer, preds: Sequence, golds: Sequence) -> None:
+        self.comparer = comparer
+        p, g = _read_calls(preds), _read_calls(golds)
+        self.pred_lens, self.gold_lens = [len(x) for x in p], [len(x) for x in g]
+        self.pred_unique, self.pred_index = comparer.prepare(p)
+        self.gold_unique, self.gold_index = comparer.prepare(g, gold=True)
+        self._rows: dict = {}
+
+    def _split(self, side: str) -> list:
+        rows = self._rows.get(side)
+        if rows is None:
+            uniq, index, lens = ((self.pred_unique, self.pred_index, self.pred_lens) if side == "pred"
+                                 else (self.gold_unique, self.gold_index, self.gold_lens))
+            views = [uniq[i] for i in index]
+            rows, s = [], 0
+            for n in lens:
+                rows.append(views[s:s + n])
+                s += n
+            self._rows[side] = rows
+        return rows
+
+    @property
+    def pred(self) -> list:
+        return self._split("pred")
+
+    @property
+    def gold(self) -> list:
+        return self._split("gold")
+
+
+def _read_calls(items: Sequence) -> list:
+    """:func:`as_calls` of each item, once per distinct object (a task's gold repeats over trials)."""
+    seen: dict = {}
+    out = []
+    for x in items:
+        calls = seen.get(id(x))
+        if calls is None:
+            calls = seen[id(x)] = as_calls(x)
+        out.append(calls)
+    return out
+
+
+def pair_views(comparer: CallComparer, preds: Sequence, golds: Sequence,
+               shared: Optional[dict] = None) -> PairViews:
+    """:class:`PairViews` of ``preds``/``golds`` under ``comparer``; with ``shared`` (a dict
+    one corpus evaluation passes to each metric) the views are built once per grammar and
+    canonicalizer and reused by the next metric that asks for the same batch."""
+    if shared is None:
+        return PairViews(comparer, preds, golds)
+    key = (id(preds), id(golds), id(comparer.grammar), id(comparer.canon))
+    hit = shared.get(key)
+    if hit is None or hit[0] is not preds or hit[1] is not golds:
+        views = PairViews(comparer, preds, golds)
+        shared[key] = (preds, golds, views)  # holds preds/golds: their ids stay valid
+        return views
+    return hit[2]
+
+
+def batch_grammar(golds: Sequence, *given: Optional[GraphGrammar]) -> tuple[bool, Optional[GraphGrammar]]:
+    """``(True, grammar)`` when every pair of a batch compares under one grammar (the given
+    one, or none and no gold TaskSpec brings its own tools), else ``(False, None)``."""
+    for g in given:
+        if g is not None:
+            return True, g
+    if any(isinstance(x, TaskSpec) and x.tools for x in golds):
+        return False, None
+    return True, None
+
+
 _FN_KINDS = frozenset({"wrong_value", "missing", "missing_required"})
 
 
-def _detail_sums(scores: Sequence[Score], keys: tuple, who: str) -> list[float]:
+def detail_sums(scores: Sequence[Score], keys: tuple, who: str) -> list[float]:
     """Exact sums of ``detail[key]`` over a non-empty corpus of scores (for ratio-of-sums aggregates)."""
     scores = list(scores)
     if not scores:
@@ -275,9 +360,25 @@ class ToolCallMetric:
         self._comparers: dict = {}
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
-        cmp = _comparer_for(self._comparers, _grammar_for(gold, grammar, self.grammar), self.canonicalizer)
-        pv = [cmp.pred(c) for c in as_calls(pred)]
-        gv = [cmp.gold(c) for c in as_calls(gold)]
+        cmp = cached_comparer(self._comparers, call_grammar(gold, grammar, self.grammar), self.canonicalizer)
+        return self._score_views(cmp, [cmp.pred(c) for c in as_calls(pred)], [cmp.gold(c) for c in as_calls(gold)])
+
+    def score_batch(self, preds: Sequence, golds: Sequence, *, grammar: Optional[GraphGrammar] = None,
+                    shared: Optional[dict] = None) -> list[Score]:
+        """``[self.score(p, g) for p, g in zip(preds, golds)]`` with each call's view built once
+        (and, with ``shared``, shared with the other metrics of one corpus evaluation)."""
+        preds = preds if type(preds) is list else list(preds)  # kept: shared views are found by identity
+        golds = golds if type(golds) is list else list(golds)
+        if len(preds) != len(golds):
+            raise InvalidInput(f"ToolCallMetric.score_batch: {len(preds)} predictions but {len(golds)} golds; give one gold per prediction")
+        one, g = batch_grammar(golds, grammar, self.grammar)
+        if not one:
+            return [self.score(p, q, grammar=grammar) for p, q in zip(preds, golds)]
+        cmp = cached_comparer(self._comparers, g, self.canonicalizer)
+        views = pair_views(cmp, preds, golds, shared)
+        return [self._score_views(cmp, pv, gv) for pv, gv in zip(views.pred, views.gold)]
+
+    def _score_views(self, cmp: CallComparer, pv: list, gv: list) -> Score:
         matcher = _Matcher(cmp, pv, gv)
         pairs, up, ug = matcher.run()
         tp = fp = fn = 0.0
@@ -321,7 +422,7 @@ class ToolCallMetric:
 
     def aggregate(self, scores: Sequence[Score]) -> float:
         """Micro-averaged F1 over the corpus (sum TP/FP/FN, then divide) -- never a mean."""
-        return _f1(*_detail_sums(scores, ("tp", "fp", "fn"), "ToolCallMetric"))
+        return _f1(*detail_sums(scores, ("tp", "fp", "fn"), "ToolCallMetric"))
 
     def __repr__(self) -> str:
         return f"ToolCallMetric(level={self.level!r})"

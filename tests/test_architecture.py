@@ -12,11 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ek_agents"
 PIPELINE = [ROOT / "tasks", ROOT / "flows", ROOT / "deployments"]
 
-#: Private-name imports another engineer is removing in their own files (issue 15: the scoring
-#: modules). Listed by (importer, source, name) so that any new one fails.
-PENDING_PRIVATE = {
-    ("ek_agents.trajectory", "ek_agents.toolcalls", n)
-    for n in ("_by_tool", "_comparer_for", "_detail_sums", "_grammar_for")}
+#: Private-name imports still to remove (none: any one fails).
+PENDING_PRIVATE: set = set()
 #: Function-level imports in modules other engineers own (scoring: toolcalls' bfcl re-export,
 #: facades' metric table; loaders: bridge._io's store) -- theirs to justify or remove.
 PENDING_LAZY = {("ek_agents.toolcalls", "ek_agents.bfcl"), ("ek_agents.facades", "ek_agents.metrics"),

@@ -1,0 +1,148 @@
+"""Benchmark: ingest of >= 50 MB Inspect ``.json`` / ``.eval`` logs and tau-bench results vs
+parsing the same bytes with ``orjson`` (and ``json``), with peak memory.
+
+Run: ``.venv/bin/python -m bench.bench_ingest [--mb 50]``. The inputs are the test fixtures
+(``tests/fixtures/inspect/calc.*``, ``tests/bridge/fixtures/tau_bench_v1.json``) with their
+samples repeated under new ids until the file reaches ``--mb`` MB. Each measurement runs in
+its own Python process (``--child``) so that its peak RSS (``VmHWM``, the peak after the imports
+subtracted) is its own; the figure is the best of ``--repeat`` processes. Baselines: for
+``.json`` files ``orjson.loads`` / ``json.loads`` of the file's bytes; for ``.eval`` (a zip)
+reading every member and ``orjson.loads`` of each (the .eval is written with deflated members,
+as ``tests/fixtures/inspect/calc_deflate.eval``: zipfile cannot write zstd ones). Ratios ``*_vs_orjson`` are ingest seconds
+over parse seconds (the issue's goal: <= 2.0 each). Ingest itself belongs to ``bridge/``.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+INSPECT = ROOT / "tests" / "fixtures" / "inspect"
+TAU = ROOT / "tests" / "bridge" / "fixtures" / "tau_bench_v1.json"
+
+
+def _grow(items: list, key: str, target: int, size_of_one: int) -> list:
+    """``items`` repeated under new ``key`` values until about ``target`` bytes."""
+    out = []
+    k = 0
+    while len(out) * size_of_one < target:
+        for it in items:
+            it = copy.deepcopy(it)
+            it[key] = f"{it[key]}-{k}"
+            out.append(it)
+        k += 1
+    return out
+
+
+def make_inputs(d: Path, mb: float) -> dict[str, Path]:
+    target = int(mb * 1e6)
+    log = json.loads((INSPECT / "calc.json").read_text())
+    per = len(json.dumps(log["samples"])) // len(log["samples"])
+    log["samples"] = _grow(log["samples"], "id", target, per)
+    paths = {"inspect_json": d / "big.json", "inspect_eval": d / "big.eval", "tau_bench": d / "tau.json"}
+    paths["inspect_json"].write_text(json.dumps(log))
+    with zipfile.ZipFile(INSPECT / "calc_deflate.eval") as src, \
+            zipfile.ZipFile(paths["inspect_eval"], "w", compression=zipfile.ZIP_DEFLATED) as dst:
+        samples = [json.loads(src.read(n)) for n in src.namelist() if n.startswith("samples/")]
+        infos = [i for i in src.infolist() if i.filename.startswith("samples/")]
+        ratio = 1.05 * sum(i.file_size for i in infos) / max(1, sum(i.compress_size for i in infos))  # the file,
+        # not its JSON, reaches the target size (5% spare: the members compress a little better in bulk)
+        for n in src.namelist():
+            if not n.startswith("samples/"):
+                dst.writestr(n, src.read(n))
+        for s in _grow(samples, "id", int(target * ratio), len(json.dumps(samples)) // len(samples)):
+            dst.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
+    tau = json.loads(TAU.read_text())
+    paths["tau_bench"].write_text(json.dumps(_grow(tau, "task_id", target, len(json.dumps(tau)) // len(tau))))
+    return paths
+
+
+def _peak_mb() -> float:
+    """This process's peak RSS in MB: ``VmHWM`` (fresh at exec; ``ru_maxrss`` is not: on Linux a
+    child starts with its parent's), else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(kind: str, what: str, path: str) -> None:
+    import time
+
+    import orjson
+
+    from ek_agents.bridge import read_inspect_log, read_tau_bench_results
+
+    base = _peak_mb()
+    t0 = time.perf_counter()
+    if what == "ingest":
+        n = len(read_tau_bench_results(path) if kind == "tau_bench" else read_inspect_log(path))
+    elif kind == "inspect_eval":
+        with zipfile.ZipFile(path) as z:
+            n = len([orjson.loads(z.read(m)) for m in z.namelist()])
+    else:
+        data = Path(path).read_bytes()
+        n = len(orjson.loads(data) if what == "orjson" else json.loads(data))
+    t = time.perf_counter() - t0
+    peak = _peak_mb() - base
+    print(json.dumps({"s": t, "peak_mb": peak, "n": n}))
+
+
+def _measure(kind: str, what: str, path: Path, repeat: int) -> dict:
+    best: dict = {}
+    for _ in range(repeat):
+        proc = subprocess.run([sys.executable, "-m", "bench.bench_ingest", "--child", kind, what, str(path)],
+                              capture_output=True, text=True, cwd=ROOT)
+        if proc.returncode:
+            raise RuntimeError(f"{kind} {what}: {proc.stderr.strip()[-500:]}")
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        if not best or r["s"] < best["s"]:
+            best = r
+    return best
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=50.0, help="size of each input (default 50 MB)")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--child", nargs=3, metavar=("KIND", "WHAT", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _child(*args.child)
+        return {}
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="ek-bench-ingest-") as d:
+        paths = make_inputs(Path(d), args.mb)
+        for kind, path in paths.items():
+            size = os.path.getsize(path) / 1e6
+            ing = _measure(kind, "ingest", path, args.repeat)
+            orj = _measure(kind, "orjson", path, args.repeat)
+            figures.update({f"{kind}_mb": size, f"{kind}_ingest_s": ing["s"], f"{kind}_orjson_s": orj["s"],
+                            f"{kind}_ingest_vs_orjson": ing["s"] / orj["s"],
+                            f"{kind}_ingest_peak_mb": ing["peak_mb"], f"{kind}_orjson_peak_mb": orj["peak_mb"]})
+            line = (f"  {kind:13s} {size:5.1f} MB, {ing['n']:,} episodes: ingest {ing['s']:.2f} s "
+                    f"(peak +{ing['peak_mb']:.0f} MB) vs orjson {orj['s']:.2f} s (+{orj['peak_mb']:.0f} MB): "
+                    f"x{ing['s'] / orj['s']:.2f}")
+            if kind != "inspect_eval":
+                js = _measure(kind, "json", path, 1)
+                figures[f"{kind}_json_s"] = js["s"]
+                line += f"; json.loads {js['s']:.2f} s"
+            print(line)
+    return figures
+
+
+if __name__ == "__main__":
+    main()

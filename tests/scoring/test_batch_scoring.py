@@ -1,0 +1,160 @@
+"""Batch scoring (``score_batch``, ``trajectory_distances``, ``evaluate``) gives the numbers of the
+single-pair calls, on every pair: random pairs of call sequences, with and without a grammar
+(per-tool and per-argument weights), gold markers (AnyOf / OMITTED / ANY) and values that are
+equal in Python but not under BFCL's typed rules (``1`` / ``1.0`` / ``True``)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ek_agents import evaluate
+from ek_agents.argmatch import ANY, OMITTED, AnyOf, CallComparer
+from ek_agents.base import ToolSpec, tool_grammar
+from ek_agents.core import FieldSpec
+from ek_agents.errors import InvalidInput
+from ek_agents.facades import score_all
+from ek_agents.toolcalls import ToolCallMetric, pair_views
+from ek_agents.trajectory import SCHEMES, TrajectoryMetric, trajectory_distance, trajectory_distances
+
+TOOLS = ["search", "refund", "answer", "open"]
+GRAMMAR = tool_grammar(
+    ToolSpec("search", {"q": FieldSpec("q", "string", required=True), "n": FieldSpec("n", "integer")}),
+    ToolSpec("refund", {"order": FieldSpec("order", "string", required=True),
+                        "amount": FieldSpec("amount", "number", importance=5.0)}, destructive=True),
+    ToolSpec("answer", {"text": FieldSpec("text", "string", importance=0.5)}),
+)  # "open" is not declared: default weights, types read from the values
+
+values = st.sampled_from(["a", "A", "b", "a b", 1, 1.0, 2, True, False, None, 2.5, [1, 2], {"k": "a"}])
+args = st.dictionaries(st.sampled_from(["q", "n", "order", "amount", "text", "x"]), values, max_size=3)
+calls = st.lists(st.tuples(st.sampled_from(TOOLS), args), max_size=7)
+marker = st.one_of(values, st.sampled_from([OMITTED, ANY]), st.builds(AnyOf, values, st.sampled_from([OMITTED, "b", 2])))
+gold_calls = st.lists(st.tuples(st.sampled_from(TOOLS),
+                                st.dictionaries(st.sampled_from(["q", "n", "order", "amount", "text", "x"]), marker,
+                                                max_size=3)), max_size=7)
+
+
+
+@st.composite
+def pairs(draw):
+    out = []
+    for _ in range(draw(st.integers(1, 12))):
+        gold = draw(gold_calls if draw(st.booleans()) else calls)
+        if draw(st.booleans()):
+            pred = [(t, {k: v for k, v in a.items() if not isinstance(v, AnyOf) and v is not OMITTED and v is not ANY})
+                    for t, a in gold]
+            if pred and draw(st.booleans()):
+                pred.insert(draw(st.integers(0, len(pred))), draw(calls.filter(bool))[0])
+            if len(pred) > 1 and draw(st.booleans()):
+                i = draw(st.integers(0, len(pred) - 2))
+                pred[i], pred[i + 1] = pred[i + 1], pred[i]
+        else:
+            pred = draw(calls)
+        out.append((pred, gold))
+    return out
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pairs(), st.sampled_from(SCHEMES), st.booleans())
+def test_trajectory_batch_equals_single_pair(ps, scheme, use_grammar):
+    grammar = GRAMMAR if use_grammar else None
+    preds, golds = [p for p, _ in ps], [g for _, g in ps]
+    batch = trajectory_distances(preds, golds, scheme=scheme, grammar=grammar)
+    single = [trajectory_distance(p, g, scheme=scheme, grammar=grammar) for p, g in ps]
+    assert len(batch) == len(single)
+    for (r1, m1), (r2, m2) in zip(batch, single):
+        assert close(r1, r2) and close(m1, m2), (r1, r2, m1, m2)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pairs(), st.sampled_from(["call", "arg"]), st.booleans())
+def test_toolcall_batch_equals_single_pair(ps, level, use_grammar):
+    m = ToolCallMetric(level, grammar=GRAMMAR if use_grammar else None)
+    preds, golds = [p for p, _ in ps], [g for _, g in ps]
+    for a, b in zip(m.score_batch(preds, golds), [m.score(p, g) for p, g in ps]):
+        assert close(a.value, b.value)
+        assert a.detail == b.detail  # the same arithmetic on the same views: identical
+
+
+def test_in_order_batch_over_several_blocks_and_uneven_lengths():
+    """More pairs than one DP block, lengths 0..12, repeated and distinct calls."""
+    import random
+
+    rnd = random.Random(7)
+    pool = [(t, {"q": rnd.choice(["x", "y", "z"]), "n": rnd.choice([1, 2])}) for t in TOOLS for _ in range(3)]
+    golds = [[rnd.choice(pool) for _ in range(rnd.randint(0, 12))] for _ in range(9000)]
+    preds = [list(g) if rnd.random() < 0.5 else [rnd.choice(pool) for _ in range(rnd.randint(0, 12))] for g in golds]
+    for grammar in (None, GRAMMAR):  # GRAMMAR: weights 1 / 10 / per argument, own errors
+        m = TrajectoryMetric("in_order", grammar=grammar)
+        batch = m.score_batch(preds, golds)
+        single = [m.score(p, g) for p, g in zip(preds, golds)]
+        if grammar is None:
+            assert sum(s.detail["distance"] == 0 for s in single) > 4000  # exact copies trim to nothing
+        for a, b in zip(batch, single):
+            assert close(a.detail["distance"], b.detail["distance"])
+            assert close(a.detail["max_distance"], b.detail["max_distance"])
+            assert a.value == pytest.approx(b.value, rel=1e-12, abs=1e-12)
+
+
+def test_evaluate_uses_batch_and_equals_the_loop():
+    preds = [[("search", {"q": "a"}), ("answer", {"text": "x"})], [("refund", {"order": "1"})], []]
+    golds = [[("search", {"q": "A"}), ("answer", {"text": "y"})], [("refund", {"order": "1", "amount": 5})], [("open", {})]]
+    metrics = {"f1": ToolCallMetric("arg"), "d": TrajectoryMetric("in_order"), "any": TrajectoryMetric("any_order")}
+    got = evaluate(preds, golds, metrics, grammar=GRAMMAR)
+    for name, m in metrics.items():
+        assert got[name] == pytest.approx(m.aggregate([m.score(p, g, grammar=GRAMMAR) for p, g in zip(preds, golds)]),
+                                          rel=1e-12, abs=1e-12)
+
+
+def test_prepared_calls_are_shared_across_metrics():
+    preds, golds = [[("a", {"x": 1})]], [[("a", {"x": 1.0})]]
+    cmp = CallComparer()
+    shared: dict = {}
+    first = pair_views(cmp, preds, golds, shared)
+    assert pair_views(CallComparer(cmp.grammar, cmp.canon), preds, golds, shared) is first
+    assert pair_views(CallComparer(GRAMMAR), preds, golds, shared) is not first  # another grammar
+    assert pair_views(cmp, list(preds), golds, shared) is not first  # another batch
+
+
+def test_prepare_tells_python_equal_values_apart():
+    """``1 == 1.0 == True`` in Python, but an integer parameter refuses ``1.0`` and a bool."""
+    grammar = tool_grammar(ToolSpec("f", {"n": FieldSpec("n", "integer")}))
+    preds = [[("f", {"n": 1})], [("f", {"n": 1.0})], [("f", {"n": True})]]
+    golds = [[("f", {"n": 1})]] * 3
+    got = [s.detail["distance"] for s in TrajectoryMetric(grammar=grammar).score_batch(preds, golds)]
+    assert got[0] == 0.0 and got[1] > 0.0 and got[2] > 0.0
+
+
+def test_batch_refuses_mismatched_lengths():
+    with pytest.raises(InvalidInput, match="2 predictions but 1 golds"):
+        trajectory_distances([["a"], ["b"]], [["a"]])
+    with pytest.raises(InvalidInput, match="2 predictions but 1 golds"):
+        ToolCallMetric().score_batch([["a"], ["b"]], [["a"]])
+
+
+def test_score_all_falls_back_to_score_for_other_metrics():
+    class Len:
+        def score(self, p, g, grammar=None):
+            from ek_agents.core import Score
+            return Score(float(len(p) == len(g)), {})
+
+        def aggregate(self, scores):
+            return sum(s.value for s in scores)
+
+    assert [s.value for s in score_all(Len(), [[1], [1, 2]], [[1], [1]])] == [1.0, 0.0]
+
+
+def test_a_gold_given_for_several_trials_is_prepared_once_and_scored_alike():
+    gold = [("search", {"q": "a"}), ("answer", {"text": "x"})]
+    preds = [[("search", {"q": "A"}), ("answer", {"text": "x"})], [("answer", {"text": "x"})], []]
+    golds = [gold, gold, gold]  # one object, three trials
+    m = TrajectoryMetric("in_order")
+    assert [s.detail for s in m.score_batch(preds, golds)] == [m.score(p, gold).detail for p in preds]
+    uniq, index = CallComparer().prepare(golds, gold=True)
+    assert len(uniq) == 2 and index == [0, 1, 0, 1, 0, 1]
