@@ -25,6 +25,7 @@ from ..core import Provenance
 from ..errors import BridgeError, EkAgentsError, InvalidInput
 from ..errors import ArtifactNotFound
 from ..store import Store
+from ._access import mapping_at
 from ._io import loads, read_json, url_of
 from .messages import episode_from_messages
 
@@ -135,22 +136,11 @@ def _sim_keys(results_url: str) -> list:
     return [k for k in keys if k.count("/") == 1 and k.endswith(".json")]
 
 
-def _obj(parent: Mapping, key: str, where: str) -> Mapping:
-    """``parent[key]`` as a mapping (``{}`` when absent or null), else a BridgeError naming it."""
-    value = parent.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise BridgeError(f"{where}.{key} must be an object, got {value!r:.60}; is this a "
-                          "tau2-bench results file?")
-    return value
-
-
 def _v2_run(info: Mapping) -> RunProvenance:
-    agent = _obj(info, "agent_info", "info")
-    user = _obj(info, "user_info", "info")
-    env = _obj(info, "environment_info", "info")
-    temp = _obj(agent, "llm_args", "info.agent_info").get("temperature")
+    agent = mapping_at(info, "agent_info", "info")
+    user = mapping_at(info, "user_info", "info")
+    env = mapping_at(info, "environment_info", "info")
+    temp = mapping_at(agent, "llm_args", "info.agent_info").get("temperature")
     domain = env.get("domain_name") or ""
     commit = info.get("git_commit") or ""
     return RunProvenance(
@@ -217,7 +207,7 @@ def _v2_sims(data: Mapping, url: str) -> list:
 
 
 def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -> list[Episode]:
-    info = _obj(data, "info", url)
+    info = mapping_at(data, "info", url)
     prov_run = run if run is not None else _v2_run(info)
     kept, excluded = [], 0
     for i, raw in enumerate(_v2_sims(data, url)):
@@ -229,7 +219,7 @@ def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -
         kept.append((i, sim, term))
     eps = []
     for i, sim, term in kept:
-        reward = _obj(sim, "reward_info", f"{url}:simulations[{i}]").get("reward")
+        reward = mapping_at(sim, "reward_info", f"{url}:simulations[{i}]").get("reward")
         meta: dict = {"trial": sim.get("trial"), "reward": reward, "termination_reason": term,
                       "simulation_id": sim.get("id"), "excluded_infrastructure_errors": excluded}
         for key, name in (("agent_cost", "agent_cost_usd"), ("user_cost", "user_cost_usd"), ("seed", "seed")):
