@@ -66,9 +66,10 @@ def _err(error: type, where: str, msg: str) -> EkAgentsError:
 
 
 def _linecol(text: str, pos: int) -> str:
+    """``line L column C`` of offset ``pos`` (just ``column C`` in one-line text)."""
     line = text.count("\n", 0, pos) + 1
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
-    return f"line {line} column {col}"
+    return f"line {line} column {col}" if "\n" in text else f"column {col}"
 
 
 def decode_text(data: Any, *, where: str, error: type = InvalidInput,
@@ -83,9 +84,9 @@ def decode_text(data: Any, *, where: str, error: type = InvalidInput,
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             text_before = data[:exc.start].decode("utf-8", errors="replace")
-            raise _err(error, where, f"byte {data[exc.start:exc.start + 1]!r} at "
-                       f"{_linecol(text_before, len(text_before))} (offset {exc.start}) is not "
-                       "UTF-8; save the file as UTF-8") from None
+            raise _err(error, where, f"byte {data[exc.start:exc.start + 1]!r} at offset {exc.start} "
+                       f"(line {text_before.count(chr(10)) + 1}) is not UTF-8; save the file as "
+                       "UTF-8") from None
         return text[1:] if text.startswith("\ufeff") else text
     if isinstance(data, str):
         if len(data) > max_bytes:
@@ -135,8 +136,7 @@ def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: 
     except RecursionError:
         raise _err(error, where, _depth_msg(text, max_depth)) from None
     except json.JSONDecodeError as exc:
-        raise _err(error, where, f"not valid JSON: {exc.msg} at line {exc.lineno} column "
-                   f"{exc.colno}") from None
+        raise _err(error, where, f"{_linecol(text, exc.pos)}: not valid JSON ({exc.msg})") from None
     except ValueError as exc:  # belt and braces: any other conversion refusal
         raise _err(error, where, f"not valid JSON ({exc})") from None
     check_tree(doc, where=where, error=error, max_depth=max_depth,

@@ -67,6 +67,7 @@ from pydantic import Field
 from .base import SCHEMA_VERSION, TaskSpec, ToolSpec, _JsonShape
 from .core import FIELD_TYPES, FieldSpec, shape
 from .errors import EkAgentsError, InvalidInput, SuiteError, UnknownName, did_you_mean
+from .parsing import decode_text, parse_json, parse_yaml
 from .store import read_url, sha256_hex, write_url
 
 __all__ = ["Suite", "load_suite", "dump_suite", "suite_schema", "parse_suite"]
@@ -154,11 +155,15 @@ def parse_suite(data: Union[bytes, str], *, path: str = "<suite>",
 
     ``format`` is ``"yaml"`` or ``"jsonl"``; by default it follows ``path``'s suffix.
     """
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SuiteError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+    if isinstance(data, str):
+        try:
+            raw = data.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise SuiteError(f"{path}: character {exc.start} is a lone UTF-16 surrogate, not "
+                             "text; fix the file's encoding") from None
+    else:
+        raw = bytes(data)
+    text = decode_text(raw, where=path, error=SuiteError)
     fmt = format or _format_of(path, text)
     if fmt not in ("yaml", "jsonl"):
         raise SuiteError(f"{path}: unknown suite format {fmt!r}{did_you_mean(fmt, ['yaml', 'jsonl'])}")
@@ -179,9 +184,9 @@ def _format_of(path: str, text: str) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if len(lines) > 1 and lines[0].lstrip().startswith("{"):
         try:
-            if isinstance(json.loads(lines[0]), dict):
+            if isinstance(parse_json(lines[0], where=path, error=SuiteError), dict):
                 return "jsonl"
-        except ValueError:
+        except SuiteError:
             pass
     return "yaml"
 
@@ -218,10 +223,9 @@ def _read_jsonl(text: str, ctx: _Ctx) -> tuple[Optional[_Row], list[_Row]]:
         if not ln.strip():
             continue
         try:
-            obj = json.loads(ln)
-        except json.JSONDecodeError as exc:
-            raise ctx.error(f"line {lineno}", f"not valid JSON ({exc.msg} at column {exc.colno}); "
-                            "each line must be one JSON object") from None
+            obj = parse_json(ln, where="", error=SuiteError)
+        except SuiteError as exc:
+            raise ctx.error("", f"line {lineno} {exc}; each line must be one JSON object") from None
         if not isinstance(obj, dict):
             raise ctx.error(f"line {lineno}", f"expected a JSON object (a task), got {_show(obj)}")
         if "suite" in obj and "task_id" not in obj:
@@ -235,21 +239,6 @@ def _read_jsonl(text: str, ctx: _Ctx) -> tuple[Optional[_Row], list[_Row]]:
             continue
         rows.append(_Row(obj, len(rows), (len(rows),), lineno))
     return header, rows
-
-
-def _yaml_loader():
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # dates stay strings: a suite is JSON data
-        pass
-
-    Loader.yaml_implicit_resolvers = {
-        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-        for k, v in base.yaml_implicit_resolvers.items()
-    }
-    return yaml, Loader
 
 
 def _record_lines(node: Any, at: tuple, lines: dict) -> None:
@@ -267,26 +256,13 @@ def _record_lines(node: Any, at: tuple, lines: dict) -> None:
 
 
 def _read_yaml(text: str, ctx: _Ctx) -> tuple[Optional[_Row], list[_Row]]:
-    yaml, Loader = _yaml_loader()
-    try:
-        loader = Loader(text)
-        try:
-            node = loader.get_single_node()
-            doc = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        if ctx.path.lower().endswith(".json"):  # JSON that YAML 1.1 refuses (tabs): plain JSON
-            try:
-                doc, node = json.loads(text), None
-            except json.JSONDecodeError as jexc:
-                raise ctx.error(f"line {jexc.lineno}", f"not valid JSON ({jexc.msg} at column "
-                                f"{jexc.colno})") from None
-        else:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise ctx.error(where, f"not valid YAML ({problem})") from None
+    try:  # aliases/anchors refused, so line recording below never expands a bomb
+        doc, node = parse_yaml(text, where=ctx.path, error=SuiteError)
+    except SuiteError:
+        if not ctx.path.lower().endswith(".json"):
+            raise
+        # JSON that YAML 1.1 refuses (tabs): plain JSON
+        doc, node = parse_json(text, where=ctx.path, error=SuiteError), None
     if node is not None:
         _record_lines(node, (), ctx.lines)
     if doc is None:
