@@ -308,8 +308,9 @@ def parse_yaml(data: Any, *, where: str, error: type = InvalidInput,
     import yaml
 
     text = decode_text(data, where=where, error=error, max_bytes=max_bytes)
-    loader = _yaml_loader()(text)
+    loader = None
     try:
+        loader = _yaml_loader()(text)  # its Reader refuses control characters right here
         node = loader.get_single_node()
         doc = loader.construct_document(node) if node is not None else None
     except _YamlRefused as exc:
@@ -323,7 +324,8 @@ def parse_yaml(data: Any, *, where: str, error: type = InvalidInput,
     except RecursionError:  # pragma: no cover - compose_node bounds the depth first
         raise _err(error, where, f"nesting deeper than {MAX_DEPTH} levels; {_FIX_DEPTH}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     check_tree(doc, where=where, error=error, surrogates=True)
     return doc, node
 

@@ -449,7 +449,7 @@ def _param(tool: str, pname: Any, p: Any, ctx: _Ctx, where: str) -> FieldSpec:
                         f"required, domain, items), got {_show(p)}")
     _check_keys(p, _PARAM_KEYS, ctx, where, f"key of {label}:")
     ftype = p.get("type", "string")
-    if ftype not in FIELD_TYPES:
+    if not isinstance(ftype, str) or ftype not in FIELD_TYPES:
         raise ctx.error(where, f"{label}: unknown type {_show(ftype)}"
                         f"{did_you_mean(str(ftype), sorted(FIELD_TYPES))} (one of {', '.join(sorted(FIELD_TYPES))})")
     imp = p.get("importance", 1.0)
@@ -462,7 +462,7 @@ def _param(tool: str, pname: Any, p: Any, ctx: _Ctx, where: str) -> FieldSpec:
     if domain is not None and not isinstance(domain, list):
         raise ctx.error(where, f"{label}: 'domain' must be a list of allowed values, got {_show(domain)}")
     items = p.get("items")
-    if items is not None and items not in FIELD_TYPES:
+    if items is not None and (not isinstance(items, str) or items not in FIELD_TYPES):
         raise ctx.error(where, f"{label}: 'items' must be an element type"
                         f"{did_you_mean(str(items), sorted(FIELD_TYPES))}, got {_show(items)}")
     if "name" in p and p["name"] != pname:

@@ -297,9 +297,9 @@ def _known_roles(header: Optional[Mapping], items: list) -> frozenset:
     header = header or {}
     roles = set((header.get("eval") or {}).get("model_roles") or {})
     roles |= set((header.get("stats") or {}).get("role_usage") or {})
-    for sample, _, _ in items:
+    for sample, locator, _ in items:
         if isinstance(sample, Mapping):
-            roles |= set(sample.get("role_usage") or {})
+            roles |= set(mapping_at(sample, "role_usage", locator))
     return frozenset(roles)
 
 

@@ -40,7 +40,7 @@ __all__ = ["trajectory_from_messages", "episode_from_messages", "parse_transcrip
            "content_text"]
 
 _OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output"}
-_TEXT_BLOCKS = {"text", "output_text", "input_text"}
+_TEXT_BLOCKS = ("text", "output_text", "input_text")  # a tuple: a block's type may be unhashable
 
 
 def content_text(content: Any) -> Optional[str]:
