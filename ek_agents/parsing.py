@@ -262,6 +262,20 @@ def _yaml_loader() -> Any:
             finally:
                 self._ek_depth -= 1
 
+        # the scanner keeps per-level state (simple keys, indents) that it walks for every
+        # token: refuse deep nesting as it is scanned, before that walk gets quadratic
+        def fetch_flow_collection_start(self, token_class: Any) -> None:
+            if self.flow_level >= self.max_depth:
+                raise _YamlRefused(self.get_mark(), f"nesting deeper than {self.max_depth} "
+                                   f"levels (limit MAX_DEPTH={self.max_depth}); {_FIX_DEPTH}")
+            super().fetch_flow_collection_start(token_class)
+
+        def add_indent(self, column: int) -> bool:
+            if len(self.indents) >= self.max_depth:
+                raise _YamlRefused(self.get_mark(), f"nesting deeper than {self.max_depth} "
+                                   f"levels (limit MAX_DEPTH={self.max_depth}); {_FIX_DEPTH}")
+            return super().add_indent(column)
+
         def construct_yaml_int(self, node: Any) -> Any:
             digits = node.value.replace("_", "").lstrip("+-")
             if len(digits) > MAX_INT_DIGITS:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from ..errors import BridgeError
 
@@ -83,6 +84,20 @@ def list_at(parent: Mapping, key: str, where: str) -> list:
 def _short(value: Any) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def as_seconds(value: Any, where: Optional[str] = None) -> Optional[float]:
+    """A duration in seconds: a finite number >= 0, else None -- or, with ``where``, a
+    :class:`~ek_agents.errors.BridgeError` naming it (an infinite latency is not a latency)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+            and value >= 0:
+        return float(value)
+    if where is not None:
+        raise BridgeError(f"{where} must be a duration in seconds (a finite number >= 0), got "
+                          f"{_short(value)}")
+    return None
 
 
 def as_int(value: Any, where: str) -> int:

@@ -28,7 +28,7 @@ from typing import Any, Optional
 from ..base import Cost, Episode, RunProvenance
 from ..core import Provenance
 from ..errors import BridgeError, did_you_mean
-from ._access import list_at, mapping_at, plain
+from ._access import as_seconds, list_at, mapping_at, plain
 from ._evalzip import EvalZip
 from ._io import loads, read_bytes, url_of
 from .messages import content_text, parse_transcript
@@ -135,8 +135,7 @@ def _cost(sample: Mapping, role: Optional[str], grader_roles: tuple, where: str,
         meta["model_usage"] = model_usage
     if role_usage:
         meta["role_usage"] = role_usage
-    latency = sample.get("total_time")
-    latency = float(latency) if isinstance(latency, (int, float)) and latency >= 0 else None
+    latency = as_seconds(sample.get("total_time"))
     if role is not None:
         if role not in role_usage and role in known_roles:  # the role made no call in this sample
             return Cost(latency_s=latency), meta

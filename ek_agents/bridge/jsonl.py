@@ -19,6 +19,7 @@ from ..base import Episode, RunProvenance
 from ..core import Provenance
 from ..errors import BridgeError
 from ..parsing import parse_json
+from ._access import as_seconds
 from ._io import read_lines, url_of
 from .messages import episode_from_messages
 
@@ -68,7 +69,7 @@ def read_messages_jsonl(path_or_url: Any) -> list[Episode]:
         try:
             ep = episode_from_messages(
                 rec["messages"], task_id=rec["task_id"], usage=rec.get("usage"), output=rec.get("output"),
-                final_state=rec.get("final_state"), latency_s=rec.get("latency_s"), success=success,
+                final_state=rec.get("final_state"), latency_s=as_seconds(rec.get("latency_s"), "'latency_s'"), success=success,
                 run=RunProvenance(model=str(model)) if model else None, meta=meta)
         except BridgeError as exc:
             raise BridgeError(f"{where}: {exc}") from exc

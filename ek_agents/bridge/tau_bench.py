@@ -25,7 +25,7 @@ from ..core import Provenance
 from ..errors import BridgeError, EkAgentsError, InvalidInput
 from ..errors import ArtifactNotFound
 from ..store import Store
-from ._access import mapping_at
+from ._access import as_seconds, mapping_at
 from ._io import loads, read_json, url_of
 from .messages import episode_from_messages
 
@@ -242,7 +242,7 @@ def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -
         duration = sim.get("duration")
         ep = episode_from_messages(
             messages, task_id=sim["task_id"], success=success, run=sim_run, meta=meta,
-            latency_s=float(duration) if isinstance(duration, (int, float)) and duration >= 0 else None)
+            latency_s=as_seconds(duration))
         prov = Provenance(source=url, locator=f"simulations[{i}]",
                           meta={"format": "tau2-bench", "simulation_id": sim.get("id"),
                                 "excluded_infrastructure_errors": excluded})

@@ -316,3 +316,10 @@ def test_dump_refuses_what_it_cannot_write(tmp_path):
         dump_suite([], tmp_path / "e.yaml")
     with pytest.raises(SuiteError, match="task 'x' gold is not JSON data"):
         dump_suite([TaskSpec("x", gold={1, 2})], tmp_path / "e.yaml")
+
+
+def test_shipped_schema_is_generated_from_the_models():
+    """The pydantic models in ek_agents.suite are the format; the shipped schema is theirs."""
+    from ek_agents.suite import build_suite_schema
+
+    assert suite_schema() == build_suite_schema()
