@@ -399,7 +399,7 @@ class HeaderLine(_Doc):
 def build_suite_schema() -> dict:
     """The suite format's JSON Schema (draft 2020-12), generated from the models above
     (what ``ek_agents/schemas/suite.schema.json`` holds)."""
-    from pydantic.json_schema import models_json_schema
+    from pydantic.json_schema import models_json_schema  # only when generating (tests, releases)
 
     _, top = models_json_schema([(SuiteDoc, "validation"), (HeaderLine, "validation")],
                                 ref_template="#/$defs/{model}")
