@@ -22,6 +22,9 @@ __all__ = ["EvalZip", "ZSTD"]
 
 ZSTD = 93  # the zip compression method number of Zstandard
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zip local file header, 30 bytes
+# what zipfile raises on a damaged archive (ValueError: a negative seek from a bad offset)
+_ZIP_ERRORS = (zipfile.BadZipFile, NotImplementedError, zlib.error, EOFError, ValueError, OSError,
+               struct.error)
 
 
 class EvalZip:
@@ -32,7 +35,7 @@ class EvalZip:
         self._f = f
         try:
             self._zip = zipfile.ZipFile(f)
-        except zipfile.BadZipFile as exc:
+        except _ZIP_ERRORS as exc:  # a damaged directory: bad offsets, unknown versions, ...
             raise BridgeError(f"{name!r} is not a readable .eval log (bad zip: {exc})") from exc
         self.infos = {i.filename: i for i in self._zip.infolist()}
 
@@ -55,9 +58,15 @@ class EvalZip:
             try:
                 with self._zip.open(info) as stream:
                     return read_capped(stream, cap, where=where, error=BridgeError)
-            except (NotImplementedError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            except BridgeError:
+                raise
+            except _ZIP_ERRORS as exc:
                 raise BridgeError(f"{self.name!r}: cannot read member {member!r}: {exc}") from exc
-        data = _zstd_decompress(self._raw(info), where, cap)
+        try:
+            raw = self._raw(info)
+        except (ValueError, OSError) as exc:  # a negative or impossible offset
+            raise BridgeError(f"{self.name!r}: cannot read member {member!r}: {exc}") from exc
+        data = _zstd_decompress(raw, where, cap)
         if zlib.crc32(data) & 0xFFFFFFFF != info.CRC:
             raise BridgeError(f"{self.name!r}: member {member!r} fails its CRC check (a corrupt log)")
         return data

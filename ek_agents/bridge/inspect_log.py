@@ -171,7 +171,9 @@ _FIELDS = ("id", "epoch", "messages", "output", "scores", "model_usage", "role_u
            "error_retries", "limit", "target", "total_time", "working_time", "uuid", "attachments")
 
 
-def _sample_fields(sample: Any, where: str) -> dict:
+def _sample_fields(sample: Any, where: str, parsed: bool = False) -> dict:
+    if parsed and isinstance(sample, dict):  # straight from JSON: already plain, no copy
+        return {k: sample[k] for k in _FIELDS if k in sample}
     if isinstance(sample, Mapping):
         return {k: plain(sample[k]) for k in _FIELDS if k in sample}
     if sample is None or isinstance(sample, (str, bytes, list, tuple, int, float)):
@@ -182,8 +184,8 @@ def _sample_fields(sample: Any, where: str) -> dict:
 def _episode(sample: Any, run: Optional[RunProvenance], *, task_id: Any = "", scorer: Optional[str] = None,
              role: Optional[str] = None, grader_roles: tuple = GRADER_ROLES,
              provenance: Optional[Provenance] = None, where: str = "sample",
-             known_roles: frozenset = frozenset()) -> Episode:
-    s = _sample_fields(sample, where)
+             known_roles: frozenset = frozenset(), parsed: bool = False) -> Episode:
+    s = _sample_fields(sample, where, parsed)
     for key in ("attachments", "scores", "output", "model_usage", "role_usage"):
         mapping_at(s, key, where)
     for key in ("messages", "error_retries"):
@@ -285,7 +287,7 @@ def read_inspect_log(path_or_url: Any, *, scorer: Optional[str] = None, role: Op
     eps = [
         _episode(sample, run, scorer=scorer, role=role, grader_roles=grader_roles,
                  provenance=Provenance(source=url, locator=locator, meta=_prov_meta(header, fmt)),
-                 where=f"{url}:{locator}", known_roles=known)
+                 where=f"{url}:{locator}", known_roles=known, parsed=True)
         for sample, locator, fmt in items
     ]
     return sorted(eps, key=lambda e: (e.task_id, e.meta.get("epoch", 0)))
