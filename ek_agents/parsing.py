@@ -119,12 +119,14 @@ def _json_loads(text: str, nonfinite: str) -> Any:
 
 
 def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: str = "reject",
-               max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
+               max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES,
+               lone_surrogates: str = "reject") -> Any:
     """One JSON document from ``data`` (bytes or str), bounded; ``error`` (an
     :class:`~ek_agents.errors.EkAgentsError` class) on anything wrong, naming ``where``.
 
     ``nonfinite="allow"`` accepts the ``NaN``/``Infinity`` tokens Python's ``json.dumps``
-    writes (foreign logs); ``"reject"`` (the default) refuses them.
+    writes (foreign logs); ``"reject"`` (the default) refuses them. ``lone_surrogates="allow"``
+    keeps ``"\\ud800"`` escapes (what ``canonical_json`` itself writes) instead of refusing them.
     """
     if nonfinite not in ("allow", "reject"):
         raise InvalidInput(f"nonfinite must be 'allow' or 'reject', got {nonfinite!r}")
@@ -139,9 +141,9 @@ def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: 
         raise _err(error, where, f"{_linecol(text, exc.pos)}: not valid JSON ({exc.msg})") from None
     except ValueError as exc:  # belt and braces: any other conversion refusal
         raise _err(error, where, f"not valid JSON ({exc})") from None
-    check_tree(doc, where=where, error=error, max_depth=max_depth,
-               surrogates=_SURROGATE_ESCAPE.search(text.encode("utf-8", "surrogatepass")) is not None,
-               text=text)
+    check_tree(doc, where=where, error=error, max_depth=max_depth, text=text,
+               surrogates=lone_surrogates != "allow"
+               and _SURROGATE_ESCAPE.search(text.encode("utf-8", "surrogatepass")) is not None)
     return doc
 
 

@@ -392,7 +392,10 @@ def parse_json(data: bytes, where: str) -> Any:
     :func:`ek_agents.parsing.parse_json` (bounded); bytes that are not JSON raise
     IntegrityError naming ``where``."""
     try:
-        return parsing.parse_json(data, where=f"stored {where!r}", error=IntegrityError)
+        # lone surrogates allowed: canonical_json writes them (as \ud800 escapes), so a store
+        # must read them back; refusing them belongs at write time
+        return parsing.parse_json(data, where=f"stored {where!r}", error=IntegrityError,
+                                  lone_surrogates="allow")
     except IntegrityError as exc:
         raise IntegrityError(f"{exc}; it was not written by this store or was damaged: delete "
                              "it and re-create it") from None
