@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
@@ -34,6 +33,7 @@ from pydantic import Field, TypeAdapter
 
 from .core import FieldSpec, GraphGrammar, NodeType, Provenance, canonical_json, shape
 from .errors import InvalidInput, SchemaVersionError
+from .parsing import parse_json
 
 __all__ = [
     "Step", "Trajectory", "Episode", "Cost", "RunProvenance", "ToolSpec", "TaskSpec",
@@ -88,11 +88,7 @@ class JsonShape:
     @classmethod
     def from_json(cls, text: Union[str, bytes]):
         """Parse JSON text written by :meth:`to_json`."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{cls.__name__}.from_json: not valid JSON ({exc})") from exc
-        return cls.from_dict(data)
+        return cls.from_dict(parse_json(text, where=f"{cls.__name__}.from_json"))
 
 
 _NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}

@@ -98,9 +98,18 @@ def dollars(cost: Any, price: Union[ModelPrice, str], *,
     r = p.rates(c.input_tokens, batch=batch, service_tier=service_tier)
     plain_in = c.input_tokens - c.cached_input_tokens - c.cache_write_tokens
     plain_out = c.output_tokens - c.reasoning_tokens
-    return (plain_in * r["input"] + c.cached_input_tokens * r["cached_input"]
-            + c.cache_write_tokens * r["cache_write"] + plain_out * r["output"]
-            + c.reasoning_tokens * r["reasoning"])
+    try:
+        usd = (plain_in * r["input"] + c.cached_input_tokens * r["cached_input"]
+               + c.cache_write_tokens * r["cache_write"] + plain_out * r["output"]
+               + c.reasoning_tokens * r["reasoning"])
+    except OverflowError:  # a token count too large for a float
+        usd = math.inf
+    if not math.isfinite(usd):
+        name = price if isinstance(price, str) else "the given price"
+        raise InvalidInput(f"dollars: the cost of {c.input_tokens} input / {c.output_tokens} output "
+                           f"tokens at {name}'s rates ({r}) is {usd}, not a finite amount; check "
+                           "the price catalog's rates (USD per token) and the token counts")
+    return usd
 
 
 def episode_model(episode: Any) -> Optional[str]:

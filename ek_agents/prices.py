@@ -23,10 +23,10 @@ True
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
@@ -35,6 +35,7 @@ from pydantic import Field
 from .base import JsonShape
 from .core import shape
 from .errors import InvalidInput, UnknownModelPrice, did_you_mean
+from .parsing import parse_json
 from .store import read_url
 
 __all__ = ["ModelPrice", "load_prices", "price_of", "check_rate", "service_tier_of",
@@ -241,19 +242,31 @@ _TIER_KEY = re.compile(
     r"cache_creation_input_token_cost)_above_(\d+(?:\.\d+)?)(k?)_tokens"
     r"(?:_(" + "|".join(_SUFFIXES) + r"))?$")
 _SKIP = {"sample_spec"}
+_CHAT_MODES = (None, "chat", "completion", "responses")
 
 
-def _num(v: Any) -> Optional[float]:
-    if isinstance(v, bool):
+def _num(v: Any, key: str = "rate") -> Optional[float]:
+    """A rate (USD per token): None when absent (null); a finite number >= 0 (or a string
+    holding one); anything else is an InvalidInput naming ``key`` -- never a silent $0."""
+    if v is None:
         return None
-    if isinstance(v, (int, float)):
-        return float(v)
+    x: Any = v
     if isinstance(v, str):
         try:
-            return float(v)
+            x = float(v.strip())
         except ValueError:
-            return None
-    return None
+            x = None
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+        raise InvalidInput(f"{key} = {v!r:.60} is not a rate; write a finite number >= 0 in USD "
+                           "per token (e.g. 1.5e-07), or remove the key")
+    return float(x)
+
+
+def _rate_kind(key: str) -> bool:
+    """Whether ``key`` names a token rate this module reads."""
+    if key in _KIND_KEYS or _TIER_KEY.match(key):
+        return True
+    return any(key.endswith("_" + sfx) and key[: -len(sfx) - 1] in _KIND_KEYS for sfx in _SUFFIXES)
 
 
 def _parse_entry(info: Mapping[str, Any]) -> Optional[ModelPrice]:
@@ -263,7 +276,9 @@ def _parse_entry(info: Mapping[str, Any]) -> Optional[ModelPrice]:
     batch: dict[str, float] = {}
     context: dict[float, dict] = {}
     for key, raw in info.items():
-        v = _num(raw)
+        if not isinstance(key, str) or not _rate_kind(key):
+            continue
+        v = _num(raw, key)
         if v is None:
             continue
         if key in _KIND_KEYS:
@@ -317,18 +332,21 @@ def _from_tiered_pricing(info: Mapping[str, Any], tiered: list) -> Optional[Mode
         if not isinstance(t, Mapping):
             continue
         rng = t.get("range")
-        inp = _num(t.get("input_cost_per_token"))
+        inp = _num(t.get("input_cost_per_token"), "tiered_pricing input_cost_per_token")
         if not (isinstance(rng, (list, tuple)) and len(rng) == 2) or inp is None:
             continue
-        start = _num(rng[0])
+        start = _num(rng[0], "tiered_pricing range start")
         if start is None:
             continue
-        out = _num(t.get("output_cost_per_token"))
-        card = {"input": inp, "output": out if out is not None else _num(info.get("output_cost_per_token")) or 0.0}
+        out = _num(t.get("output_cost_per_token"), "tiered_pricing output_cost_per_token")
+        card = {"input": inp, "output": out if out is not None
+                else _num(info.get("output_cost_per_token"), "output_cost_per_token") or 0.0}
         for src, kind in (("cache_read_input_token_cost", "cached_input"),
                           ("cache_creation_input_token_cost", "cache_write")):
-            card[kind] = _num(t.get(src)) if _num(t.get(src)) is not None else inp
-        reasoning = _num(t.get("output_cost_per_reasoning_token"))
+            rate = _num(t.get(src), f"tiered_pricing {src}")
+            card[kind] = rate if rate is not None else inp
+        reasoning = _num(t.get("output_cost_per_reasoning_token"),
+                         "tiered_pricing output_cost_per_reasoning_token")
         if reasoning is not None:
             card["reasoning"] = reasoning
         ranged.append((start, card))
@@ -347,10 +365,7 @@ def _from_tiered_pricing(info: Mapping[str, Any], tiered: list) -> Optional[Mode
 def _read_source(source: Union[str, os.PathLike]) -> Mapping[str, Any]:
     text = os.fspath(source)
     data = read_url(text, what="price catalog (LiteLLM's model_prices_and_context_window.json)")
-    try:
-        parsed = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"load_prices: {text!r} is not valid JSON ({exc})") from None
+    parsed = parse_json(data, where=f"load_prices: {text!r}")
     if not isinstance(parsed, Mapping):
         raise InvalidInput(f"load_prices: {text!r} holds a {type(parsed).__name__}, not a "
                            "{model: {...rates}} mapping")
@@ -374,6 +389,7 @@ def load_prices(source: Union[str, os.PathLike, Mapping[str, Any]]) -> dict[str,
     pointers = {name: info["alias_of"] for name, info in raw.items()
                 if isinstance(info, Mapping) and isinstance(info.get("alias_of"), str)}
     table: dict[str, ModelPrice] = {}
+    half: list[str] = []  # chat models with only one of the input/output rates
     for name, info in raw.items():
         if name in _SKIP or name in pointers or not isinstance(info, Mapping):
             continue
@@ -383,6 +399,13 @@ def load_prices(source: Union[str, os.PathLike, Mapping[str, Any]]) -> dict[str,
             raise InvalidInput(f"load_prices: entry {name!r}: {exc}") from None
         if price is not None:
             table[str(name)] = price
+            if info.get("mode") in _CHAT_MODES and not info.get("tiered_pricing"):
+                half.extend(f"{name!r} ({k})" for k in ("input_cost_per_token", "output_cost_per_token")
+                            if _num(info.get(k), k) is None)
+    if half:
+        warnings.warn(f"load_prices: {len(half)} chat model rate(s) missing, billed at $0: "
+                      f"{', '.join(half[:10])}{' ...' if len(half) > 10 else ''}; add the rates "
+                      "to the price catalog", UserWarning, stacklevel=2)
     for name, info in raw.items():  # an ``aliases`` list adds names (never over an entry)
         if name in table and isinstance(info.get("aliases"), list):
             for alias in info["aliases"]:

@@ -30,13 +30,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
-import json
 import os
 import re
 import tempfile
 from collections.abc import Iterable
 from typing import Any, Optional, Union
 
+from . import parsing
 from .core import canonical_json
 from .errors import ArtifactNotFound, IntegrityError, InvalidInput, MissingDependency, StoreError
 
@@ -48,6 +48,8 @@ __all__ = ["Store", "open_store", "canonical_json", "sha256_hex", "parse_json", 
 DEFAULT_STORE = "./.ek"
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@+=,-]{0,199}")
+# Windows device names, any case, with or without an extension (CON, nul.json, com1.x.y)
+_RESERVED = re.compile(r"(?i)(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3])(\..*)?")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _TMP = ".tmp-"
 # protocol -> (module that implements it, the extra that installs it)
@@ -173,12 +175,21 @@ class Store:
     def validate_name(name: Any, *, what: str = "name") -> str:
         """Return ``name`` if it is a safe run id / baseline name, else raise InvalidInput.
 
-        Refused: empty, ``/``, ``..``, absolute paths, anything outside ``[A-Za-z0-9._@+=,-]``.
+        Refused: empty, ``/``, ``..``, absolute paths, anything outside ``[A-Za-z0-9._@+=,-]``,
+        a name ending in ``.`` and Windows-reserved device names (``CON``, ``nul.json``,
+        ``COM1``...: a store must be copyable to any filesystem).
         """
         if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
             raise InvalidInput(
                 f"invalid {what} {name!r}: use letters, digits and . _ - @ + = , (no '/', no "
                 "'..', no absolute path), starting with a letter, digit or '_'")
+        if name.endswith("."):
+            raise InvalidInput(f"invalid {what} {name!r}: a name may not end with '.' (Windows "
+                               f"drops it); use {name.rstrip('.') or 'another name'!r}")
+        if _RESERVED.fullmatch(name):
+            raise InvalidInput(f"invalid {what} {name!r}: {name.split('.')[0].upper()} is a "
+                               "reserved device name on Windows; pick another name (e.g. add a "
+                               "suffix: '" + name.split('.')[0] + "-1')")
         return name
 
     def _path(self, key: str) -> str:
@@ -411,13 +422,17 @@ def _protocols(fs: Any) -> tuple:
 
 
 def parse_json(data: bytes, where: str) -> Any:
-    """Parse stored JSON bytes (what :meth:`Store.read_json` does after reading); bytes that
-    are not JSON raise IntegrityError naming ``where``."""
+    """Parse stored JSON bytes (what :meth:`Store.read_json` does after reading) through
+    :func:`ek_agents.parsing.parse_json` (bounded); bytes that are not JSON raise
+    IntegrityError naming ``where``."""
     try:
-        return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise IntegrityError(f"stored {where!r} is not valid JSON ({exc}); it was not written by "
-                             "this store or was damaged: delete it and re-create it") from None
+        # lone surrogates allowed: canonical_json writes them (as \ud800 escapes), so a store
+        # must read them back; refusing them belongs at write time
+        return parsing.parse_json(data, where=f"stored {where!r}", error=IntegrityError,
+                                  lone_surrogates="allow")
+    except IntegrityError as exc:
+        raise IntegrityError(f"{exc}; it was not written by this store or was damaged: delete "
+                             "it and re-create it") from None
 
 
 def _atomic_local_write(path: str, data: bytes) -> None:

@@ -60,23 +60,18 @@ import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 from .base import SCHEMA_VERSION, JsonShape, TaskSpec, ToolSpec
 from .core import FIELD_TYPES, FieldSpec, shape
 from .errors import EkAgentsError, InvalidInput, SuiteError, UnknownName, did_you_mean
+from .parsing import decode_text, parse_json, parse_yaml
 from .store import read_url, sha256_hex, write_url
 
 __all__ = ["Suite", "load_suite", "dump_suite", "suite_schema", "parse_suite"]
 
-_TOP_KEYS = ("name", "version", "checker", "description", "tools", "tasks", "meta",
-             "schema_version", "$schema")
-_HEADER_KEYS = ("name", "version", "checker", "description", "tools", "meta", "schema_version")
-_TASK_KEYS = ("task_id", "input", "gold", "value", "slice", "tools", "checker", "meta")
-_TOOL_KEYS = ("name", "description", "destructive", "importance", "params")
-_PARAM_KEYS = ("name", "type", "importance", "required", "domain", "items", "description")
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
 _YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -154,11 +149,15 @@ def parse_suite(data: Union[bytes, str], *, path: str = "<suite>",
 
     ``format`` is ``"yaml"`` or ``"jsonl"``; by default it follows ``path``'s suffix.
     """
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SuiteError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+    if isinstance(data, str):
+        try:
+            raw = data.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise SuiteError(f"{path}: character {exc.start} is a lone UTF-16 surrogate, not "
+                             "text; fix the file's encoding") from None
+    else:
+        raw = bytes(data)
+    text = decode_text(raw, where=path, error=SuiteError)
     fmt = format or _format_of(path, text)
     if fmt not in ("yaml", "jsonl"):
         raise SuiteError(f"{path}: unknown suite format {fmt!r}{did_you_mean(fmt, ['yaml', 'jsonl'])}")
@@ -179,9 +178,9 @@ def _format_of(path: str, text: str) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if len(lines) > 1 and lines[0].lstrip().startswith("{"):
         try:
-            if isinstance(json.loads(lines[0]), dict):
+            if isinstance(parse_json(lines[0], where=path, error=SuiteError), dict):
                 return "jsonl"
-        except ValueError:
+        except SuiteError:
             pass
     return "yaml"
 
@@ -218,10 +217,9 @@ def _read_jsonl(text: str, ctx: _Ctx) -> tuple[Optional[_Row], list[_Row]]:
         if not ln.strip():
             continue
         try:
-            obj = json.loads(ln)
-        except json.JSONDecodeError as exc:
-            raise ctx.error(f"line {lineno}", f"not valid JSON ({exc.msg} at column {exc.colno}); "
-                            "each line must be one JSON object") from None
+            obj = parse_json(ln, where="", error=SuiteError)
+        except SuiteError as exc:
+            raise ctx.error("", f"line {lineno} {exc}; each line must be one JSON object") from None
         if not isinstance(obj, dict):
             raise ctx.error(f"line {lineno}", f"expected a JSON object (a task), got {_show(obj)}")
         if "suite" in obj and "task_id" not in obj:
@@ -235,21 +233,6 @@ def _read_jsonl(text: str, ctx: _Ctx) -> tuple[Optional[_Row], list[_Row]]:
             continue
         rows.append(_Row(obj, len(rows), (len(rows),), lineno))
     return header, rows
-
-
-def _yaml_loader():
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # dates stay strings: a suite is JSON data
-        pass
-
-    Loader.yaml_implicit_resolvers = {
-        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-        for k, v in base.yaml_implicit_resolvers.items()
-    }
-    return yaml, Loader
 
 
 def _record_lines(node: Any, at: tuple, lines: dict) -> None:
@@ -267,26 +250,13 @@ def _record_lines(node: Any, at: tuple, lines: dict) -> None:
 
 
 def _read_yaml(text: str, ctx: _Ctx) -> tuple[Optional[_Row], list[_Row]]:
-    yaml, Loader = _yaml_loader()
-    try:
-        loader = Loader(text)
-        try:
-            node = loader.get_single_node()
-            doc = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        if ctx.path.lower().endswith(".json"):  # JSON that YAML 1.1 refuses (tabs): plain JSON
-            try:
-                doc, node = json.loads(text), None
-            except json.JSONDecodeError as jexc:
-                raise ctx.error(f"line {jexc.lineno}", f"not valid JSON ({jexc.msg} at column "
-                                f"{jexc.colno})") from None
-        else:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise ctx.error(where, f"not valid YAML ({problem})") from None
+    try:  # aliases/anchors refused, so line recording below never expands a bomb
+        doc, node = parse_yaml(text, where=ctx.path, error=SuiteError)
+    except SuiteError:
+        if not ctx.path.lower().endswith(".json"):
+            raise
+        # JSON that YAML 1.1 refuses (tabs): plain JSON
+        doc, node = parse_json(text, where=ctx.path, error=SuiteError), None
     if node is not None:
         _record_lines(node, (), ctx.lines)
     if doc is None:
@@ -296,7 +266,6 @@ def _read_yaml(text: str, ctx: _Ctx) -> tuple[Optional[_Row], list[_Row]]:
                         "(with optional name, version, checker, tools beside it)")
     if not isinstance(doc, dict):
         raise ctx.error("line 1", f"expected a mapping with a 'tasks' list, got {_show(doc)}")
-    _check_keys(doc, _TOP_KEYS, ctx, "top level", "key")
     if "tasks" not in doc:
         raise ctx.error("", "no 'tasks' list; add 'tasks:' with one entry per task")
     tasks = doc["tasks"]
@@ -307,6 +276,160 @@ def _read_yaml(text: str, ctx: _Ctx) -> tuple[Optional[_Row], list[_Row]]:
     return header, rows
 
 
+# ----------------------------------------------------------------- the format, defined once
+#
+# The pydantic models below ARE the suite format: load_suite validates every header and task
+# with them, and ek_agents/schemas/suite.schema.json is generated from them
+# (:func:`build_suite_schema`; a test asserts the shipped file equals it). What they cannot
+# say -- references between tasks and shared tools, unique ids and names, defaults taken
+# from the file -- is checked by hand in :func:`_build`; turning a pydantic error into a
+# message naming the file, line, task and field is :func:`_explain`.
+
+_TYPE_NAMES = tuple(sorted(FIELD_TYPES))
+_FieldType = Literal[_TYPE_NAMES]  # type: ignore[valid-type]
+_NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+_Text = Annotated[str, Field(min_length=1)]
+
+
+def _json_kind(v: Any) -> Optional[str]:
+    """The JSON type of ``v``: which branch of a union validates it (one error, not one per branch)."""
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, str):
+        return "string"
+    return "null" if v is None else None
+
+
+def _by_kind(**branches: Any) -> Any:
+    return Annotated[Union[tuple(Annotated[t, Tag(k)] for k, t in branches.items())],
+                     Discriminator(_json_kind)]
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=False)
+
+
+class ParamDoc(_Doc):
+    """One tool argument (a FieldSpec) in its mapping form."""
+
+    model_config = ConfigDict(title="param")
+    name: Optional[str] = None
+    type: _FieldType = "string"
+    importance: _NonNegative = Field(1.0, description="Cost of getting this argument wrong.")
+    required: bool = False
+    domain: Optional[list] = Field(None, description="The allowed values.")
+    items: Optional[_FieldType] = None
+    description: Optional[str] = None
+
+
+class NamedParamDoc(ParamDoc):
+    model_config = ConfigDict(title="named_param")
+    name: _Text
+
+
+#: An argument: a bare type name, null (a string), or a mapping.
+_ParamEntry = _by_kind(string=_FieldType, null=None, object=ParamDoc)
+
+
+class ToolDoc(_Doc):
+    """A tool definition (a ToolSpec)."""
+
+    model_config = ConfigDict(title="tool_body")
+    name: Optional[_Text] = None
+    description: str = ""
+    destructive: bool = Field(False, description="Mutates the world irreversibly (call weight "
+                                                 "defaults to DESTRUCTIVE_WEIGHT).")
+    importance: Optional[_NonNegative] = None
+    params: _by_kind(null=None, object=dict[str, _ParamEntry], array=list[NamedParamDoc]) = None
+
+
+class NamedToolDoc(ToolDoc):
+    model_config = ConfigDict(title="named_tool")
+    name: _Text
+
+
+class TaskDoc(_Doc):
+    """One task: a line of a JSONL suite, an item of a YAML suite's ``tasks``."""
+
+    model_config = ConfigDict(title="task")
+    task_id: _Text
+    input: Any = None
+    gold: Any = None
+    value: _NonNegative = Field(1.0, description="What a completed task is worth.")
+    slice: Optional[_Text] = None
+    tools: list[_by_kind(string=str, object=NamedToolDoc)] = Field(
+        None, description="Names of shared tools or inline definitions; omitted = every shared tool.")
+    checker: Optional[_Text] = Field(None, description="A checker name: output, final_state, "
+                                     "recorded, or any name metrics.get_checker knows.")
+    meta: dict = Field(default_factory=dict)
+
+
+class HeaderDoc(_Doc):
+    """The suite-level keys (a YAML suite's top level, a JSONL suite's first line's 'suite')."""
+
+    model_config = ConfigDict(title="header")
+    schema_version: Annotated[int, Field(le=SCHEMA_VERSION)] = SCHEMA_VERSION
+    name: _Text = Field(None, description="Default: the file's stem.")
+    version: Union[_Text, int] = Field(None, description="RunProvenance.suite_version; quote it "
+                                       "in YAML. Default: sha256:<first 12 hex of the file digest>.")
+    checker: Optional[_Text] = Field(None, description="The default checker of tasks that name none.")
+    description: str = ""
+    meta: dict = Field(default_factory=dict)
+    tools: _by_kind(object=dict[str, Optional[ToolDoc]], array=list[NamedToolDoc]) = Field(
+        default_factory=dict, description="Shared tool definitions, referenced from tasks by name.")
+
+
+class SuiteDoc(HeaderDoc):
+    """A YAML (or JSON) suite document."""
+
+    model_config = ConfigDict(title="ek-agents task suite")
+    schema_: Optional[str] = Field(None, alias="$schema")
+    tasks: Annotated[list[TaskDoc], Field(min_length=1)]
+
+
+class HeaderLine(_Doc):
+    """The optional first line of a JSONL suite."""
+
+    model_config = ConfigDict(title="header_line")
+    suite: HeaderDoc
+
+
+def build_suite_schema() -> dict:
+    """The suite format's JSON Schema (draft 2020-12), generated from the models above
+    (what ``ek_agents/schemas/suite.schema.json`` holds)."""
+    from pydantic.json_schema import models_json_schema  # only when generating (tests, releases)
+
+    _, top = models_json_schema([(SuiteDoc, "validation"), (HeaderLine, "validation")],
+                                ref_template="#/$defs/{model}")
+    defs = top["$defs"]
+    names = {k: v.get("title", k) for k, v in defs.items()}
+    text = json.dumps(defs)
+    for old, new in names.items():
+        text = text.replace(f'"#/$defs/{old}"', f'"#/$defs/{new}"')
+    defs = {names[k]: v for k, v in json.loads(text).items()}
+    root = defs.pop("ek-agents task suite")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://ek-agents.invalid/schemas/suite.schema.json",
+            **root, "description": root.get("description", "") + " A JSONL suite is an optional "
+            "first line {\"suite\": <header>} (#/$defs/header_line) followed by one #/$defs/task "
+            "per line.", "$defs": dict(sorted(defs.items()))}
+
+
+_TOP_KEYS = tuple(f.alias or n for n, f in SuiteDoc.model_fields.items())
+_MUST = {
+    "task_id": "a non-empty string", "name": "a non-empty string", "version": "a string",
+    "value": "a non-negative number", "importance": "a non-negative number",
+    "slice": "a string label", "checker": "a checker name such as 'final_state'",
+    "meta": "a mapping", "description": "a string", "destructive": "true or false",
+    "required": "true or false", "domain": "a list of allowed values",
+    "params": "a mapping of argument name -> definition", "schema_version": "an integer",
+    "$schema": "a string",
+}
+_MISSING = object()
+
+
 # --------------------------------------------------------------------------- validating
 
 def _show(x: Any) -> str:
@@ -314,74 +437,141 @@ def _show(x: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
-def _check_keys(obj: Mapping, allowed: Sequence[str], ctx: _Ctx, where: str, what: str) -> None:
-    for key in obj:
-        if key not in allowed:
-            raise ctx.error(where, f"unknown {what} {key!r}{did_you_mean(str(key), allowed)}"
-                            f" (allowed: {', '.join(k for k in allowed if k != '$schema')})")
+def _validate(model: type, obj: Any, ctx: _Ctx, where, *, in_task: bool, top: tuple = ()) -> Any:
+    """``model`` validated from ``obj``, or the SuiteError :func:`_explain` makes of the
+    first problem (``where(path)`` names the place of a path inside ``obj``)."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        raise _explain(exc.errors()[0], obj, ctx, where, in_task=in_task, top=top) from None
 
 
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+def _locate(obj: Any, loc: tuple) -> tuple:
+    """``(path, value)``: the pydantic ``loc`` as keys and indices into ``obj`` (union
+    branch tags dropped), and the value there (``_MISSING`` for a missing key)."""
+    path: list = []
+    cur = obj
+    for i, part in enumerate(loc):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            cur = cur[part]
+        elif isinstance(cur, dict) and i == len(loc) - 1 and isinstance(part, str):
+            cur = _MISSING
+        else:
+            continue
+        path.append(part)
+    return tuple(path), cur
+
+
+def _owner(obj: Any, path: tuple) -> tuple:
+    """``(label, rest)``: who the path is about (``tool 'x'``, ``tool 'x' argument 'a'``,
+    or ``""``) and the rest of the path below it."""
+    label, i, cur = "", 0, obj
+    while i < len(path):
+        key = path[i]
+        if key in ("tools", "params") and i + 1 < len(path) and isinstance(cur, dict):
+            coll = cur.get(key)
+            item = coll[path[i + 1]]
+            name = path[i + 1] if isinstance(coll, dict) else (item.get("name") if isinstance(item, dict) else None)
+            if key == "tools":
+                label = f"tool {name!r}" if name is not None else f"tools[{path[i + 1]}]"
+            else:
+                label = f"{label} argument {name!r}" if name is not None else f"{label}: params[{path[i + 1]}]"
+            cur, i = item, i + 2
+            continue
+        break
+    return label, path[i:]
+
+
+def _explain(err: dict, obj: Any, ctx: _Ctx, where, *, in_task: bool, top: tuple) -> SuiteError:
+    path, value = _locate(obj, tuple(err["loc"]))
+    label, rest = _owner(obj, path)
+    kind, at = err["type"], where(path)
+    field = rest[0] if len(rest) == 1 and isinstance(rest[0], str) else None
+    say = (lambda msg: ctx.error(at, f"{label}: {msg}")) if label else (lambda msg: ctx.error(at, msg))
+    if kind == "missing":
+        if field == "task_id":
+            return say("missing 'task_id'; give every task a unique string id")
+        return say(f"missing {field!r}")
+    if kind == "extra_forbidden":
+        key = path[-1]
+        if label.startswith("tool") and " argument " in label:
+            allowed, what = tuple(ParamDoc.model_fields), f"key of {label}:"
+            return ctx.error(at, f"unknown {what} {key!r}{did_you_mean(str(key), allowed)} "
+                             f"(allowed: {', '.join(allowed)})")
+        if label:
+            allowed, what = tuple(ToolDoc.model_fields), f"key of {label}:"
+        elif in_task:
+            allowed, what = tuple(TaskDoc.model_fields), "task key"
+        else:
+            allowed, what = top or tuple(HeaderDoc.model_fields), "key" if top else "suite key"
+        shown = ", ".join(k for k in allowed if k != "$schema")
+        return ctx.error(at, f"unknown {what} {key!r}{did_you_mean(str(key), allowed)} (allowed: {shown})")
+    if kind == "literal_error" and field is None:  # an argument's shorthand: a type name
+        field = "type"
+    if field in ("type", "items") and kind == "literal_error":
+        hint = did_you_mean(str(value), _TYPE_NAMES)
+        if field == "type":
+            return say(f"unknown type {_show(value)}{hint} (one of {', '.join(_TYPE_NAMES)})")
+        return say(f"'items' must be an element type{hint}, got {_show(value)}")
+    if field == "schema_version" and kind == "less_than_equal":
+        return say(f"'schema_version' {value!r} is newer than this ek-agents reads "
+                   f"({SCHEMA_VERSION}); upgrade ek-agents")
+    if field is None:  # the entry itself has the wrong shape
+        if label.endswith("]") or " argument " in label or label.startswith("tools["):
+            what = ("a type name or a mapping (type, importance, required, domain, items)"
+                    if " argument " in label or "params[" in label else
+                    "a tool name or a definition" if in_task else "a mapping with a 'name'")
+            return ctx.error(at, f"{label} must be {what}, got {_show(value)}")
+        if label:
+            return ctx.error(at, f"{label} must be a mapping (description, destructive, importance, "
+                             f"params), got {_show(value)}")
+        return ctx.error(at, f"a task must be a mapping with at least 'task_id', got {_show(value)}"
+                         if in_task else f"'suite' must be an object, got {_show(value)}")
+    if field == "tools":
+        must = ("a list of tool names or definitions" if in_task and not label
+                else "a mapping of tool name -> definition")
+    else:
+        must = _MUST.get(field, "valid")
+    hint = ""
+    if field in ("task_id", "version") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        hint = (" (quote it)" if field == "task_id" else
+                " (quote it: version: \"1.10\" -- unquoted it is read as a number)")
+    return say(f"'{field}' must be {must}, got {_show(value)}{hint}")
 
 
 def _build(header: Optional[_Row], rows: list[_Row], ctx: _Ctx, *, digest: str) -> Suite:
-    h: dict = {}
-    hwhere = "suite header"
+    hdoc = HeaderDoc()
     if header is not None:
-        if not isinstance(header.obj, dict):
-            raise ctx.error(f"line {header.line}", f"'suite' must be an object, got {_show(header.obj)}")
-        h = header.obj
-        if header.line is not None:  # JSONL header
-            hwhere = f"suite header (line {header.line})"
-            _check_keys(h, _HEADER_KEYS, ctx, hwhere, "suite key")
+        jsonl = header.line is not None
 
-    def hw(key: str) -> str:
-        ln = ctx.line(*header.node, key) if header is not None and header.line is None else None
-        return f"{hwhere} (line {ln})" if ln is not None else hwhere
+        def hwhere(path: tuple) -> str:
+            ln = header.line if jsonl else ctx.line(*header.node, *path)
+            what = "tool definitions" if path[:1] == ("tools",) else "suite header"
+            return f"{what} (line {ln})" if ln is not None else what
 
-    sv = h.get("schema_version", SCHEMA_VERSION)
-    if not isinstance(sv, int) or isinstance(sv, bool) or sv > SCHEMA_VERSION:
-        raise ctx.error(hw("schema_version"), f"'schema_version' {sv!r} is newer than this "
-                        f"ek-agents reads ({SCHEMA_VERSION}); upgrade ek-agents")
+        top = () if jsonl else tuple(k for k in _TOP_KEYS)
+        hdoc = _validate(HeaderDoc, header.obj, ctx, hwhere, in_task=False, top=top)
+    shared = _shared_tools(hdoc, header, ctx)
     stem = os.path.basename(ctx.path).split(".")[0] or "suite"
-    name = h.get("name", stem)
-    if not isinstance(name, str) or not name:
-        raise ctx.error(hw("name"), f"'name' must be a non-empty string, got {_show(name)}")
-    version = h.get("version")
-    if version is None:
-        version = f"sha256:{digest[:12]}"
-    elif isinstance(version, int) and not isinstance(version, bool):
-        version = str(version)
-    elif not isinstance(version, str) or not version:
-        raise ctx.error(hw("version"), f"'version' must be a string, got {_show(version)}"
-                        " (quote it: version: \"1.10\" -- unquoted it is read as a number)")
-    checker = h.get("checker")
-    if checker is not None and (not isinstance(checker, str) or not checker):
-        raise ctx.error(hw("checker"), f"'checker' must be a checker name such as 'final_state', "
-                        f"got {_show(checker)}")
-    description = h.get("description", "")
-    if not isinstance(description, str):
-        raise ctx.error(hw("description"), f"'description' must be a string, got {_show(description)}")
-    meta = h.get("meta", {})
-    if not isinstance(meta, dict):
-        raise ctx.error(hw("meta"), f"'meta' must be a mapping, got {_show(meta)}")
-    shared = _shared_tools(h.get("tools", {}), ctx, header)
-
+    version = hdoc.version
+    version = f"sha256:{digest[:12]}" if version is None else str(version)
     if not rows:
         raise ctx.error("", "the suite has no tasks; add at least one")
     tasks: list[TaskSpec] = []
     seen: dict[str, Optional[int]] = {}
     for row in rows:
-        t = _task(row, ctx, shared, checker)
+        t = _task(row, ctx, shared, hdoc.checker)
         if t.task_id in seen:
             first = seen[t.task_id]
             raise ctx.error(_where_task(row, t.task_id), f"duplicate task_id {t.task_id!r} "
                             f"(first used{f' on line {first}' if first else ''}); task ids must be unique")
         seen[t.task_id] = row.line
         tasks.append(t)
-    return Suite(name=name, version=version, tasks=tuple(tasks), checker=checker, tools=shared,
-                 description=description, digest=digest, path=ctx.path, meta=meta)
+    return Suite(name=hdoc.name if hdoc.name is not None else stem, version=version,
+                 tasks=tuple(tasks), checker=hdoc.checker, tools=shared,
+                 description=hdoc.description, digest=digest, path=ctx.path, meta=hdoc.meta)
 
 
 def _where_task(row: _Row, task_id: Any = None, line: Optional[int] = None) -> str:
@@ -390,7 +580,7 @@ def _where_task(row: _Row, task_id: Any = None, line: Optional[int] = None) -> s
     return f"{who} (line {ln})" if ln is not None else who
 
 
-def _shared_tools(tools: Any, ctx: _Ctx, header: Optional[_Row]) -> dict:
+def _shared_tools(hdoc: HeaderDoc, header: Optional[_Row], ctx: _Ctx) -> dict:
     node = header.node + ("tools",) if header is not None else ("tools",)
     jsonl = header is not None and header.line is not None
 
@@ -398,164 +588,71 @@ def _shared_tools(tools: Any, ctx: _Ctx, header: Optional[_Row]) -> dict:
         ln = header.line if jsonl else ctx.line(*node, *sub)
         return f"tool definitions (line {ln})" if ln is not None else "tool definitions"
 
+    tools = hdoc.tools
+    items = (list(tools.items()) if isinstance(tools, dict) else
+             [(t.name, t) for t in tools])
     out: dict[str, ToolSpec] = {}
-    if isinstance(tools, dict):
-        items = [(k, v, (k,)) for k, v in tools.items()]
-    elif isinstance(tools, list):
-        items = []
-        for i, v in enumerate(tools):
-            if not isinstance(v, dict) or not isinstance(v.get("name"), str):
-                raise ctx.error(where(i), f"tools[{i}] must be a mapping with a 'name', got {_show(v)}")
-            items.append((v["name"], v, (i,)))
-    else:
-        raise ctx.error(where(), f"'tools' must be a mapping of tool name -> definition, got {_show(tools)}")
-    for name, spec, sub in items:
+    for i, (name, spec) in enumerate(items):
+        sub = (name,) if isinstance(tools, dict) else (i,)
         if name in out:
             raise ctx.error(where(*sub), f"tool {name!r} is defined twice; keep one definition")
-        out[name] = _tool(name, spec, ctx, lambda *s, _sub=sub: where(*_sub, *s))
+        out[name] = _tool(name, spec or ToolDoc(), ctx, lambda *s, _sub=sub: where(*_sub, *s))
     return out
 
 
-def _tool(name: Any, spec: Any, ctx: _Ctx, where) -> ToolSpec:
-    if not isinstance(name, str) or not name:
-        raise ctx.error(where(), f"a tool name must be a non-empty string, got {_show(name)}")
-    if spec is None:
-        spec = {}
-    if not isinstance(spec, dict):
-        raise ctx.error(where(), f"tool {name!r} must be a mapping (description, destructive, "
-                        f"importance, params), got {_show(spec)}")
-    _check_keys(spec, _TOOL_KEYS, ctx, where(), f"key of tool {name!r}:")
-    if "name" in spec and spec["name"] != name:
-        raise ctx.error(where("name"), f"tool {name!r} has 'name' {spec['name']!r}; they must agree")
-    desc = spec.get("description", "")
-    if not isinstance(desc, str):
-        raise ctx.error(where("description"), f"tool {name!r}: 'description' must be a string, got {_show(desc)}")
-    destructive = spec.get("destructive", False)
-    if not isinstance(destructive, bool):
-        raise ctx.error(where("destructive"), f"tool {name!r}: 'destructive' must be true or false, "
-                        f"got {_show(destructive)}")
-    importance = spec.get("importance")
-    if importance is not None and not (_number(importance) and importance >= 0):
-        raise ctx.error(where("importance"), f"tool {name!r}: 'importance' must be a non-negative "
-                        f"number, got {_show(importance)}")
-    params_raw = spec.get("params", {}) or {}
-    if isinstance(params_raw, list):
-        plist = []
-        for i, p in enumerate(params_raw):
-            if not isinstance(p, dict) or not isinstance(p.get("name"), str):
-                raise ctx.error(where("params", i), f"tool {name!r}: params[{i}] must be a mapping "
-                                f"with a 'name', got {_show(p)}")
-            plist.append((p["name"], p, (i,)))
-    elif isinstance(params_raw, dict):
-        plist = [(k, v, (k,)) for k, v in params_raw.items()]
-    else:
-        raise ctx.error(where("params"), f"tool {name!r}: 'params' must map argument name -> "
-                        f"definition, got {_show(params_raw)}")
+def _tool(name: str, spec: ToolDoc, ctx: _Ctx, where) -> ToolSpec:
+    if not name:
+        raise ctx.error(where(), f"a tool name must be a non-empty string, got {name!r}")
+    if spec.name is not None and spec.name != name:
+        raise ctx.error(where("name"), f"tool {name!r} has 'name' {spec.name!r}; they must agree")
+    raw = spec.params or {}
+    plist = list(raw.items()) if isinstance(raw, dict) else [(p.name, p) for p in raw]
     params: dict[str, FieldSpec] = {}
-    for pname, p, sub in plist:
+    for i, (pname, p) in enumerate(plist):
+        sub = ("params", pname if isinstance(raw, dict) else i)
+        label = f"tool {name!r} argument {pname!r}"
+        if not pname:
+            raise ctx.error(where(*sub), f"tool {name!r}: an argument name must be a non-empty string")
         if pname in params:
-            raise ctx.error(where("params", *sub), f"tool {name!r}: argument {pname!r} is defined twice")
-        params[pname] = _param(name, pname, p, ctx, where("params", *sub))
-    return ToolSpec(name, params, importance=None if importance is None else float(importance),
-                    destructive=destructive, description=desc)
-
-
-def _param(tool: str, pname: Any, p: Any, ctx: _Ctx, where: str) -> FieldSpec:
-    label = f"tool {tool!r} argument {pname!r}"
-    if not isinstance(pname, str) or not pname:
-        raise ctx.error(where, f"tool {tool!r}: an argument name must be a string, got {_show(pname)}")
-    if isinstance(p, str):
-        p = {"type": p}
-    elif p is None:
-        p = {}
-    if not isinstance(p, dict):
-        raise ctx.error(where, f"{label} must be a type name or a mapping (type, importance, "
-                        f"required, domain, items), got {_show(p)}")
-    _check_keys(p, _PARAM_KEYS, ctx, where, f"key of {label}:")
-    ftype = p.get("type", "string")
-    if ftype not in FIELD_TYPES:
-        raise ctx.error(where, f"{label}: unknown type {_show(ftype)}"
-                        f"{did_you_mean(str(ftype), sorted(FIELD_TYPES))} (one of {', '.join(sorted(FIELD_TYPES))})")
-    imp = p.get("importance", 1.0)
-    if not (_number(imp) and imp >= 0):
-        raise ctx.error(where, f"{label}: 'importance' must be a non-negative number, got {_show(imp)}")
-    req = p.get("required", False)
-    if not isinstance(req, bool):
-        raise ctx.error(where, f"{label}: 'required' must be true or false, got {_show(req)}")
-    domain = p.get("domain")
-    if domain is not None and not isinstance(domain, list):
-        raise ctx.error(where, f"{label}: 'domain' must be a list of allowed values, got {_show(domain)}")
-    items = p.get("items")
-    if items is not None and items not in FIELD_TYPES:
-        raise ctx.error(where, f"{label}: 'items' must be an element type"
-                        f"{did_you_mean(str(items), sorted(FIELD_TYPES))}, got {_show(items)}")
-    if "name" in p and p["name"] != pname:
-        raise ctx.error(where, f"{label} has 'name' {p['name']!r}; they must agree")
-    return FieldSpec(pname, ftype, float(imp), None if domain is None else tuple(domain), req, items)
+            raise ctx.error(where(*sub), f"tool {name!r}: argument {pname!r} is defined twice")
+        p = ParamDoc(type=p) if isinstance(p, str) else p or ParamDoc()
+        if p.name is not None and p.name != pname:
+            raise ctx.error(where(*sub), f"{label} has 'name' {p.name!r}; they must agree")
+        params[pname] = FieldSpec(pname, p.type, float(p.importance),
+                                  None if p.domain is None else tuple(p.domain), p.required, p.items)
+    return ToolSpec(name, params, importance=None if spec.importance is None else float(spec.importance),
+                    destructive=spec.destructive, description=spec.description)
 
 
 def _task(row: _Row, ctx: _Ctx, shared: Mapping[str, ToolSpec], default_checker: Optional[str]) -> TaskSpec:
     obj = row.obj
-    if not isinstance(obj, dict):
-        raise ctx.error(_where_task(row), f"a task must be a mapping with at least 'task_id', got {_show(obj)}")
-    tid = obj.get("task_id")
     jsonl = not row.node or row.node[0] != "tasks"
+    tid = obj.get("task_id") if isinstance(obj, dict) else None
 
     def where(*sub: Any) -> str:
         return _where_task(row, tid, row.line if jsonl else ctx.line(*row.node, *sub))
 
-    if "task_id" not in obj:
-        raise ctx.error(where(), "missing 'task_id'; give every task a unique string id")
-    if not isinstance(tid, str) or not tid:
-        raise ctx.error(where("task_id"), f"'task_id' must be a non-empty string, got {_show(tid)}"
-                        + (" (quote it)" if isinstance(tid, (int, float)) else ""))
-    _check_keys(obj, _TASK_KEYS, ctx, where(), "task key")
-    value = obj.get("value", 1.0)
-    if not (_number(value) and value >= 0):
-        raise ctx.error(where("value"), f"'value' must be a non-negative number, got {_show(value)}")
-    slc = obj.get("slice")
-    if slc is not None and (not isinstance(slc, str) or not slc):
-        raise ctx.error(where("slice"), f"'slice' must be a string label, got {_show(slc)}")
-    checker = obj.get("checker", default_checker)
-    if checker is not None and (not isinstance(checker, str) or not checker):
-        raise ctx.error(where("checker"), f"'checker' must be a checker name such as 'final_state', "
-                        f"got {_show(checker)}")
-    meta = obj.get("meta", {})
-    if not isinstance(meta, dict):
-        raise ctx.error(where("meta"), f"'meta' must be a mapping, got {_show(meta)}")
-    if "tools" not in obj:
+    doc = _validate(TaskDoc, obj, ctx, lambda path: where(*path), in_task=True)
+    if doc.tools is None:
         tools = tuple(shared.values())
     else:
-        raw = obj["tools"]
-        if not isinstance(raw, list):
-            raise ctx.error(where("tools"), f"'tools' must be a list of tool names or definitions, "
-                            f"got {_show(raw)}")
         picked: list[ToolSpec] = []
-        for i, item in enumerate(raw):
+        for i, item in enumerate(doc.tools):
             if isinstance(item, str):
                 if item not in shared:
                     raise ctx.error(where("tools", i), f"tools[{i}]: unknown tool {item!r}"
                                     f"{did_you_mean(item, shared)} (define it under the suite's "
                                     f"'tools', or inline it here)")
                 tool = shared[item]
-            elif isinstance(item, dict):
-                tool = _tool(item.get("name"), item, ctx, lambda *s, _i=i: where("tools", _i, *s))
             else:
-                raise ctx.error(where("tools", i), f"tools[{i}] must be a tool name or a definition, "
-                                f"got {_show(item)}")
+                tool = _tool(item.name, item, ctx, lambda *s, _i=i: where("tools", _i, *s))
             if any(t.name == tool.name for t in picked):
                 raise ctx.error(where("tools", i), f"tools[{i}]: tool {tool.name!r} is listed twice")
             picked.append(tool)
         tools = tuple(picked)
-    for key in ("input", "gold"):
-        try:
-            json.dumps(obj.get(key), allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ctx.error(where(key), f"'{key}' must be JSON data ({exc})") from None
-    try:
-        return TaskSpec(tid, obj.get("input"), obj.get("gold"), float(value), tools, slc, checker, meta)
-    except EkAgentsError as exc:  # pragma: no cover - every field is checked above
-        raise ctx.error(where(), str(exc)) from None
+    checker = doc.checker if doc.checker is not None else default_checker
+    return TaskSpec(doc.task_id, doc.input, doc.gold, float(doc.value), tools, doc.slice, checker,
+                    doc.meta)
 
 
 # --------------------------------------------------------------------------- writing

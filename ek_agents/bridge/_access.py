@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from ..errors import BridgeError
 
@@ -58,11 +59,53 @@ def field(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def mapping_at(parent: Mapping, key: str, where: str) -> Mapping:
+    """``parent[key]`` when it is an object, ``{}`` when absent or null, else a
+    :class:`~ek_agents.errors.BridgeError` naming the field ``where.key``."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise BridgeError(f"{where}.{key} must be an object, got {_short(value)}")
+    return value
+
+
+def list_at(parent: Mapping, key: str, where: str) -> list:
+    """``parent[key]`` when it is a list, ``[]`` when absent or null, else a
+    :class:`~ek_agents.errors.BridgeError` naming the field ``where.key``."""
+    value = parent.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BridgeError(f"{where}.{key} must be a list, got {_short(value)}")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def as_seconds(value: Any, where: Optional[str] = None) -> Optional[float]:
+    """A duration in seconds: a finite number >= 0, else None -- or, with ``where``, a
+    :class:`~ek_agents.errors.BridgeError` naming it (an infinite latency is not a latency)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+            and value >= 0:
+        return float(value)
+    if where is not None:
+        raise BridgeError(f"{where} must be a duration in seconds (a finite number >= 0), got "
+                          f"{_short(value)}")
+    return None
+
+
 def as_int(value: Any, where: str) -> int:
     """A non-negative token count, or :class:`~ek_agents.errors.BridgeError` naming ``where``."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+            or value in (float("inf"), float("-inf")):
         raise BridgeError(f"{where} must be a token count (an integer), got {value!r}")
     if value < 0 or value != int(value):
         raise BridgeError(f"{where} must be a non-negative integer token count, got {value!r}")

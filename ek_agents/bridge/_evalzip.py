@@ -16,11 +16,15 @@ import zlib
 from typing import IO
 
 from ..errors import BridgeError, MissingDependency
+from ..parsing import decompressed_cap, read_capped
 
 __all__ = ["EvalZip", "ZSTD"]
 
 ZSTD = 93  # the zip compression method number of Zstandard
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zip local file header, 30 bytes
+# what zipfile raises on a damaged archive (ValueError: a negative seek from a bad offset)
+_ZIP_ERRORS = (zipfile.BadZipFile, NotImplementedError, zlib.error, EOFError, ValueError, OSError,
+               struct.error)
 
 
 class EvalZip:
@@ -31,7 +35,7 @@ class EvalZip:
         self._f = f
         try:
             self._zip = zipfile.ZipFile(f)
-        except zipfile.BadZipFile as exc:
+        except _ZIP_ERRORS as exc:  # a damaged directory: bad offsets, unknown versions, ...
             raise BridgeError(f"{name!r} is not a readable .eval log (bad zip: {exc})") from exc
         self.infos = {i.filename: i for i in self._zip.infolist()}
 
@@ -44,12 +48,25 @@ class EvalZip:
             raise BridgeError(f"{self.name!r} has no member {member!r} (members: {sorted(self.infos)[:8]}...)")
         if info.flag_bits & 0x1:
             raise BridgeError(f"{self.name!r}: member {member!r} is encrypted; ek cannot read it")
+        where = f"{self.name}:{member}"
+        cap = decompressed_cap(info.compress_size)
+        if info.file_size > cap:
+            raise BridgeError(f"{where}: declares {info.file_size} bytes decompressed from "
+                              f"{info.compress_size}, over the limit of {cap} bytes; a compression "
+                              "bomb or a corrupt archive")
         if info.compress_type != ZSTD:
             try:
-                return self._zip.read(member)
-            except (NotImplementedError, zipfile.BadZipFile, zlib.error) as exc:
+                with self._zip.open(info) as stream:
+                    return read_capped(stream, cap, where=where, error=BridgeError)
+            except BridgeError:
+                raise
+            except _ZIP_ERRORS as exc:
                 raise BridgeError(f"{self.name!r}: cannot read member {member!r}: {exc}") from exc
-        data = _zstd_decompress(self._raw(info), f"{self.name}:{member}")
+        try:
+            raw = self._raw(info)
+        except (ValueError, OSError) as exc:  # a negative or impossible offset
+            raise BridgeError(f"{self.name!r}: cannot read member {member!r}: {exc}") from exc
+        data = _zstd_decompress(raw, where, cap)
         if zlib.crc32(data) & 0xFFFFFFFF != info.CRC:
             raise BridgeError(f"{self.name!r}: member {member!r} fails its CRC check (a corrupt log)")
         return data
@@ -70,7 +87,7 @@ class EvalZip:
         return raw
 
 
-def _zstd_decompress(raw: bytes, where: str) -> bytes:
+def _zstd_decompress(raw: bytes, where: str, cap: int) -> bytes:
     try:
         import zstandard
     except ImportError as exc:  # pragma: no cover - zstandard is a runtime dependency
@@ -78,6 +95,6 @@ def _zstd_decompress(raw: bytes, where: str) -> bytes:
                                 "pip install zstandard") from exc
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True)
-        return reader.read()
+        return read_capped(reader, cap, where=where, error=BridgeError)
     except zstandard.ZstdError as exc:
         raise BridgeError(f"{where}: not valid zstd data ({exc}); is the log corrupt?") from exc

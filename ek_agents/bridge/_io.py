@@ -6,11 +6,11 @@ command; a missing file raises :class:`~ek_agents.errors.ArtifactNotFound`.
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from ..errors import BridgeError
+from ..parsing import decode_text, parse_json
 
 
 def url_of(path_or_url: Any) -> str:
@@ -30,11 +30,10 @@ def read_bytes(path_or_url: Any) -> bytes:
 
 
 def loads(data: bytes, where: str, what: str = "valid JSON") -> Any:
-    """Parse JSON ``data`` (``where`` names its file or member in errors)."""
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BridgeError(f"{where} is not {what}: {exc}") from exc
+    """Parse JSON ``data`` (``where`` names its file or member in errors), bounded by
+    :func:`ek_agents.parsing.parse_json`; the ``NaN``/``Infinity`` tokens Python's ``json``
+    writes are accepted (the logs of other tools hold them)."""
+    return parse_json(data, where=f"{where} ({what})", error=BridgeError, nonfinite="allow")
 
 
 def read_json(path_or_url: Any, what: str) -> Any:
@@ -44,7 +43,5 @@ def read_json(path_or_url: Any, what: str) -> Any:
 
 def read_lines(path_or_url: Any) -> list[str]:
     """The lines of the UTF-8 text file at ``path_or_url``."""
-    try:
-        return read_bytes(path_or_url).decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise BridgeError(f"{url_of(path_or_url)!r} is not UTF-8 text: {exc}") from exc
+    return decode_text(read_bytes(path_or_url), where=repr(url_of(path_or_url)),
+                       error=BridgeError).splitlines()

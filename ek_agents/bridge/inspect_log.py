@@ -28,7 +28,7 @@ from typing import Any, Optional
 from ..base import Cost, Episode, RunProvenance
 from ..core import Provenance
 from ..errors import BridgeError, did_you_mean
-from ._access import plain
+from ._access import as_seconds, list_at, mapping_at, plain
 from ._evalzip import EvalZip
 from ._io import loads, read_bytes, url_of
 from .messages import content_text, parse_transcript
@@ -80,13 +80,32 @@ def _resolve_attachments(obj: Any, attachments: Mapping) -> Any:
     return obj
 
 
+def _check_header(header: Any, where: str) -> Mapping:
+    """The log header (eval spec, plan, stats) with every field this bridge reads checked for
+    its type, so a wrong nested type is a BridgeError naming the field."""
+    if not isinstance(header, Mapping):
+        raise BridgeError(f"{where}: the log header must be an object, got {type(header).__name__}; "
+                          "is this an Inspect log?")
+    ev = mapping_at(header, "eval", "header")
+    for key in ("model_generate_config", "model_roles", "packages"):
+        mapping_at(ev, key, "header.eval")
+    for key in ("model", "task", "solver"):
+        if ev.get(key) is not None and not isinstance(ev[key], str):
+            raise BridgeError(f"{where}: header.eval.{key} must be a string, got {ev[key]!r:.60}")
+    plan = mapping_at(header, "plan", "header")
+    mapping_at(plan, "config", "header.plan")
+    list_at(plan, "steps", "header.plan")
+    mapping_at(mapping_at(header, "stats", "header"), "role_usage", "header.stats")
+    return header
+
+
 def _run(header: Optional[Mapping]) -> Optional[RunProvenance]:
     if not header or not isinstance(header.get("eval"), Mapping):
         return None
     ev, plan = header["eval"], header.get("plan") or {}
     gen = {**(ev.get("model_generate_config") or {}), **(plan.get("config") or {})}
     steps = [s.get("solver", "") for s in plan.get("steps") or [] if isinstance(s, Mapping)]
-    solver = ev.get("solver") or " > ".join(s for s in steps if s)
+    solver = ev.get("solver") or " > ".join(str(s) for s in steps if s)
     seed = gen.get("seed")
     temp = gen.get("temperature")
     return RunProvenance(
@@ -116,8 +135,7 @@ def _cost(sample: Mapping, role: Optional[str], grader_roles: tuple, where: str,
         meta["model_usage"] = model_usage
     if role_usage:
         meta["role_usage"] = role_usage
-    latency = sample.get("total_time")
-    latency = float(latency) if isinstance(latency, (int, float)) and latency >= 0 else None
+    latency = as_seconds(sample.get("total_time"))
     if role is not None:
         if role not in role_usage and role in known_roles:  # the role made no call in this sample
             return Cost(latency_s=latency), meta
@@ -153,7 +171,9 @@ _FIELDS = ("id", "epoch", "messages", "output", "scores", "model_usage", "role_u
            "error_retries", "limit", "target", "total_time", "working_time", "uuid", "attachments")
 
 
-def _sample_fields(sample: Any, where: str) -> dict:
+def _sample_fields(sample: Any, where: str, parsed: bool = False) -> dict:
+    if parsed and isinstance(sample, dict):  # straight from JSON: already plain, no copy
+        return {k: sample[k] for k in _FIELDS if k in sample}
     if isinstance(sample, Mapping):
         return {k: plain(sample[k]) for k in _FIELDS if k in sample}
     if sample is None or isinstance(sample, (str, bytes, list, tuple, int, float)):
@@ -164,8 +184,17 @@ def _sample_fields(sample: Any, where: str) -> dict:
 def _episode(sample: Any, run: Optional[RunProvenance], *, task_id: Any = "", scorer: Optional[str] = None,
              role: Optional[str] = None, grader_roles: tuple = GRADER_ROLES,
              provenance: Optional[Provenance] = None, where: str = "sample",
-             known_roles: frozenset = frozenset()) -> Episode:
-    s = _sample_fields(sample, where)
+             known_roles: frozenset = frozenset(), parsed: bool = False) -> Episode:
+    s = _sample_fields(sample, where, parsed)
+    for key in ("attachments", "scores", "output", "model_usage", "role_usage"):
+        mapping_at(s, key, where)
+    for key in ("messages", "error_retries"):
+        list_at(s, key, where)
+    choices = list_at(mapping_at(s, "output", where), "choices", f"{where}.output")
+    if choices and isinstance(choices[0], Mapping):
+        mapping_at(choices[0], "message", f"{where}.output.choices[0]")
+    if "id" in s and (isinstance(s["id"], (dict, list, bool)) or str(s["id"]) == ""):
+        raise BridgeError(f"{where}.id must be a non-empty string or integer, got {s['id']!r:.60}")
     if s.get("attachments"):
         s = _resolve_attachments(s, s["attachments"])
     if "id" not in s and not task_id:
@@ -249,6 +278,7 @@ def read_inspect_log(path_or_url: Any, *, scorer: Optional[str] = None, role: Op
         header, items = _read_eval(io.BytesIO(data), url)
     else:
         header, items = _read_json(data, url)
+    header = _check_header(header, url)
     known = _known_roles(header, items)
     if role is not None and role not in known:
         raise BridgeError(f"{url!r}: no model role {role!r} in this log (roles: {sorted(known)})"
@@ -257,7 +287,7 @@ def read_inspect_log(path_or_url: Any, *, scorer: Optional[str] = None, role: Op
     eps = [
         _episode(sample, run, scorer=scorer, role=role, grader_roles=grader_roles,
                  provenance=Provenance(source=url, locator=locator, meta=_prov_meta(header, fmt)),
-                 where=f"{url}:{locator}", known_roles=known)
+                 where=f"{url}:{locator}", known_roles=known, parsed=True)
         for sample, locator, fmt in items
     ]
     return sorted(eps, key=lambda e: (e.task_id, e.meta.get("epoch", 0)))
@@ -268,9 +298,9 @@ def _known_roles(header: Optional[Mapping], items: list) -> frozenset:
     header = header or {}
     roles = set((header.get("eval") or {}).get("model_roles") or {})
     roles |= set((header.get("stats") or {}).get("role_usage") or {})
-    for sample, _, _ in items:
+    for sample, locator, _ in items:
         if isinstance(sample, Mapping):
-            roles |= set(sample.get("role_usage") or {})
+            roles |= set(mapping_at(sample, "role_usage", locator))
     return frozenset(roles)
 
 
@@ -292,7 +322,7 @@ def _read_json(raw: bytes, url: str) -> tuple:
     if not isinstance(data, Mapping) or "eval" not in data:
         raise BridgeError(f"{url!r} is not an Inspect log: a .json log is an object with 'eval' and "
                           "'samples' (a .eval log is a zip)")
-    samples = data.get("samples")
+    samples = list_at(data, "samples", repr(url))
     if not samples:
         raise BridgeError(f"{url!r} holds no samples (written with log_samples=False, or header-only); "
                           "re-run the eval with samples logged")

@@ -12,13 +12,14 @@ One JSON object per line::
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..base import Episode, RunProvenance
 from ..core import Provenance
 from ..errors import BridgeError
+from ..parsing import parse_json
+from ._access import as_seconds
 from ._io import read_lines, url_of
 from .messages import episode_from_messages
 
@@ -36,16 +37,20 @@ def read_messages_jsonl(path_or_url: Any) -> list[Episode]:
         if not line.strip():
             continue
         where = f"{url}:{n}"
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BridgeError(f"{where}: not a JSON object ({exc.msg}); write one JSON object per line") from exc
+        rec = parse_json(line, where=where, error=BridgeError, nonfinite="allow")
         if not isinstance(rec, Mapping):
             raise BridgeError(f"{where}: each line must be a JSON object, got {type(rec).__name__}")
         for key in ("task_id", "messages"):
             if key not in rec:
                 raise BridgeError(f"{where}: missing {key!r} (a line needs 'task_id' and 'messages'; "
                                   f"it has {sorted(rec)})")
+        task_id = rec["task_id"]
+        if isinstance(task_id, bool) or not isinstance(task_id, (str, int)) or not str(task_id).strip():
+            raise BridgeError(f"{where}: 'task_id' must be a non-empty string, got {task_id!r:.60}; "
+                              "give every line the id of its task")
+        if not isinstance(rec["messages"], list):
+            raise BridgeError(f"{where}: 'messages' must be a list of messages, got "
+                              f"{type(rec['messages']).__name__}")
         success = rec.get("success")
         if success is not None and not isinstance(success, bool):
             raise BridgeError(f"{where}: 'success' must be true, false or null, got {success!r}")
@@ -64,7 +69,7 @@ def read_messages_jsonl(path_or_url: Any) -> list[Episode]:
         try:
             ep = episode_from_messages(
                 rec["messages"], task_id=rec["task_id"], usage=rec.get("usage"), output=rec.get("output"),
-                final_state=rec.get("final_state"), latency_s=rec.get("latency_s"), success=success,
+                final_state=rec.get("final_state"), latency_s=as_seconds(rec.get("latency_s"), "'latency_s'"), success=success,
                 run=RunProvenance(model=str(model)) if model else None, meta=meta)
         except BridgeError as exc:
             raise BridgeError(f"{where}: {exc}") from exc

@@ -32,6 +32,7 @@ from typing import Any, Optional
 
 from ..base import Cost, Episode, RunProvenance, Step, Trajectory
 from ..errors import BridgeError
+from ..parsing import parse_json
 from ._access import plain
 from .usage import cost_from_usage
 
@@ -39,7 +40,7 @@ __all__ = ["trajectory_from_messages", "episode_from_messages", "parse_transcrip
            "content_text"]
 
 _OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output"}
-_TEXT_BLOCKS = {"text", "output_text", "input_text"}
+_TEXT_BLOCKS = ("text", "output_text", "input_text")  # a tuple: a block's type may be unhashable
 
 
 def content_text(content: Any) -> Optional[str]:
@@ -80,9 +81,9 @@ def _parse_args(raw: Any) -> tuple:
         if not raw.strip():
             return {}, None
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            return raw, f"arguments are not valid JSON ({exc.msg} at char {exc.pos}); kept the raw string"
+            value = parse_json(raw, where="arguments", error=BridgeError, nonfinite="allow")
+        except BridgeError as exc:
+            return raw, f"{exc}; kept the raw string"
         if isinstance(value, dict):
             return value, None
         return raw, f"arguments are JSON {type(value).__name__}, not an object; kept the raw string"
@@ -199,6 +200,8 @@ def parse_transcript(messages: Any) -> Transcript:
             raise BridgeError(f"{where} is a {type(raw).__name__}, not a message: each message is a dict "
                               "(or SDK object) with a 'role', or a Responses item with a 'type'")
         role, kind = m.get("role"), m.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise BridgeError(f"{where}.type must be a string such as 'function_call', got {kind!r:.60}")
         if kind == "function_call":
             tr.add_call(m.get("call_id") or m.get("id"), m.get("name"), m.get("arguments"), where)
         elif kind == "custom_tool_call":  # free-form text input by design: kept as given
@@ -218,7 +221,11 @@ def parse_transcript(messages: Any) -> Transcript:
         elif role == "assistant":
             _assistant(tr, m, where)
         elif role in ("tool", "function"):
-            for tm in m.get("tool_messages") or [m]:  # tau2 MultiToolMessage
+            tool_messages = m.get("tool_messages") or [m]
+            if not isinstance(tool_messages, list):
+                raise BridgeError(f"{where}.tool_messages must be a list of tool messages, got "
+                                  f"{tool_messages!r:.60}")
+            for tm in tool_messages:  # tau2 MultiToolMessage
                 if isinstance(tm, Mapping) and tm.get("requestor") != "user":
                     _tool_result(tr, tm)
         elif role == "user" and isinstance(m.get("content"), list):

@@ -5,7 +5,10 @@
   trial that crashed has ``info.error`` and an empty ``traj``: a failure with the error in
   ``meta``. v1 records no token usage, so ``cost`` is ``None``.
 - **tau2-bench**: a ``Results`` JSON (``info``, ``tasks``, ``simulations``; or the "dir" format:
-  ``results.json`` + ``simulations/<id>.json``). Each simulation has ``task_id``, ``trial``,
+  ``results.json`` + ``simulations/<id>.json``, given as the ``results.json`` or as the run
+  folder itself, with or without a ``simulation_index``; read as tau2's ``Results.load``
+  does: every ``simulations/*.json`` in name order, checked against the index when there is
+  one). Each simulation has ``task_id``, ``trial``,
   ``reward_info.reward``, ``messages`` (the agent's carry ``usage``/``cost``), ``agent_cost``,
   ``duration``, ``termination_reason``. Simulations that ended in ``infrastructure_error`` never
   produced an evaluable rollout: as tau2 does, they are excluded, and counted in every returned
@@ -19,8 +22,11 @@ from typing import Any, Optional
 
 from ..base import Episode, RunProvenance
 from ..core import Provenance
-from ..errors import BridgeError
-from ._io import read_json, url_of
+from ..errors import BridgeError, EkAgentsError, InvalidInput
+from ..errors import ArtifactNotFound
+from ..store import Store
+from ._access import as_seconds, mapping_at
+from ._io import loads, read_json, url_of
 from .messages import episode_from_messages
 
 __all__ = ["read_tau_bench_results", "tau_success"]
@@ -48,8 +54,14 @@ def read_tau_bench_results(path_or_url: Any, *, run: Optional[RunProvenance] = N
     user simulator, domain and git commit). ``exclude`` lists the tau2 termination reasons
     that are not evaluable rollouts (newer tau2 also excludes ``"context_window_exceeded"``).
     """
-    url = url_of(path_or_url)
+    url = url_of(path_or_url).rstrip("/") or url_of(path_or_url)
+    folder = _folder(url)
+    if folder is not None and folder.exists("results.json"):  # the tau2 run folder itself
+        url = f"{url}/results.json"
     data = read_json(url, "tau-bench results file")
+    if isinstance(data, Mapping) and "simulations" not in data and "simulation_index" not in data \
+            and "info" in data and _sim_keys(url):
+        data = {**data, "simulations": []}  # dir format saved without an index
     if isinstance(data, list):
         eps = _v1(data, url, run)
     elif isinstance(data, Mapping) and ("simulations" in data or "simulation_index" in data):
@@ -67,7 +79,10 @@ def _need(rec: Any, keys: tuple, where: str) -> Mapping:
         raise BridgeError(f"{where} must be an object, got {type(rec).__name__}")
     missing = [k for k in keys if k not in rec]
     if missing:
-        raise BridgeError(f"{where} lacks {missing} (has {sorted(rec)[:10]}); is this a tau-bench results file?")
+        raise BridgeError(f"{where} lacks {missing} (has {sorted(map(str, rec))[:10]}); is this a tau-bench results file?")
+    tid = rec.get("task_id")
+    if isinstance(tid, bool) or not isinstance(tid, (str, int)) or str(tid) == "":
+        raise BridgeError(f"{where}.task_id must be a non-empty string or integer, got {tid!r:.60}")
     return rec
 
 
@@ -101,11 +116,31 @@ def _v1(data: list, url: str, run: Optional[RunProvenance]) -> list[Episode]:
     return eps
 
 
+def _folder(url: str) -> Optional[Store]:
+    try:
+        return Store(url)
+    except (EkAgentsError, ValueError):
+        return None
+
+
+def _sim_keys(results_url: str) -> list:
+    """Keys ``simulations/<id>.json`` beside ``results_url`` (tau2's "dir" format), sorted."""
+    base = results_url.rsplit("/", 1)[0] if "/" in results_url else "."
+    folder = _folder(base)
+    if folder is None:
+        return []
+    try:
+        keys = folder.list("simulations")
+    except (ArtifactNotFound, InvalidInput):
+        return []
+    return [k for k in keys if k.count("/") == 1 and k.endswith(".json")]
+
+
 def _v2_run(info: Mapping) -> RunProvenance:
-    agent = info.get("agent_info") or {}
-    user = info.get("user_info") or {}
-    env = info.get("environment_info") or {}
-    temp = (agent.get("llm_args") or {}).get("temperature")
+    agent = mapping_at(info, "agent_info", "info")
+    user = mapping_at(info, "user_info", "info")
+    env = mapping_at(info, "environment_info", "info")
+    temp = mapping_at(agent, "llm_args", "info.agent_info").get("temperature")
     domain = env.get("domain_name") or ""
     commit = info.get("git_commit") or ""
     return RunProvenance(
@@ -125,6 +160,8 @@ def _tick_messages(ticks: list) -> list:
         if not isinstance(t, Mapping):
             continue
         chunk = t.get("agent_chunk") or {}
+        if not isinstance(chunk, Mapping):
+            raise BridgeError(f"a tick's agent_chunk must be an object, got {chunk!r:.60}")
         if chunk or t.get("agent_tool_calls"):
             out.append({"role": "assistant", "content": chunk.get("content"),
                         "tool_calls": t.get("agent_tool_calls") or None, "usage": chunk.get("usage")})
@@ -134,15 +171,43 @@ def _tick_messages(ticks: list) -> list:
 
 def _v2_sims(data: Mapping, url: str) -> list:
     sims = data.get("simulations") or []
-    index = data.get("simulation_index") or []
-    if not sims and index:  # "dir" format: results.json + simulations/<id>.json next to it
-        base = url.rsplit("/", 1)[0] if "/" in url else "."
-        sims = [read_json(f"{base}/simulations/{e['id']}.json", "tau2 simulation") for e in index]
-    return sims
+    if not isinstance(sims, list):
+        raise BridgeError(f"{url}: 'simulations' must be a list, got {type(sims).__name__}")
+    index = data.get("simulation_index")
+    if index is not None and not isinstance(index, list):
+        raise BridgeError(f"{url}: 'simulation_index' must be a list, got {type(index).__name__}")
+    if sims:
+        return sims
+    # "dir" format, as tau2's Results.load reads it: every simulations/*.json beside
+    # results.json (never a path built from an id, so no id can leave the folder), checked
+    # against the index when there is one
+    keys = _sim_keys(url)
+    if index is not None:
+        ids = set()
+        for j, e in enumerate(index):
+            if not isinstance(e, Mapping) or not isinstance(e.get("id"), str) or not e["id"]:
+                raise BridgeError(f"{url}: simulation_index[{j}] needs a string 'id', got {e!r:.60}")
+            ids.add(e["id"])
+        on_disk = {k.split("/", 1)[1][:-len(".json")] for k in keys}
+        if ids != on_disk:
+            missing, extra = sorted(ids - on_disk)[:5], sorted(on_disk - ids)[:5]
+            raise BridgeError(f"{url}: simulation_index does not match the files in simulations/ "
+                              f"(missing files: {missing}, files not in the index: {extra}); "
+                              "re-save the run with tau2 or fix the index")
+    base = url.rsplit("/", 1)[0] if "/" in url else "."
+    folder = _folder(base)
+    out = []
+    for k in keys:
+        where = f"{base}/{k}"
+        try:
+            out.append(loads(folder.read_bytes(k), where, "a JSON tau2 simulation"))
+        except ArtifactNotFound as exc:
+            raise BridgeError(f"{where}: {exc}") from None
+    return out
 
 
 def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -> list[Episode]:
-    info = data.get("info") if isinstance(data.get("info"), Mapping) else {}
+    info = mapping_at(data, "info", url)
     prov_run = run if run is not None else _v2_run(info)
     kept, excluded = [], 0
     for i, raw in enumerate(_v2_sims(data, url)):
@@ -154,7 +219,7 @@ def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -
         kept.append((i, sim, term))
     eps = []
     for i, sim, term in kept:
-        reward = (sim.get("reward_info") or {}).get("reward")
+        reward = mapping_at(sim, "reward_info", f"{url}:simulations[{i}]").get("reward")
         meta: dict = {"trial": sim.get("trial"), "reward": reward, "termination_reason": term,
                       "simulation_id": sim.get("id"), "excluded_infrastructure_errors": excluded}
         for key, name in (("agent_cost", "agent_cost_usd"), ("user_cost", "user_cost_usd"), ("seed", "seed")):
@@ -167,14 +232,17 @@ def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -
             success = False
         messages = sim.get("messages")
         if messages is None:
-            messages = _tick_messages(sim.get("ticks") or [])
+            ticks = sim.get("ticks") or []
+            if not isinstance(ticks, list):
+                raise BridgeError(f"{url}:simulations[{i}].ticks must be a list, got {ticks!r:.60}")
+            messages = _tick_messages(ticks)
         sim_run = prov_run
         if run is None and isinstance(sim.get("seed"), int):
             sim_run = dataclasses.replace(prov_run, seed=sim["seed"])
         duration = sim.get("duration")
         ep = episode_from_messages(
             messages, task_id=sim["task_id"], success=success, run=sim_run, meta=meta,
-            latency_s=float(duration) if isinstance(duration, (int, float)) and duration >= 0 else None)
+            latency_s=as_seconds(duration))
         prov = Provenance(source=url, locator=f"simulations[{i}]",
                           meta={"format": "tau2-bench", "simulation_id": sim.get("id"),
                                 "excluded_infrastructure_errors": excluded})

@@ -106,7 +106,7 @@ def test_read_messages_jsonl_mixed_formats(tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("{not json}", ":1: not a JSON object"),
+    ("{not json}", ":1: column 2: not valid JSON"),
     ('[1, 2]', "each line must be a JSON object"),
     ('{"messages": []}', "missing 'task_id'"),
     ('{"task_id": "t"}', "missing 'messages'"),

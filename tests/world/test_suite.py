@@ -15,6 +15,7 @@ from ek_agents import suite as suite_mod
 from ek_agents.base import TaskSpec, ToolSpec
 from ek_agents.core import FieldSpec
 from ek_agents.errors import ArtifactNotFound, EkAgentsError, SuiteError
+from ek_agents.parsing import parse_yaml
 from ek_agents.suite import Suite, dump_suite, load_suite, parse_suite, suite_schema
 
 GOOD_YAML = textwrap.dedent("""\
@@ -128,7 +129,7 @@ def test_json_files_load_even_where_yaml_would_refuse_them(tmp_path):
     p = write(tmp_path, "tabs.json", json.dumps(doc, indent="\t"))
     assert load_suite(p).task_ids == ("a",)
     bad = write(tmp_path, "bad.json", '{\n\t"tasks": [\n\t\t{"task_id": "a" "b"}\n\t]\n}')
-    with pytest.raises(SuiteError, match=r"bad.json: line 3: not valid JSON"):
+    with pytest.raises(SuiteError, match=r"bad.json: line 3 column \d+: not valid JSON"):
         load_suite(bad)
 
 
@@ -180,13 +181,13 @@ def test_misspelt_keys_get_did_you_mean(tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ('{"task_id": "a", "gold": 1}\n{"task_id": "b", gold: 1}\n', "line 2: not valid JSON"),
+    ('{"task_id": "a", "gold": 1}\n{"task_id": "b", gold: 1}\n', "line 2 column 18: not valid JSON"),
     ('{"task_id": "a"}\n{"suite": {"name": "late"}}\n', "line 2: a {\"suite\": ...} header line must be the first"),
     ('{"gold": 1}\n{"task_id": "b"}\n', "task #1 (line 1): missing 'task_id'"),
     ('{"task_id": 7}\n{"task_id": "b"}\n', "'task_id' must be a non-empty string, got 7 (quote it)"),
     ('[1, 2]\n{"task_id": "b"}\n', "line 1: expected a JSON object (a task), got [1, 2]"),
     ('{"task_id": "a", "tools": "get"}\n{"task_id": "b"}\n', "'tools' must be a list"),
-    ('{"task_id": "a", "value": NaN}\n{"task_id": "b"}\n', "'value' must be a non-negative number, got nan"),
+    ('{"task_id": "a", "value": NaN}\n{"task_id": "b"}\n', "NaN at column 27 is not a number"),
     ('{"task_id": "a", "slice": 3}\n{"task_id": "b"}\n', "'slice' must be a string label, got 3"),
 ])
 def test_jsonl_mistakes(tmp_path, text, needle):
@@ -194,7 +195,7 @@ def test_jsonl_mistakes(tmp_path, text, needle):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("name: x\ntasks:\n  - task_id: a\n    input: [unclosed\n", "line 5: not valid YAML"),
+    ("name: x\ntasks:\n  - task_id: a\n    input: [unclosed\n", "line 5 column 1: not valid YAML"),
     ("- task_id: a\n", "line 1: the top level is a list; put the tasks under 'tasks:'"),
     ("name: x\n", "no 'tasks' list"),
     ("", "the file is empty"),
@@ -208,7 +209,7 @@ def test_jsonl_mistakes(tmp_path, text, needle):
      "task 'a' (line 3): tool 't' argument 'x': 'required' must be true or false"),
     ("tasks:\n  - task_id: a\n  - task_id: b\n    tools: [x, x]\n", "unknown tool 'x'"),
     ("tools: {x: {}}\ntasks:\n  - task_id: b\n    tools: [x, x]\n", "tools[1]: tool 'x' is listed twice"),
-    ("tasks:\n  - task_id: a\n    gold: {1: .nan}\n", "'gold' must be JSON data"),
+    ("tasks:\n  - task_id: a\n    gold: {1: .nan}\n", "'.nan' is not a finite number"),
 ])
 def test_yaml_mistakes(tmp_path, text, needle):
     assert needle in err(tmp_path, "y.yaml", text)
@@ -230,7 +231,7 @@ def test_missing_file_and_errors_are_catchable_as_builtins(tmp_path):
 
 def ydoc(text: str):
     """Parse YAML the way load_suite does (dates stay strings)."""
-    return yaml.load(text, Loader=suite_mod._yaml_loader()[1])
+    return parse_yaml(text, where="<test>")[0]
 
 
 def _validator():
@@ -315,3 +316,10 @@ def test_dump_refuses_what_it_cannot_write(tmp_path):
         dump_suite([], tmp_path / "e.yaml")
     with pytest.raises(SuiteError, match="task 'x' gold is not JSON data"):
         dump_suite([TaskSpec("x", gold={1, 2})], tmp_path / "e.yaml")
+
+
+def test_shipped_schema_is_generated_from_the_models():
+    """The pydantic models in ek_agents.suite are the format; the shipped schema is theirs."""
+    from ek_agents.suite import build_suite_schema
+
+    assert suite_schema() == build_suite_schema()

@@ -1,0 +1,369 @@
+"""The one reading path for JSON and YAML documents in ek-agents, with bounds.
+
+Every loader (suites, price catalogs, bridges, store reads) turns bytes into Python through
+this module, so each says the same thing about bad bytes -- a typed error from
+:mod:`ek_agents.errors` naming the file, the position and the limit -- and none of them can be
+made to crash, hang or balloon by its input:
+
+- nesting deeper than :data:`MAX_DEPTH` (no ``RecursionError`` downstream),
+- an integer longer than :data:`MAX_INT_DIGITS` digits (every integer converts to a finite
+  float; Python's own 4300-digit limit never fires),
+- a float literal that overflows to infinity, or ``NaN``/``Infinity`` unless the caller asks
+  for them (``nonfinite="allow"``; stores reject them: they write their own encoding),
+- input bigger than :data:`MAX_BYTES`, decompressed data bigger than a cap
+  (:func:`read_capped`),
+- bytes that are not UTF-8 and strings holding lone surrogates (which cannot be written back),
+- YAML aliases and anchors (a suite is data: an alias bomb is refused, not expanded) and YAML
+  tags that are not JSON (``!!binary``, ``!!set``, ``!!python/...``).
+
+>>> parse_json(b'{"a": [1, 2.5, "x"]}', where="doc.json")
+{'a': [1, 2.5, 'x']}
+>>> parse_json(b'[' * 500 + b']' * 500, where="deep.json")
+Traceback (most recent call last):
+...
+ek_agents.errors.InvalidInput: deep.json: nesting deeper than 128 levels at line 1 column 129 (limit MAX_DEPTH=128); flatten the document
+>>> parse_yaml("a: &x [1]\\nb: *x\\n", where="s.yaml")[0]
+Traceback (most recent call last):
+...
+ek_agents.errors.InvalidInput: s.yaml: line 1 column 4: YAML anchors and aliases are refused (a suite is plain data); write the value out where it is used
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import IO, Any, Optional
+
+from .errors import EkAgentsError, InvalidInput
+
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "MAX_BYTES", "MAX_DECOMPRESSED", "MAX_INFLATE_RATIO",
+           "decode_text", "parse_json", "parse_json_lines", "parse_yaml", "check_tree",
+           "read_capped", "decompressed_cap"]
+
+#: Deepest nesting of lists/objects accepted in any document.
+MAX_DEPTH = 128
+#: Longest integer literal accepted (so that every integer converts to a finite float).
+MAX_INT_DIGITS = 300
+#: Largest document (bytes) accepted.
+MAX_BYTES = 512 * 1024 * 1024
+#: Largest decompressed member accepted regardless of its compressed size.
+MAX_DECOMPRESSED = 1024 * 1024 * 1024
+#: A member may inflate to this many times its compressed size (or 64 MiB, whichever is more).
+MAX_INFLATE_RATIO = 100
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]|\\u[dD][c-fC-F]|\\U0000[dD][89a-fA-F]")
+_FIX_DEPTH = "flatten the document"
+
+
+class _TooBig(Exception):
+    def __init__(self, literal: str, what: str) -> None:
+        super().__init__(literal)
+        self.literal, self.what = literal, what
+
+
+def _err(error: type, where: str, msg: str) -> EkAgentsError:
+    return error(f"{where}: {msg}" if where else msg)
+
+
+def _linecol(text: str, pos: int) -> str:
+    """``line L column C`` of offset ``pos`` (just ``column C`` in one-line text)."""
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"line {line} column {col}" if "\n" in text else f"column {col}"
+
+
+def decode_text(data: Any, *, where: str, error: type = InvalidInput,
+                max_bytes: int = MAX_BYTES) -> str:
+    """``data`` (bytes or str) as text: UTF-8 (a BOM is dropped), at most ``max_bytes``."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        data = bytes(data)
+        if len(data) > max_bytes:
+            raise _err(error, where, f"{len(data)} bytes is over the limit of {max_bytes} bytes "
+                       "(MAX_BYTES); split the file")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            text_before = data[:exc.start].decode("utf-8", errors="replace")
+            raise _err(error, where, f"byte {data[exc.start:exc.start + 1]!r} at offset {exc.start} "
+                       f"(line {text_before.count(chr(10)) + 1}) is not UTF-8; save the file as "
+                       "UTF-8") from None
+        return text[1:] if text.startswith("\ufeff") else text
+    if isinstance(data, str):
+        if len(data) > max_bytes:
+            raise _err(error, where, f"{len(data)} characters is over the limit of {max_bytes} "
+                       "(MAX_BYTES); split the file")
+        return data
+    raise _err(error, where, f"expected bytes or text, got {type(data).__name__}")
+
+
+def _parse_int(s: str) -> int:
+    if len(s.lstrip("-")) > MAX_INT_DIGITS:
+        raise _TooBig(s, "int")
+    return int(s)
+
+
+def _parse_float(s: str) -> float:
+    v = float(s)
+    if not math.isfinite(v):
+        raise _TooBig(s, "float")
+    return v
+
+
+def _json_loads(text: str, nonfinite: str) -> Any:
+    def constant(name: str) -> float:
+        if nonfinite == "allow":
+            return float(name)
+        raise _TooBig(name, "constant")
+
+    return json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=constant)
+
+
+def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: str = "reject",
+               max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES,
+               lone_surrogates: str = "reject") -> Any:
+    """One JSON document from ``data`` (bytes or str), bounded; ``error`` (an
+    :class:`~ek_agents.errors.EkAgentsError` class) on anything wrong, naming ``where``.
+
+    ``nonfinite="allow"`` accepts the ``NaN``/``Infinity`` tokens Python's ``json.dumps``
+    writes (foreign logs); ``"reject"`` (the default) refuses them. ``lone_surrogates="allow"``
+    keeps ``"\\ud800"`` escapes (what ``canonical_json`` itself writes) instead of refusing them.
+    """
+    if nonfinite not in ("allow", "reject"):
+        raise InvalidInput(f"nonfinite must be 'allow' or 'reject', got {nonfinite!r}")
+    text = decode_text(data, where=where, error=error, max_bytes=max_bytes)
+    try:
+        doc = _json_loads(text, nonfinite)
+    except _TooBig as exc:
+        raise _err(error, where, _too_big_msg(exc, text)) from None
+    except RecursionError:
+        raise _err(error, where, _depth_msg(text, max_depth)) from None
+    except json.JSONDecodeError as exc:
+        raise _err(error, where, f"{_linecol(text, exc.pos)}: not valid JSON ({exc.msg})") from None
+    except ValueError as exc:  # belt and braces: any other conversion refusal
+        raise _err(error, where, f"not valid JSON ({exc})") from None
+    check_tree(doc, where=where, error=error, max_depth=max_depth, text=text,
+               surrogates=lone_surrogates != "allow"
+               and _SURROGATE_ESCAPE.search(text.encode("utf-8", "surrogatepass")) is not None)
+    return doc
+
+
+def parse_json_lines(data: Any, *, where: str, error: type = InvalidInput,
+                     nonfinite: str = "reject", max_depth: int = MAX_DEPTH,
+                     max_bytes: int = MAX_BYTES) -> list[tuple[int, Any]]:
+    """``(line number, document)`` for each non-blank line of a JSONL file, bounded as
+    :func:`parse_json`; errors name ``where`` and the line."""
+    text = decode_text(data, where=where, error=error, max_bytes=max_bytes)
+    out = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            out.append((lineno, parse_json(line, where=f"{where} line {lineno}", error=error,
+                                           nonfinite=nonfinite, max_depth=max_depth)))
+    return out
+
+
+def _too_big_msg(exc: _TooBig, text: str) -> str:
+    pos = text.find(exc.literal)
+    at = f" at {_linecol(text, pos)}" if pos >= 0 else ""
+    if exc.what == "int":
+        return (f"integer of {len(exc.literal.lstrip('-'))} digits{at} is over the limit of "
+                f"{MAX_INT_DIGITS} digits (MAX_INT_DIGITS); write it as a string")
+    if exc.what == "float":
+        return (f"number {exc.literal[:40]!r}{at} overflows a float (limit ~1.8e308); "
+                "write a finite number")
+    return (f"{exc.literal}{at} is not a number this document may hold; write a finite number "
+            "(or null when there is none)")
+
+
+def _depth_msg(text: str, max_depth: int) -> str:
+    depth, in_str, esc = 0, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > max_depth:
+                return (f"nesting deeper than {max_depth} levels at {_linecol(text, i)} "
+                        f"(limit MAX_DEPTH={max_depth}); {_FIX_DEPTH}")
+        elif ch in "]}":
+            depth -= 1
+    return f"nesting deeper than {max_depth} levels (limit MAX_DEPTH={max_depth}); {_FIX_DEPTH}"
+
+
+def _has_lone_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_tree(doc: Any, *, where: str, error: type = InvalidInput, max_depth: int = MAX_DEPTH,
+               surrogates: bool = True, text: Optional[str] = None) -> None:
+    """Refuse ``doc`` (parsed JSON-like data) nested deeper than ``max_depth`` or, when
+    ``surrogates``, holding a string (or key) with a lone surrogate."""
+    level = [doc] if isinstance(doc, (dict, list)) else []
+    depth = 0
+    strings: list = [doc] if isinstance(doc, str) else []
+    while level:  # one list per nesting level: no recursion, no per-node tuple
+        depth += 1
+        if depth > max_depth:
+            raise _err(error, where, _depth_msg(text, max_depth) if text is not None else
+                       f"nesting deeper than {max_depth} levels (limit MAX_DEPTH={max_depth}); "
+                       f"{_FIX_DEPTH}")
+        nxt: list = []
+        for c in level:
+            values = c.values() if isinstance(c, dict) else c
+            nxt.extend([v for v in values if isinstance(v, (dict, list))])
+            if surrogates:
+                strings.extend([v for v in values if isinstance(v, str)])
+                if isinstance(c, dict):
+                    strings.extend([k for k in c if isinstance(k, str)])
+        level = nxt
+    if surrogates:
+        for s in strings:
+            if _has_lone_surrogate(s):
+                raise _err(error, where, f"string {s[:40]!r} holds a lone UTF-16 surrogate, "
+                           "which is not text; fix the \\u escape")
+
+
+# --------------------------------------------------------------------------------- YAML
+
+_LOADER: Any = None
+
+
+def _yaml_loader() -> Any:
+    """A SafeLoader that builds plain JSON data: no aliases/anchors, no timestamps, no
+    non-JSON tags, bounded depth and integers, finite floats (built once, on first use)."""
+    global _LOADER
+    if _LOADER is not None:
+        return _LOADER
+    import yaml  # not at module level: ~24 ms of import (-X importtime), needed only for YAML
+
+    class DataLoader(yaml.SafeLoader):
+        max_depth = MAX_DEPTH
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise _YamlRefused(event.start_mark, "YAML anchors and aliases are refused (a "
+                                   "suite is plain data); write the value out where it is used")
+            self._ek_depth = getattr(self, "_ek_depth", 0) + 1
+            try:
+                if self._ek_depth > self.max_depth:
+                    raise _YamlRefused(event.start_mark, f"nesting deeper than {self.max_depth} "
+                                       f"levels (limit MAX_DEPTH={self.max_depth}); {_FIX_DEPTH}")
+                return super().compose_node(parent, index)
+            finally:
+                self._ek_depth -= 1
+
+        # the scanner keeps per-level state (simple keys, indents) that it walks for every
+        # token: refuse deep nesting as it is scanned, before that walk gets quadratic
+        def fetch_flow_collection_start(self, token_class: Any) -> None:
+            if self.flow_level >= self.max_depth:
+                raise _YamlRefused(self.get_mark(), f"nesting deeper than {self.max_depth} "
+                                   f"levels (limit MAX_DEPTH={self.max_depth}); {_FIX_DEPTH}")
+            super().fetch_flow_collection_start(token_class)
+
+        def add_indent(self, column: int) -> bool:
+            if len(self.indents) >= self.max_depth:
+                raise _YamlRefused(self.get_mark(), f"nesting deeper than {self.max_depth} "
+                                   f"levels (limit MAX_DEPTH={self.max_depth}); {_FIX_DEPTH}")
+            return super().add_indent(column)
+
+        def construct_yaml_int(self, node: Any) -> Any:
+            digits = node.value.replace("_", "").lstrip("+-")
+            if len(digits) > MAX_INT_DIGITS:
+                raise _YamlRefused(node.start_mark, f"integer of {len(digits)} digits is over the "
+                                   f"limit of {MAX_INT_DIGITS} digits (MAX_INT_DIGITS); write it "
+                                   "as a string")
+            return super().construct_yaml_int(node)
+
+        def construct_yaml_float(self, node: Any) -> Any:
+            v = super().construct_yaml_float(node)
+            if not math.isfinite(v):
+                raise _YamlRefused(node.start_mark, f"{node.value!r} is not a finite number; "
+                                   "write a finite number (or null when there is none)")
+            return v
+
+        def construct_not_json(self, node: Any) -> Any:
+            raise _YamlRefused(node.start_mark, f"tag {node.tag!r} is not JSON data; remove "
+                               "the tag (a suite holds strings, numbers, lists and mappings)")
+
+    DataLoader.add_constructor("tag:yaml.org,2002:int", DataLoader.construct_yaml_int)
+    DataLoader.add_constructor("tag:yaml.org,2002:float", DataLoader.construct_yaml_float)
+    for tag in ("timestamp", "binary", "set", "omap", "pairs"):
+        DataLoader.add_constructor(f"tag:yaml.org,2002:{tag}", DataLoader.construct_not_json)
+    DataLoader.add_constructor(None, DataLoader.construct_not_json)
+    DataLoader.yaml_implicit_resolvers = {  # dates stay strings
+        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+        for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    _LOADER = DataLoader
+    return DataLoader
+
+
+class _YamlRefused(Exception):
+    def __init__(self, mark: Any, msg: str) -> None:
+        super().__init__(msg)
+        self.mark, self.msg = mark, msg
+
+
+def parse_yaml(data: Any, *, where: str, error: type = InvalidInput,
+               max_bytes: int = MAX_BYTES) -> tuple[Any, Any]:
+    """One YAML document from ``data`` as ``(document, node)`` -- the node graph (PyYAML's)
+    gives line numbers; both are None for an empty document. Bounded as :func:`parse_json`;
+    aliases, anchors and non-JSON tags are refused."""
+    import yaml  # not at module level: ~24 ms of import (-X importtime), needed only for YAML
+
+    text = decode_text(data, where=where, error=error, max_bytes=max_bytes)
+    loader = None
+    try:
+        loader = _yaml_loader()(text)  # its Reader refuses control characters right here
+        node = loader.get_single_node()
+        doc = loader.construct_document(node) if node is not None else None
+    except _YamlRefused as exc:
+        m = exc.mark
+        raise _err(error, where, f"line {m.line + 1} column {m.column + 1}: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise _err(error, where, f"{at}not valid YAML ({problem})") from None
+    except RecursionError:  # pragma: no cover - compose_node bounds the depth first
+        raise _err(error, where, f"nesting deeper than {MAX_DEPTH} levels; {_FIX_DEPTH}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    check_tree(doc, where=where, error=error, surrogates=True)
+    return doc, node
+
+
+# ---------------------------------------------------------------------------- compressed
+
+def decompressed_cap(compressed_size: int) -> int:
+    """How many bytes a compressed member of ``compressed_size`` bytes may inflate to."""
+    return min(MAX_DECOMPRESSED, max(64 * 1024 * 1024, MAX_INFLATE_RATIO * int(compressed_size)))
+
+
+def read_capped(stream: IO[bytes], cap: int, *, where: str, error: type = InvalidInput,
+                chunk: int = 1 << 20) -> bytes:
+    """All bytes of a (decompressing) ``stream``, refusing -- as soon as it is passed --
+    more than ``cap`` bytes."""
+    parts, total = [], 0
+    while True:
+        block = stream.read(min(chunk, cap + 1 - total))
+        if not block:
+            return b"".join(parts)
+        total += len(block)
+        if total > cap:
+            raise _err(error, where, f"decompresses to more than {cap} bytes (limit: "
+                       f"{MAX_INFLATE_RATIO}x its compressed size, at least 64 MiB, at most "
+                       f"{MAX_DECOMPRESSED}); a compression bomb or a corrupt archive")
+        parts.append(block)

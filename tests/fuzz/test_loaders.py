@@ -1,0 +1,196 @@
+"""Every input loader answers garbage with a parsed result or an EkAgentsError -- nothing else.
+
+Hypothesis (seeded, derandomized) drives the loaders, seeds and mutators of
+``bench/bench_loaders.py`` (suite YAML/JSONL, prices, tau-bench v1 / tau2 / tau2 dir format,
+messages JSONL, Inspect .json / .eval zstd and DEFLATE, store reads), plus arbitrary JSON
+documents and arbitrary bytes. A case that runs past 5 s is stopped by SIGALRM and fails the
+test as a hang (no wall-clock time is asserted otherwise); a parsed result that the pipeline
+must never see (empty task id, non-finite number, $0 rate without a warning, a file read from
+outside a tau2 results folder) fails it as nonsense.
+"""
+from __future__ import annotations
+
+import json
+import random
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench import bench_loaders as bl
+from ek_agents.bridge import read_tau_bench_results
+from ek_agents.errors import BridgeError, EkAgentsError, InvalidInput
+from ek_agents.prices import load_prices
+from ek_agents.store import write_url
+
+NAMES = sorted(bl.LOADERS)
+_FUZZ = dict(derandomize=True, deadline=None, database=None, print_blob=True,
+             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20)
+
+
+def _check(name: str, data: bytes, seed: int) -> None:
+    outcome, detail = bl.run_case(name, data, random.Random(seed), timeout=5.0)
+    assert outcome in ("parsed", "typed"), f"{name}: {outcome}: {detail}\ninput: {data[:300]!r}"
+
+
+@settings(max_examples=1500, **_FUZZ)
+@given(name=st.sampled_from(NAMES), seed=st.integers(0, 2**32 - 1))
+def test_mutated_inputs_parse_or_raise_typed(name, seed):
+    rnd = random.Random(seed)
+    _check(name, bl.make_case(name, rnd), seed)
+
+
+@settings(max_examples=600, **_FUZZ)
+@given(name=st.sampled_from(NAMES), doc=json_values, seed=st.integers(0, 2**16))
+def test_arbitrary_json_documents(name, doc, seed):
+    if name.startswith("inspect_eval"):  # an archive whose header member is the document
+        members = {k: json.dumps(v).encode() for k, v in bl.seeds()[name].items()}
+        members["header.json"] = json.dumps(doc).encode()
+        data = bl.eval_zip(members, "zstd" if name.endswith("zstd") else "deflate")
+    elif name in ("suite_jsonl", "messages_jsonl"):
+        data = (json.dumps(doc) + "\n").encode()
+    else:
+        data = json.dumps(doc).encode()
+    _check(name, data, seed)
+
+
+@settings(max_examples=400, **_FUZZ)
+@given(name=st.sampled_from(NAMES), data=st.binary(max_size=300), seed=st.integers(0, 2**16))
+def test_arbitrary_bytes(name, data, seed):
+    _check(name, data, seed)
+
+
+# ------------------------------------------------------------- the reproduced cases, pinned
+
+@pytest.mark.parametrize("name", ["store_json", "prices", "tau_v1", "inspect_json"])
+@pytest.mark.parametrize("payload, needle", [
+    ("[" * 50_000 + "]" * 50_000, "nesting deeper than 128 levels at column 129"),
+    ('{"a": ' + "9" * 5000 + "}", "integer of 5000 digits at column 7"),
+    ('{"a": 1e999}', "overflows a float"),
+    ('{"a": "\\ud800"}', "lone UTF-16 surrogate"),
+])
+def test_bounded_json_errors_name_the_file_position_and_limit(name, payload, needle):
+    if name == "store_json" and "surrogate" in needle:  # the store reads back what it writes
+        assert bl.LOADERS[name](payload.encode(), random.Random(0)) == {"a": "\ud800"}
+        return
+    with pytest.raises(EkAgentsError, match=needle):
+        bl.LOADERS[name](payload.encode(), random.Random(0))
+    bl._clear_memory_fs()
+
+
+def test_yaml_alias_bomb_is_refused_at_its_first_anchor():
+    with pytest.raises(EkAgentsError, match=r"fz.yaml: line 1 column 4: YAML anchors and aliases are refused"):
+        bl.load_suite_yaml(bl.YAML_PAYLOADS[0].encode(), random.Random(0))
+
+
+@pytest.mark.parametrize("method", ["zstd", "deflate"])
+def test_eval_member_inflating_past_the_cap_is_refused(method, tmp_path):
+    members = {k: json.dumps(v).encode() for k, v in bl.seeds()["inspect_eval_zstd"].items()}
+    members[next(k for k in members if k.startswith("samples/"))] = b" " * (100 * 1024 * 1024)
+    data = bl.eval_zip(members, method)
+    assert len(data) < 1024 * 1024
+    with pytest.raises(BridgeError, match="over the limit of 67108864 bytes"):
+        bl.load_inspect(data, random.Random(0))
+    bl._clear_memory_fs()
+
+
+@pytest.mark.parametrize("bad_id", ["../outside", "../../outside", "/outside"])
+def test_tau2_index_ids_never_leave_the_results_folder(bad_id):
+    rnd = random.Random(0)
+    doc = bl._tau2_dir_doc(random.Random(1))
+    doc.setdefault("simulation_index", [])
+    doc["simulation_index"][0]["id"] = bad_id
+    with pytest.raises(BridgeError, match="simulation_index does not match the files"):
+        bl.load_tau2_dir(json.dumps(doc).encode(), rnd)
+    bl._clear_memory_fs()
+
+
+@pytest.mark.parametrize("where", ["run", "run/results.json"])
+def test_tau2_dir_without_index_and_the_run_folder_itself_are_read(where):
+    seed = bl.seeds()["tau2"]
+    doc = {k: v for k, v in seed.items() if k != "simulations"}  # no index, no simulations key
+    write_url("memory://ekfz-t2/run/results.json", json.dumps(doc).encode())
+    for sim in seed["simulations"]:
+        write_url(f"memory://ekfz-t2/run/simulations/{sim['id']}.json", json.dumps(sim).encode())
+    try:
+        got = read_tau_bench_results(f"memory://ekfz-t2/{where}")
+    finally:
+        bl._clear_memory_fs()
+    want = read_tau_bench_results("tests/bridge/fixtures/tau2_results.json")
+    assert [(e.task_id, e.meta["simulation_id"], e.success) for e in got] == \
+        [(e.task_id, e.meta["simulation_id"], e.success) for e in want]
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"info": {"agent_info": 5}}, "info.agent_info must be an object, got int 5"),
+    ({"simulation_index": [{"task_id": "t"}], "simulations": []}, r"simulation_index\[0\] needs a string 'id'"),
+])
+def test_tau2_wrong_nested_types_name_the_field(patch, field):
+    doc = {**bl.seeds()["tau2"], **patch}
+    with pytest.raises(BridgeError, match=field):
+        bl._load_tau(json.dumps(doc).encode(), random.Random(0))
+    bl._clear_memory_fs()
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"eval": {"model_generate_config": 1.5}}, "header.eval.model_generate_config must be an object"),
+    ({"plan": {"steps": {"a": 1}}}, "header.plan.steps must be a list"),
+])
+def test_inspect_header_wrong_nested_types_name_the_field(patch, field):
+    doc = bl.seeds()["inspect_json"]
+    doc = {**doc, **{k: ({**doc.get(k, {}), **v} if isinstance(v, dict) else v) for k, v in patch.items()}}
+    with pytest.raises(BridgeError, match=field):
+        bl.load_inspect(json.dumps(doc).encode(), random.Random(0))
+    bl._clear_memory_fs()
+
+
+def test_inspect_header_that_is_a_list_is_refused():
+    members = {k: json.dumps(v).encode() for k, v in bl.seeds()["inspect_eval_zstd"].items()}
+    members["header.json"] = b"[1, 2]"
+    with pytest.raises(BridgeError, match="the log header must be an object, got list"):
+        bl.load_inspect(bl.eval_zip(members, "zstd"), random.Random(0))
+    bl._clear_memory_fs()
+
+
+def test_message_type_that_is_a_list_and_an_empty_task_id_are_refused():
+    line = {"task_id": "t", "messages": [{"type": ["function_call"], "role": "assistant"}]}
+    with pytest.raises(BridgeError, match=r"messages\[0\].type must be a string"):
+        bl.load_messages((json.dumps(line) + "\n").encode(), random.Random(0))
+    with pytest.raises(BridgeError, match="'task_id' must be a non-empty string"):
+        bl.load_messages(b'{"task_id": "", "messages": []}\n', random.Random(0))
+    bl._clear_memory_fs()
+
+
+@pytest.mark.parametrize("rate", ["1.5e-7 USD", -1e-6, True, [1], "nan"])
+def test_a_present_rate_that_is_not_a_rate_is_an_error_naming_model_and_key(rate):
+    with pytest.raises(InvalidInput, match=r"entry 'm': input_cost_per_token = .* is not a rate"):
+        load_prices({"m": {"input_cost_per_token": rate, "output_cost_per_token": 1e-6}})
+
+
+def test_a_chat_model_missing_a_rate_warns_and_dollars_are_never_infinite():
+    with pytest.warns(UserWarning, match=r"'m' \(input_cost_per_token\)"):
+        load_prices({"m": {"output_cost_per_token": 1e-6, "mode": "chat"}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = load_prices({"m": {"input_cost_per_token": 1e308, "output_cost_per_token": 1e308}})
+    from ek_agents.base import Cost
+    from ek_agents.cost import dollars
+
+    with pytest.raises(InvalidInput, match="not a finite amount"):
+        dollars(Cost(input_tokens=10, output_tokens=10), "m", prices=table)
+
+
+@pytest.mark.parametrize("name", ["CON", "nul", "com1", "LPT9.json", "Aux.txt", "a.", "x.."])
+def test_windows_reserved_and_dot_ending_names_are_refused(name):
+    from ek_agents.store import Store
+
+    with pytest.raises(InvalidInput, match=f"invalid run id {name!r}"):
+        Store.validate_name(name, what="run id")
+    assert Store.validate_name("console", what="run id") == "console"
