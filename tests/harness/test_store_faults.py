@@ -8,10 +8,8 @@ by the soak tests (``EK_SOAK=1``), never asserted as a wall-clock time.
 """
 from __future__ import annotations
 
-import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -34,31 +32,10 @@ REPO = Path(__file__).resolve().parents[2]
 FAST = "connect_timeout=1&read_timeout=1&retry_window=1"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def moto_port():
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield port
-    server.stop()
-
-
 @pytest.fixture
-def proxy(moto_port, monkeypatch):
-    """A fault proxy in front of moto, a fresh bucket, credentials in this test's env only."""
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                 "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def proxy(moto_s3, monkeypatch):
+    """A fault proxy in front of the session's moto server (conftest), and a fresh bucket."""
+    moto_port = int(os.environ["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
     with FaultProxy(moto_port) as px:
         monkeypatch.setenv("AWS_ENDPOINT_URL", px.url)
         import s3fs
