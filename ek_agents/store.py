@@ -715,22 +715,38 @@ def _typed(kind: type, cause: BaseException, what: str, fs: Any, settings: Store
     return kind(f"cannot {what}: {fix}")
 
 
+#: endpoint -> when an operation on it last gave up after its whole retry window (monotonic s)
+_GAVE_UP: dict = {}
+
+
 def _retrying(fs: Any, settings: StoreSettings, fn: Callable, *args: Any, what: str,
               sent: int = 0, download: bool = False) -> Any:
     """``fn(*args)``, retried with backoff while the failure is transient and a retry can
     start within ``settings.retry_window`` of the first attempt; on an async filesystem
     (s3fs) each attempt is cut off at ``settings.attempt_limit``. A missing object raises
     FileNotFoundError (callers decide what that means); every other storage failure raises
-    its typed :class:`~ek_agents.errors.StoreError`; anything else passes through."""
+    its typed :class:`~ek_agents.errors.StoreError`; anything else passes through.
+
+    Once one operation on an endpoint has given up after its whole window, the others do not
+    each wait out a window of their own: those in flight stop at their next failure, and
+    those started within a window of it make one attempt (the first success clears that).
+    So a run with many writes in flight fails within about one window, not many.
+    """
     kwargs = {}
     if getattr(fs, "async_impl", False):  # fsspec's sync() takes a timeout and cancels at it
         kwargs["timeout"] = settings.attempt_limit(sent, download=download)
+    where = _endpoint(fs)
     t0 = time.monotonic()
+    gave_up = _GAVE_UP.get(where)
+    window = 0.0 if gave_up is not None and t0 - gave_up < settings.retry_window else \
+        settings.retry_window
     delay, attempts = 0.25, 0
     while True:
         attempts += 1
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
+            _GAVE_UP.pop(where, None)
+            return out
         except EkAgentsError:
             raise
         except Exception as exc:  # noqa: BLE001 -- classified below; unknown ones re-raised
@@ -739,9 +755,14 @@ def _retrying(fs: Any, settings: StoreSettings, fn: Callable, *args: Any, what: 
                 raise
             kind, cause = found
             if kind is _NOT_FOUND:
+                _GAVE_UP.pop(where, None)  # the endpoint answered
                 raise FileNotFoundError(_brief(cause)) from None
-            elapsed = time.monotonic() - t0
-            if not kind.transient or elapsed + delay > settings.retry_window:
+            now = time.monotonic()
+            elapsed = now - t0
+            others_gave_up = (_GAVE_UP.get(where) or -math.inf) > t0
+            if not kind.transient or others_gave_up or elapsed + delay > window:
+                if kind.transient:
+                    _GAVE_UP[where] = now
                 raise _typed(kind, cause, what, fs, settings, attempts, elapsed) from None
         time.sleep(delay * random.uniform(0.5, 1.0))
         delay = min(delay * 2, 4.0)

@@ -135,6 +135,7 @@ def _break_after(st: Store, run_id: str, n: int, proxy: FaultProxy, mode: str,
     def watch():
         while len(direct.find(folder)) < n:
             time.sleep(0.05)
+        proxy.broken_at = time.monotonic()
         proxy.mode = mode
         if back_after is not None:
             time.sleep(back_after)
