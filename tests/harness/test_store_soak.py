@@ -29,7 +29,7 @@ N, K = 500, 2  # 1000 trials
 def test_1000_trial_run_through_an_outage_with_default_settings(proxy, mode):
     url = f"s3://{proxy.bucket}/soak-{mode}"
     st = Store(url)
-    bound = StoreSettings().worst_case_s
+    bound = StoreSettings().worst_case_s + StoreSettings().attempt_limit()  # README: a run's bound
     _break_after(st, "r1", 400, proxy, mode)
     t_start = time.monotonic()
     try:
