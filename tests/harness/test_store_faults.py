@@ -45,15 +45,15 @@ def proxy(moto_s3, monkeypatch):
         yield px
 
 
-def _tasks(n: int) -> list:
+def make_tasks(n: int) -> list:
     return [TaskSpec(f"t{i:03d}", input=f"in{i}", gold=f"in{i}") for i in range(n)]
 
 
-def _agent(task, *, seed):
+def flaky_agent(task, *, seed):
     return task.input if (seed + int(task.task_id[1:])) % 3 else "wrong"
 
 
-def _comparable(report) -> dict:
+def comparable(report) -> dict:
     d = report.to_dict()
     d["detail"] = {k: v for k, v in d["detail"].items() if k not in ("run_id", "store")}
     return d
@@ -123,7 +123,7 @@ def test_settings_from_keyword_url_and_environment(monkeypatch):
 
 # -- runs through an outage ------------------------------------------------------------------
 
-def _break_after(st: Store, run_id: str, n: int, proxy: FaultProxy, mode: str,
+def break_after(st: Store, run_id: str, n: int, proxy: FaultProxy, mode: str,
                  back_after: float | None = None) -> threading.Thread:
     """Switch the proxy to ``mode`` once ``n`` episodes are stored (watched on moto directly)."""
     import s3fs
@@ -151,26 +151,26 @@ def test_interrupted_run_fails_typed_then_resumes_to_the_same_report(proxy, mode
     n, k = 100, 2
     url = f"s3://{proxy.bucket}/runs-{mode}?{FAST}"
     st = Store(url)
-    watcher = _break_after(st, "r1", 60, proxy, mode)
+    watcher = break_after(st, "r1", 60, proxy, mode)
     with pytest.raises((StoreUnreachable, StoreTimeout)) as info:
-        run_suite(_agent, _tasks(n), k=k, seed=3, persist=True, run_id="r1", rootdir=url,
+        run_suite(flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r1", rootdir=url,
                   max_concurrency=8)
     watcher.join()
     assert info.value.transient and "\n" not in str(info.value)
     proxy.mode = "pass"
-    resumed = run_suite(_agent, _tasks(n), k=k, seed=3, persist=True, run_id="r1", rootdir=url)
-    whole = run_suite(_agent, _tasks(n), k=k, seed=3, persist=True, run_id="r2", rootdir=url)
-    assert _comparable(resumed) == _comparable(whole)
+    resumed = run_suite(flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r1", rootdir=url)
+    whole = run_suite(flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r2", rootdir=url)
+    assert comparable(resumed) == comparable(whole)
     keys = st.list("runs/r1/episodes")
-    assert keys == sorted(episode_key("r1", t.task_id, i) for t in _tasks(n) for i in range(k))
+    assert keys == sorted(episode_key("r1", t.task_id, i) for t in make_tasks(n) for i in range(k))
 
 
 def test_outage_shorter_than_the_retry_window_is_ridden_out(proxy):
     n, k = 60, 2
     url = f"s3://{proxy.bucket}/short?connect_timeout=1&read_timeout=1&retry_window=8"
     st = Store(url)
-    watcher = _break_after(st, "r1", 30, proxy, "refuse", back_after=1.5)
-    report = run_suite(_agent, _tasks(n), k=k, seed=0, persist=True, run_id="r1", rootdir=url)
+    watcher = break_after(st, "r1", 30, proxy, "refuse", back_after=1.5)
+    report = run_suite(flaky_agent, make_tasks(n), k=k, seed=0, persist=True, run_id="r1", rootdir=url)
     watcher.join()
     assert report.n_trials == n * k
     assert len(st.list("runs/r1/episodes")) == n * k

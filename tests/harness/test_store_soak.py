@@ -18,8 +18,9 @@ from ek_agents import run_suite
 from ek_agents.errors import StoreTimeout, StoreUnreachable
 from ek_agents.store import Store, StoreSettings, episode_key
 
-from .test_store_faults import (_agent, _break_after, _comparable, _tasks,  # noqa: F401
-                                proxy, test_no_temp_files_left_after_sigkills_and_resumes)
+from .test_store_faults import flaky_agent, break_after, comparable, make_tasks
+from .test_store_faults import proxy  # noqa: F401 -- the fixture
+from .test_store_faults import test_no_temp_files_left_after_sigkills_and_resumes as sigkills
 
 pytestmark = pytest.mark.skipif(os.environ.get("EK_SOAK") != "1", reason="set EK_SOAK=1")
 N, K = 500, 2  # 1000 trials
@@ -30,10 +31,10 @@ def test_1000_trial_run_through_an_outage_with_default_settings(proxy, mode):
     url = f"s3://{proxy.bucket}/soak-{mode}"
     st = Store(url)
     bound = StoreSettings().worst_case_s + StoreSettings().attempt_limit()  # README: a run's bound
-    _break_after(st, "r1", 400, proxy, mode)
+    break_after(st, "r1", 400, proxy, mode)
     t_start = time.monotonic()
     try:
-        run_suite(_agent, _tasks(N), k=K, seed=5, persist=True, run_id="r1", rootdir=url,
+        run_suite(flaky_agent, make_tasks(N), k=K, seed=5, persist=True, run_id="r1", rootdir=url,
                   max_concurrency=16)
         raise AssertionError("the run did not fail")
     except (StoreUnreachable, StoreTimeout) as exc:
@@ -41,24 +42,24 @@ def test_1000_trial_run_through_an_outage_with_default_settings(proxy, mode):
     failed_at = time.monotonic()
     outage_at = proxy.broken_at
     proxy.mode = "pass"
-    resumed = run_suite(_agent, _tasks(N), k=K, seed=5, persist=True, run_id="r1", rootdir=url)
-    whole = run_suite(_agent, _tasks(N), k=K, seed=5, persist=True, run_id="r2", rootdir=url)
+    resumed = run_suite(flaky_agent, make_tasks(N), k=K, seed=5, persist=True, run_id="r1", rootdir=url)
+    whole = run_suite(flaky_agent, make_tasks(N), k=K, seed=5, persist=True, run_id="r2", rootdir=url)
     keys = st.list("runs/r1/episodes")
-    expected = sorted(episode_key("r1", t.task_id, i) for t in _tasks(N) for i in range(K))
+    expected = sorted(episode_key("r1", t.task_id, i) for t in make_tasks(N) for i in range(K))
     print(f"\n[{mode}] {type(err).__name__} {failed_at - outage_at:.1f} s after the outage began "
           f"(run started {outage_at - t_start:.1f} s before it; documented bound {bound:.0f} s): {err}")
-    print(f"[{mode}] resumed report == uninterrupted report: {_comparable(resumed) == _comparable(whole)}; "
+    print(f"[{mode}] resumed report == uninterrupted report: {comparable(resumed) == comparable(whole)}; "
           f"episodes {len(keys)}/{len(expected)}, lost {len(set(expected) - set(keys))}, "
           f"duplicated {len(keys) - len(set(keys))}")
     assert "\n" not in str(err)
-    assert _comparable(resumed) == _comparable(whole) and keys == expected
+    assert comparable(resumed) == comparable(whole) and keys == expected
 
 
 def test_outage_shorter_than_the_default_retry_window(proxy):
     url = f"s3://{proxy.bucket}/soak-short"
     st = Store(url)
-    _break_after(st, "r1", 300, proxy, "refuse", back_after=8.0)
-    report = run_suite(_agent, _tasks(N), k=K, seed=0, persist=True, run_id="r1", rootdir=url,
+    break_after(st, "r1", 300, proxy, "refuse", back_after=8.0)
+    report = run_suite(flaky_agent, make_tasks(N), k=K, seed=0, persist=True, run_id="r1", rootdir=url,
                        max_concurrency=16)
     n = len(st.list("runs/r1/episodes"))
     print(f"\n[8 s refusal, retry_window {StoreSettings().retry_window:.0f} s] run completed: "
@@ -67,5 +68,5 @@ def test_outage_shorter_than_the_default_retry_window(proxy):
 
 
 def test_ten_sigkills(tmp_path):
-    test_no_temp_files_left_after_sigkills_and_resumes(tmp_path, 10)
+    sigkills(tmp_path, 10)
     print("\n[10 SIGKILLs + resume] .tmp-* left: 0")
