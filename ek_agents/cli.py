@@ -10,8 +10,10 @@ import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_
 (harness, record, reporting, metrics, cost, bridge) ~250-350 ms, which ``ek-agents --help``
 and an argument error should not pay.
 
-Exit codes: 0 ok; 1 when the gate or the audit fails; 2 on bad input -- always with a one-line
-reason on stderr (no traceback for an ek-agents error).
+Exit codes: 0 ok; 1 when the gate or the audit fails; 2 on bad input; 3 when the infrastructure
+failed (the store's endpoint unreachable or timing out, access denied, bucket missing: a
+:class:`~ek_agents.errors.StoreError` other than a missing run or artifact) -- always with a
+one-line reason on stderr (no traceback for an ek-agents error).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .errors import CheckFailed, EkAgentsError, InvalidInput, MissingDependency
+from .errors import ArtifactNotFound, CheckFailed, EkAgentsError, InvalidInput, MissingDependency, StoreError
 
 __all__ = ["main", "build_parser"]
 
@@ -167,10 +169,14 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
                   ingest_path=params.get("ingest_path"))  # bad input: exit 2 before Prefect starts
+    store_failed = False
     try:
         _flows().call_flow("evaluate_agent", **params)
+    except StoreError:
+        store_failed = True  # no report to print, and no second wait on a failing store
+        raise
     finally:
-        if st.exists(run_key(run_id, "manifest")):
+        if not store_failed and st.exists(run_key(run_id, "manifest")):
             _print_report(st, run_id)
     print(f"run {run_id}: manifest at {st.url}/{run_key(run_id, 'manifest')}")
     return 0
@@ -241,7 +247,8 @@ COMMANDS = {"run": _cmd_run, "ingest": _cmd_run, "report": _cmd_report, "gate": 
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run ``ek-agents``; return the exit code (0 ok, 1 gate/audit failed, 2 bad input)."""
+    """Run ``ek-agents``; return the exit code (0 ok, 1 gate/audit failed, 2 bad input,
+    3 infrastructure failed)."""
     a = build_parser().parse_args(argv)
     if not a.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
@@ -250,6 +257,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CheckFailed as exc:
         print(f"ek-agents: {exc}", file=sys.stderr)
         return 1
+    except StoreError as exc:
+        print(f"ek-agents: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ArtifactNotFound) else 3
     except EkAgentsError as exc:
         print(f"ek-agents: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

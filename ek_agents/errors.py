@@ -19,6 +19,7 @@ __all__ = [
     "EkAgentsError", "InvalidInput", "BridgeError", "SchemaVersionError", "SuiteError",
     "InsufficientTrials", "IncomparableRuns", "BaselineError", "UnknownName",
     "UnknownModelPrice", "MissingDependency", "StoreError", "ArtifactNotFound",
+    "StoreUnreachable", "StoreTimeout", "StoreAccessDenied", "BucketNotFound",
     "IntegrityError", "TransientAgentError", "AgentTimeout", "did_you_mean",
     "CheckFailed", "GateFailed", "AuditFailed",
 ]
@@ -72,11 +73,40 @@ class MissingDependency(EkAgentsError, ImportError):
 
 
 class StoreError(EkAgentsError, OSError):
-    """The artifact store could not read or write."""
+    """The artifact store could not read or write (the CLI exits 3: the infrastructure failed).
+
+    ``transient`` says whether the same operation may succeed if tried again later (the
+    pipeline retries exactly those); a permanent one fails at once.
+    """
+
+    #: Whether retrying the same operation later may succeed.
+    transient: bool = False
 
 
 class ArtifactNotFound(StoreError, FileNotFoundError):
     """A run, artifact or baseline is not in the store."""
+
+
+class StoreUnreachable(StoreError, ConnectionError):
+    """The store's endpoint refused or dropped the connection, or answered with a server error
+    (5xx, throttling): transient."""
+
+    transient = True
+
+
+class StoreTimeout(StoreError, TimeoutError):
+    """The store's endpoint did not answer within the configured connect/read timeout:
+    transient."""
+
+    transient = True
+
+
+class StoreAccessDenied(StoreError, PermissionError):
+    """The store refused the credentials (missing, wrong, expired, or not allowed): permanent."""
+
+
+class BucketNotFound(StoreError, FileNotFoundError):
+    """The bucket (or root folder) of the store does not exist: permanent."""
 
 
 class IntegrityError(EkAgentsError, ValueError):

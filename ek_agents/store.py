@@ -28,21 +28,30 @@ ek_agents.errors.InvalidInput: invalid name '../etc': use letters, digits and . 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import importlib.util
+import math
 import os
+import random
 import re
+import socket
 import tempfile
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any, Optional, Union
+from urllib.parse import parse_qsl
 
 from . import parsing
 from .core import canonical_json
-from .errors import ArtifactNotFound, IntegrityError, InvalidInput, MissingDependency, StoreError
+from .errors import (ArtifactNotFound, BucketNotFound, EkAgentsError, IntegrityError, InvalidInput,
+                     MissingDependency, StoreAccessDenied, StoreError, StoreTimeout,
+                     StoreUnreachable, did_you_mean)
 
-__all__ = ["Store", "open_store", "canonical_json", "sha256_hex", "parse_json", "episode_key",
-           "run_key", "task_key", "read_url", "write_url", "DEFAULT_STORE", "run_prefix",
-           "episodes_prefix", "cache_key", "artifact_key", "baseline_key"]
+__all__ = ["Store", "StoreSettings", "open_store", "canonical_json", "sha256_hex", "parse_json",
+           "episode_key", "run_key", "task_key", "read_url", "write_url", "DEFAULT_STORE",
+           "TMP_MAX_AGE_S", "run_prefix", "episodes_prefix", "cache_key", "artifact_key",
+           "baseline_key"]
 
 #: Store used when neither ``url`` nor the ``EK_STORE`` environment variable is given.
 DEFAULT_STORE = "./.ek"
@@ -52,6 +61,11 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@+=,-]{0,199}")
 _RESERVED = re.compile(r"(?i)(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3])(\..*)?")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _TMP = ".tmp-"
+#: A temp file of a local write older than this is an orphan whoever wrote it (seconds).
+TMP_MAX_AGE_S = 3600.0
+# this host, as it appears in the names of our temp files: .tmp-<host>-<pid>-<random>
+_HOST = hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:8]
+_S3 = ("s3", "s3a")
 # protocol -> (module that implements it, the extra that installs it)
 _OPTIONAL = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"), "gs": ("gcsfs", "gcs"),
              "gcs": ("gcsfs", "gcs"), "az": ("adlfs", "azure"), "abfs": ("adlfs", "azure")}
@@ -133,6 +147,122 @@ def baseline_key(name: str) -> str:
     return f"baselines/{Store.validate_name(name, what='baseline name')}.json"
 
 
+@dataclasses.dataclass(frozen=True)
+class StoreSettings:
+    """How long a network store (``s3://``) may take before an operation fails.
+
+    Each is set, first found wins, by a keyword of :class:`Store`, an option of the store URL
+    (``s3://bucket/prefix?connect_timeout=2&read_timeout=5``), an environment variable
+    (``EK_STORE_CONNECT_TIMEOUT``, ``EK_STORE_READ_TIMEOUT``, ``EK_STORE_RETRY_WINDOW``), else
+    the default below.
+
+    - ``connect_timeout`` (5 s): the longest wait to open a connection to the endpoint;
+    - ``read_timeout`` (10 s): the longest the endpoint may stay silent; one request attempt is
+      also cut off after ``connect_timeout + read_timeout`` (+1 s per MiB sent, +30 s for a
+      download), whatever the server does;
+    - ``retry_window`` (15 s): a failed attempt that may succeed later (refused, reset, timed
+      out, 5xx) is retried with backoff (0.25 s doubling to 4 s) while a retry can start
+      within this many seconds of the first attempt; 0 = no retry.
+
+    So with the endpoint gone, one store operation fails within :attr:`worst_case_s`
+    (``retry_window + connect_timeout + read_timeout`` = 30 s by default) with a typed
+    :class:`~ek_agents.errors.StoreError`.
+
+    >>> StoreSettings().worst_case_s
+    30.0
+    >>> StoreSettings.resolve("s3://b/p?read_timeout=2", {}).read_timeout
+    2.0
+    """
+
+    connect_timeout: float = 5.0
+    read_timeout: float = 10.0
+    retry_window: float = 15.0
+
+    @property
+    def worst_case_s(self) -> float:
+        """Seconds within which one operation fails when the endpoint is gone."""
+        return self.retry_window + self.connect_timeout + self.read_timeout
+
+    def attempt_limit(self, sent: int = 0, *, download: bool = False) -> float:
+        """Hard limit of one request attempt that sends ``sent`` bytes."""
+        return (self.connect_timeout + self.read_timeout + sent / 2 ** 20
+                + (30.0 if download else 0.0))
+
+    @classmethod
+    def resolve(cls, url: str, options: dict) -> "StoreSettings":
+        """The settings for ``url``: keywords popped from ``options``, then the URL's query,
+        then the environment, then the defaults (see the class docstring)."""
+        query = _url_query(url)
+        values = {}
+        for f in dataclasses.fields(cls):
+            env = "EK_STORE_" + f.name.upper()
+            if f.name in options:
+                raw, where = options.pop(f.name), f"keyword {f.name}"
+            elif f.name in query:
+                raw, where = query[f.name], f"option {f.name!r} of store url {url!r}"
+            elif os.environ.get(env, "").strip():
+                raw, where = os.environ[env], f"environment variable {env}"
+            else:
+                continue
+            values[f.name] = _seconds(raw, where, allow_zero=f.name == "retry_window")
+        return cls(**values)
+
+
+def _seconds(raw: Any, where: str, *, allow_zero: bool) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        low = ">= 0" if allow_zero else "> 0"
+        raise InvalidInput(f"{where} must be a finite number of seconds {low}, got {raw!r}")
+    return value
+
+
+def _split_url(url: str) -> tuple[str, str]:
+    """``(url without its query, query)``; only network URLs (s3://) take options."""
+    proto = url.split("://", 1)[0].lower() if "://" in url else "file"
+    if proto in _S3 and "?" in url:
+        base, query = url.split("?", 1)
+        return base, query
+    return url, ""
+
+
+def _url_query(url: str) -> dict:
+    base, query = _split_url(url)
+    if not query:
+        return {}
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+    except ValueError:
+        raise InvalidInput(f"store url {url!r}: cannot read its options {query!r}; write them as "
+                           "?name=value&name=value") from None
+    known = [f.name for f in dataclasses.fields(StoreSettings)]
+    for name, _ in pairs:
+        if name not in known:
+            raise InvalidInput(f"store url {url!r}: unknown option {name!r} (known: "
+                               f"{', '.join(known)}){did_you_mean(name, known)}")
+    return dict(pairs)
+
+
+def _s3_options(settings: StoreSettings, options: dict) -> dict:
+    """fsspec options of an s3:// filesystem: no listings cache (a stale listing made fresh
+    runs fail), the timeouts, and no retries below ours (botocore's and s3fs's retry loops
+    multiply each other and cannot bound the total time: the store retries, once)."""
+    out = dict(options)
+    out.setdefault("use_listings_cache", False)
+    if "endpoint_url" not in out:
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if endpoint:  # explicit, so fsspec's instance cache keys on it
+            out["endpoint_url"] = endpoint
+    config = dict(out.get("config_kwargs") or {})
+    config.setdefault("connect_timeout", settings.connect_timeout)
+    config.setdefault("read_timeout", settings.read_timeout)
+    config.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
+    out["config_kwargs"] = config
+    return out
+
+
 class Store:
     """JSON artifacts under one fsspec URL (see the module docstring for layout and guarantees).
 
@@ -148,14 +278,14 @@ class Store:
             raise InvalidInput(f"store url must be a non-empty string or path, got {url!r}")
         self.url = url
         proto = _require_backend(url, "store")
-        if proto in ("s3", "s3a") and "endpoint_url" not in options:
-            endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-            if endpoint:  # explicit, so fsspec's instance cache keys on it
-                options["endpoint_url"] = endpoint
+        self.settings = StoreSettings.resolve(url, options)
+        base, _ = _split_url(url)
+        if proto in _S3:
+            options = _s3_options(self.settings, options)
         from fsspec.core import url_to_fs
 
         try:
-            self.fs, root = url_to_fs(url, **options)
+            self.fs, root = url_to_fs(base, **options)
         except ImportError as exc:
             raise MissingDependency(f"store url {url!r} needs an fsspec backend that is not "
                                     f"installed ({exc}); install it, e.g. pip install 'ek-agents[s3]'"
@@ -164,8 +294,13 @@ class Store:
             raise InvalidInput(f"store url {url!r} is not a usable fsspec URL ({exc})") from None
         self._root = str(root).rstrip("/")
         self._local = "file" in _protocols(self.fs)
-        if proto in ("s3", "s3a") and not self._root:
-            raise InvalidInput(f"store url {url!r} names no bucket: use s3://<bucket>[/<prefix>]")
+        self._s3 = proto in _S3
+        self._swept: set = set()  # local folders whose orphaned temp files were removed
+        self._bucket_ok = False
+        if self._s3:
+            if not self._root:
+                raise InvalidInput(f"store url {url!r} names no bucket: use s3://<bucket>[/<prefix>]")
+            self.fs.retries = 1  # s3fs's own retry loop off: _call retries, within its window
 
     def __repr__(self) -> str:
         return f"Store({self.url!r})"
@@ -210,6 +345,28 @@ class Store:
             return None
         return key
 
+    # -- I/O with retries and typed errors --------------------------------------------------
+    def _call(self, op: str, key: str, fn: Callable, *args: Any, sent: int = 0,
+              download: bool = False) -> Any:
+        """``fn(*args)`` on the filesystem, retried and typed by :func:`_retrying`; a missing
+        object comes back as FileNotFoundError for the caller to decide."""
+        return _retrying(self.fs, self.settings, fn, *args, sent=sent, download=download,
+                         what=f"{op} {key!r} in store {self.url!r}")
+
+    def _check_bucket(self) -> None:
+        """On S3, a 'not found' may mean the whole bucket is gone: say so (checked once)."""
+        if not self._s3 or self._bucket_ok:
+            return
+        bucket = self._root.split("/", 1)[0]
+        try:
+            self._call("check bucket", bucket, self.fs.info, bucket)
+        except FileNotFoundError:
+            raise BucketNotFound(
+                f"store {self.url!r}: bucket {bucket!r} does not exist at "
+                f"{_endpoint(self.fs)}: create it (e.g. aws s3 mb s3://{bucket}) or fix the store "
+                "URL / AWS_ENDPOINT_URL") from None
+        self._bucket_ok = True
+
     # -- bytes ------------------------------------------------------------------------------
     def write_bytes(self, key: str, data: bytes) -> str:
         """Write ``data`` at ``key`` atomically; return its sha256."""
@@ -219,41 +376,44 @@ class Store:
         path = self._path(key)
         try:
             if self._local:
-                _atomic_local_write(path, data)
+                self._call("write", key, _atomic_local_write, path, data, self._swept)
             else:  # one PUT on object stores; one dict assignment on memory://
-                self.fs.pipe_file(path, data)
-        except OSError as exc:
-            raise StoreError(f"cannot write {key!r} to store {self.url!r}: {exc}") from None
+                self._call("write", key, self.fs.pipe_file, path, data, sent=len(data))
+        except FileNotFoundError:
+            self._check_bucket()
+            raise StoreError(f"cannot write {key!r} to store {self.url!r}: its folder is "
+                             "gone (was the store deleted while writing?)") from None
         return sha256_hex(data)
 
     def read_bytes(self, key: str) -> bytes:
         """The bytes stored at ``key`` (ArtifactNotFound when absent)."""
         path = self._path(key)
         try:
-            return bytes(self.fs.cat_file(path))
-        except FileNotFoundError:
+            return bytes(self._call("read", key, self.fs.cat_file, path, download=True))
+        except (FileNotFoundError, IsADirectoryError):
+            self._check_bucket()
             raise ArtifactNotFound(f"{key!r} is not in store {self.url!r}") from None
-        except OSError as exc:
-            raise StoreError(f"cannot read {key!r} from store {self.url!r}: {exc}") from None
 
     def exists(self, key: str) -> bool:
-        """Whether ``key`` holds an artifact."""
+        """Whether ``key`` holds an artifact (a storage failure raises, never says False)."""
         path = self._path(key)
         try:
-            return bool(self.fs.isfile(path))
-        except OSError as exc:
-            raise StoreError(f"cannot check {key!r} in store {self.url!r}: {exc}") from None
+            info = self._call("check", key, self.fs.info, path)
+        except FileNotFoundError:
+            self._check_bucket()
+            return False
+        return info.get("type") == "file"
 
     def list(self, prefix: str = "") -> list[str]:
         """Sorted keys of every artifact under the folder ``prefix`` ('' = the whole store)."""
         path = self._path(prefix.rstrip("/")) if prefix.strip("/") else self._root
+        self.fs.invalidate_cache(path)  # another process may have written since
         try:
-            self.fs.invalidate_cache(path)  # another process may have written since
-            found = self.fs.find(path)
+            found = self._call("list", prefix, self.fs.find, path)
         except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise StoreError(f"cannot list {prefix!r} in store {self.url!r}: {exc}") from None
+            found = []
+        if not found:
+            self._check_bucket()
         return sorted(k for k in (self._key(p) for p in found) if k)
 
     def delete(self, key: str) -> bool:
@@ -262,11 +422,9 @@ class Store:
         if not self.exists(key):  # S3 answers a DELETE of a missing key with 204
             return False
         try:
-            self.fs.rm_file(path)
+            self._call("delete", key, self.fs.rm_file, path)
         except FileNotFoundError:
             return False
-        except OSError as exc:
-            raise StoreError(f"cannot delete {key!r} from store {self.url!r}: {exc}") from None
         self.fs.invalidate_cache(path)
         return True
 
@@ -355,43 +513,54 @@ def read_url(url: Union[str, os.PathLike], *, what: str = "file",
     b'hi'
     """
     text = _url_text(url, what, invalid)
-    proto = _require_backend(text, what)
-    import fsspec
-
+    fs, path, settings = _open_url(text, what, invalid)
     try:
-        with fsspec.open(text, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        raise ArtifactNotFound(f"no such {what}: {text!r} (check the path or URL)") from None
+        return bytes(_retrying(fs, settings, fs.cat_file, path, download=True,
+                               what=f"read {what} {text!r}"))
     except IsADirectoryError:
         raise invalid(f"{text!r} is a directory; give the {what} inside it") from None
-    except ImportError as exc:
-        raise MissingDependency(f"reading {text!r} needs an fsspec backend for {proto!r} "
-                                f"({exc}): pip install 'ek-agents[s3]' for s3://") from None
-    except ValueError as exc:  # fsspec: unknown protocol
-        raise invalid(f"cannot open {what} {text!r}: {exc}") from None
-    except OSError as exc:
-        raise StoreError(f"cannot read {what} {text!r}: {exc}") from None
+    except FileNotFoundError:
+        if fs.isdir(path):
+            raise invalid(f"{text!r} is a directory; give the {what} inside it") from None
+        raise ArtifactNotFound(f"no such {what}: {text!r} (check the path or URL)") from None
 
 
 def write_url(url: Union[str, os.PathLike], data: bytes, *, what: str = "file") -> str:
     """Write ``data`` to one user-named file (atomically where the filesystem allows);
     return its sha256."""
     text = _url_text(url, what, InvalidInput)
-    _require_backend(text, what)
+    fs, path, settings = _open_url(text, what, InvalidInput)
+    data = bytes(data)
+    local = "file" in _protocols(fs)
+    try:
+        _retrying(fs, settings, _atomic_local_write if local else fs.pipe_file, path, data,
+                  sent=len(data), what=f"write {what} {text!r}")
+    except FileNotFoundError as exc:
+        raise StoreError(f"cannot write {what} {text!r}: {exc}") from None
+    return sha256_hex(data)
+
+
+def _open_url(text: str, what: str, invalid: type) -> tuple:
+    """``(filesystem, path, settings)`` of one user-named file, opened as a Store opens its
+    root (s3://: the same timeouts, options and retry window)."""
+    proto = _require_backend(text, what)
+    options: dict = {}
+    settings = StoreSettings.resolve(text, options)
+    base, _ = _split_url(text)
+    if proto in _S3:
+        options = _s3_options(settings, options)
     from fsspec.core import url_to_fs
 
     try:
-        fs, path = url_to_fs(text)
-        if "file" in _protocols(fs):
-            _atomic_local_write(path, bytes(data))
-        else:
-            fs.pipe_file(path, bytes(data))
-    except ValueError as exc:
-        raise InvalidInput(f"cannot write {what} {text!r}: {exc}") from None
-    except OSError as exc:
-        raise StoreError(f"cannot write {what} {text!r}: {exc}") from None
-    return sha256_hex(bytes(data))
+        fs, path = url_to_fs(base, **options)
+    except ImportError as exc:
+        raise MissingDependency(f"reading {text!r} needs an fsspec backend for {proto!r} "
+                                f"({exc}): pip install 'ek-agents[s3]' for s3://") from None
+    except ValueError as exc:  # fsspec: unknown protocol
+        raise invalid(f"cannot open {what} {text!r}: {exc}") from None
+    if proto in _S3:
+        fs.retries = 1
+    return fs, path, settings
 
 
 def _url_text(url: Any, what: str, invalid: type) -> str:
@@ -435,10 +604,13 @@ def parse_json(data: bytes, where: str) -> Any:
                              "it and re-create it") from None
 
 
-def _atomic_local_write(path: str, data: bytes) -> None:
+def _atomic_local_write(path: str, data: bytes, swept: Optional[set] = None) -> None:
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=_TMP, dir=folder)
+    if swept is not None and folder not in swept:  # first write here: clear orphans once
+        _sweep_tmp(folder)
+        swept.add(folder)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_TMP}{_HOST}-{os.getpid()}-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -452,3 +624,194 @@ def _atomic_local_write(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _sweep_tmp(folder: str) -> int:
+    """Remove the orphaned temp files in ``folder``: those of a dead process on this host
+    (a writer killed between its temp write and its rename), and any older than
+    :data:`TMP_MAX_AGE_S`. A live writer's temp file is left alone. Return how many."""
+    removed = 0
+    now = time.time()
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(_TMP)]
+    except OSError:
+        return 0
+    for name in names:
+        tmp = os.path.join(folder, name)
+        parts = name[len(_TMP):].split("-")
+        mine = len(parts) >= 3 and parts[0] == _HOST and parts[1].isdigit()
+        try:
+            stale = (mine and not _pid_alive(int(parts[1]))) or now - os.path.getmtime(tmp) > TMP_MAX_AGE_S
+            if stale:
+                os.unlink(tmp)
+                removed += 1
+        except OSError:  # gone already (another sweeper, or its writer renamed it)
+            pass
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+# -- storage failures: retried while transient, then typed ---------------------------------
+
+_TIMEOUT_NAMES = {"ReadTimeoutError", "ConnectTimeoutError", "TimeoutError", "FSTimeoutError",
+                  "ServerTimeoutError", "SocketTimeoutError", "ConnectionTimeoutError"}
+_UNREACHABLE_NAMES = {"EndpointConnectionError", "ConnectionClosedError", "ConnectionError",
+                      "HTTPClientError", "ClientConnectorError", "ClientConnectionError",
+                      "ServerDisconnectedError", "ClientOSError", "ClientPayloadError",
+                      "IncompleteRead", "ProxyConnectionError", "ResponseStreamingError"}
+_CREDENTIAL_NAMES = {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError"}
+_DENIED_CODES = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+                 "ExpiredToken", "InvalidToken", "AllAccessDisabled", "AccountProblem"}
+_BUSY_CODES = {"SlowDown", "InternalError", "ServiceUnavailable", "Throttling",
+               "ThrottlingException", "RequestLimitExceeded", "503", "500", "502", "504"}
+_NOT_FOUND = "not-found"
+
+
+def _chain(exc: BaseException) -> list:
+    out, seen = [], set()
+    e: Optional[BaseException] = exc
+    while e is not None and id(e) not in seen and len(out) < 10:
+        out.append(e)
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def _brief(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
+
+
+def _classify(exc: BaseException) -> Optional[tuple]:
+    """``(StoreError subclass or _NOT_FOUND, the underlying error)`` for a storage failure,
+    None for anything else (a bug or bad input: re-raised as it is).
+
+    botocore / aiohttp exceptions are recognised by class name (and S3 error code), so this
+    module imports neither (``import ek_agents`` stays light, and local stores need no boto).
+    """
+    chain = _chain(exc)
+    for e in chain:  # an S3 error code says most, wherever it sits in the chain
+        response = getattr(e, "response", None)
+        if not isinstance(response, dict) or not isinstance(response.get("Error"), dict):
+            continue
+        code = str(response["Error"].get("Code", ""))
+        status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+        if code == "NoSuchBucket":
+            return BucketNotFound, e
+        if code in _DENIED_CODES or status == 403:
+            return StoreAccessDenied, e
+        if code in ("NoSuchKey", "404") or status == 404:
+            return _NOT_FOUND, e
+        if code == "RequestTimeout":
+            return StoreTimeout, e
+        if code in _BUSY_CODES or (isinstance(status, int) and status >= 500):
+            return StoreUnreachable, e
+    for e in chain:
+        names = {c.__name__ for c in type(e).__mro__}
+        if names & _TIMEOUT_NAMES:
+            return StoreTimeout, e
+        if names & _UNREACHABLE_NAMES:
+            return StoreUnreachable, e
+        if names & _CREDENTIAL_NAMES or isinstance(e, PermissionError):
+            return StoreAccessDenied, e
+        if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+            return _NOT_FOUND, e
+    top = type(exc).__module__.split(".", 1)[0]
+    if isinstance(exc, OSError) or top in ("botocore", "aiobotocore", "aiohttp", "s3fs"):
+        return StoreError, exc
+    return None
+
+
+def _endpoint(fs: Any) -> str:
+    url = getattr(fs, "endpoint_url", None) or (getattr(fs, "client_kwargs", None) or {}).get(
+        "endpoint_url")
+    if url:
+        return str(url)
+    return "AWS S3" if "s3" in _protocols(fs) else "the local filesystem"
+
+
+def _typed(kind: type, cause: BaseException, what: str, fs: Any, settings: StoreSettings,
+           attempts: int, elapsed: float) -> StoreError:
+    tried = f"; {attempts} attempts over {elapsed:.1f} s" if attempts > 1 else ""
+    where = _endpoint(fs)
+    if kind is StoreTimeout:
+        fix = (f"the endpoint {where} did not answer within connect_timeout="
+               f"{settings.connect_timeout:g} s / read_timeout={settings.read_timeout:g} s ("
+               f"{_brief(cause)}{tried}): check that it is up, or raise the timeouts "
+               "(EK_STORE_READ_TIMEOUT, or ?read_timeout= in the store URL); a run resumes "
+               "with the same run id")
+    elif kind is StoreUnreachable:
+        fix = (f"the endpoint {where} is unreachable or failing ({_brief(cause)}{tried}): check "
+               "that it is up and that AWS_ENDPOINT_URL points at it, then re-run; a run resumes "
+               "with the same run id")
+    elif kind is StoreAccessDenied:
+        fix = (f"access denied by {where} ({_brief(cause)}): check the credentials "
+               "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE) and the bucket policy")
+    elif kind is BucketNotFound:
+        fix = (f"the bucket does not exist at {where} ({_brief(cause)}): create it or fix the "
+               "store URL / AWS_ENDPOINT_URL")
+    else:
+        fix = f"{_brief(cause)}{tried}"
+    return kind(f"cannot {what}: {fix}")
+
+
+#: endpoint -> when an operation on it last gave up after its whole retry window (monotonic s)
+_GAVE_UP: dict = {}
+
+
+def _retrying(fs: Any, settings: StoreSettings, fn: Callable, *args: Any, what: str,
+              sent: int = 0, download: bool = False) -> Any:
+    """``fn(*args)``, retried with backoff while the failure is transient and a retry can
+    start within ``settings.retry_window`` of the first attempt; on an async filesystem
+    (s3fs) each attempt is cut off at ``settings.attempt_limit``. A missing object raises
+    FileNotFoundError (callers decide what that means); every other storage failure raises
+    its typed :class:`~ek_agents.errors.StoreError`; anything else passes through.
+
+    Once one operation on an endpoint has given up after its whole window, the others do not
+    each wait out a window of their own: those in flight stop at their next failure, and
+    those started within a window of it make one attempt (the first success clears that).
+    So a run with many writes in flight fails within about one window, not many.
+    """
+    kwargs = {}
+    if getattr(fs, "async_impl", False):  # fsspec's sync() takes a timeout and cancels at it
+        kwargs["timeout"] = settings.attempt_limit(sent, download=download)
+    where = _endpoint(fs)
+    t0 = time.monotonic()
+    gave_up = _GAVE_UP.get(where)
+    window = 0.0 if gave_up is not None and t0 - gave_up < settings.retry_window else \
+        settings.retry_window
+    delay, attempts = 0.25, 0
+    while True:
+        attempts += 1
+        try:
+            out = fn(*args, **kwargs)
+            _GAVE_UP.pop(where, None)
+            return out
+        except EkAgentsError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- classified below; unknown ones re-raised
+            found = _classify(exc)
+            if found is None:
+                raise
+            kind, cause = found
+            if kind is _NOT_FOUND:
+                _GAVE_UP.pop(where, None)  # the endpoint answered
+                raise FileNotFoundError(_brief(cause)) from None
+            now = time.monotonic()
+            elapsed = now - t0
+            others_gave_up = (_GAVE_UP.get(where) or -math.inf) > t0
+            if not kind.transient or others_gave_up or elapsed + delay > window:
+                if kind.transient:
+                    _GAVE_UP[where] = now
+                raise _typed(kind, cause, what, fs, settings, attempts, elapsed) from None
+        time.sleep(delay * random.uniform(0.5, 1.0))
+        delay = min(delay * 2, 4.0)

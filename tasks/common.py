@@ -5,18 +5,18 @@ from typing import Any
 
 from prefect.cache_policies import NO_CACHE
 
-from ek_agents.errors import ArtifactNotFound
+from ek_agents.errors import StoreError
 
 
 def transient(task: Any, task_run: Any, state: Any) -> bool:
-    """Retry only what may go away: an I/O error other than a missing file (a store on S3
-    dropping a connection). Bad input fails at once, without waiting for retries."""
+    """Retry exactly what may go away: a :class:`~ek_agents.errors.StoreError` whose kind is
+    ``transient`` (the endpoint refused, reset, timed out or answered 5xx -- after the store's
+    own retry window). A permanent store failure (bucket missing, access denied, object
+    missing) and bad input fail at once, without waiting for retries."""
     try:
         state.result()
-    except ArtifactNotFound:
-        return False
-    except OSError:
-        return True
+    except StoreError as exc:
+        return bool(exc.transient)
     except Exception:  # noqa: BLE001 -- anything else is not worth a retry
         return False
     return False
@@ -24,5 +24,5 @@ def transient(task: Any, task_run: Any, state: Any) -> bool:
 
 #: Our store caches stage outputs; Prefect neither caches nor persists (no pickle anywhere).
 TASK_DEFAULTS = dict(cache_policy=NO_CACHE, persist_result=False)
-#: Store I/O can hit a transient network error (S3): retry it, briefly.
+#: Store I/O can hit a transient network error (S3): retry it, with backoff.
 IO_RETRIES = dict(retries=2, retry_delay_seconds=[1, 4], retry_condition_fn=transient)
