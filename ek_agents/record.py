@@ -53,7 +53,7 @@ __all__ = [
     "load_agent_baseline", "agent_regression_gate", "BASELINE_KIND", "record_suite",
     "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
     "run_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
-    "ManifestRef", "read_manifest", "read_run_doc", "check_run_doc",
+    "ManifestRef", "read_manifest", "read_run_doc", "check_run_doc", "read_ref",
 ]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
@@ -362,8 +362,8 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
     if gate is not None and gate.baseline is not None:
         artifacts[gate.baseline.key] = gate.baseline.sha256
     artifacts.update(trial_digests(store, run_id))
-    tasks = store.read_json(refs["tasks"].key)
-    report = store.read_json(refs["report"].key)
+    tasks = read_ref(store, refs["tasks"])
+    report = read_ref(store, refs["report"])
     manifest = RunManifest.build(
         run_id, provenance=RunProvenance.from_dict((report.get("detail") or {}).get("run") or {}),
         inputs=inputs,
@@ -435,6 +435,19 @@ def read_run_doc(store: Any, manifest: RunManifest, name: str) -> Any:
                              f"recorded {recorded[:12]}... (changed after the run); refusing to "
                              f"use it: {fix}")
     return check_run_doc(name, parse_json(data, key), key)
+
+
+def read_ref(store: Any, ref: StageRef) -> Any:
+    """The document a stage reference points to, verified: its bytes must still hash to
+    ``ref.sha256`` (what the stage wrote, what the manifest will list), else DigestMismatch
+    naming it; then its shape is validated (:func:`check_run_doc`). What the next stage reads."""
+    data = store.read_bytes(ref.key)
+    actual = sha256_hex(data)
+    if actual != ref.sha256:
+        raise DigestMismatch(f"{ref.key} has sha256 {actual[:12]}..., but its stage wrote "
+                             f"{ref.sha256[:12]}... (changed since: another writer on this run "
+                             "id, or an edit); re-run with a fresh run id")
+    return check_run_doc(ref.stage, parse_json(data, ref.key), ref.key)
 
 
 def run_report(store: Any, run_id: str) -> tuple[dict, dict]:
@@ -613,7 +626,7 @@ def ingest_run(store: Any, run_id: str, kind: str, path: str) -> StageRef:
 
 def ingest_suite(store: Any, run_id: str, episodes: StageRef) -> SuiteRef:
     """With no suite: one task per ingested task id, graded by the success the source recorded."""
-    return write_tasks(store, run_id, tasks_for_episodes(episodes_of(store.read_json(episodes.key))))
+    return write_tasks(store, run_id, tasks_for_episodes(episodes_of(read_ref(store, episodes))))
 
 
 def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
@@ -621,7 +634,7 @@ def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
     """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests."""
     digest = input_digest("graded", episodes=episodes.sha256, suite=tasks.digest, check=check)
     return stage_output(store, run_id, "graded", digest, lambda: grade_stage(
-        store.read_json(episodes.key), store.read_json(tasks.key), check=check))
+        read_ref(store, episodes), read_ref(store, tasks), check=check))
 
 
 def run_metrics(store: Any, run_id: str, graded: StageRef, tasks: SuiteRef, *, k: int, seed: int,
@@ -630,7 +643,7 @@ def run_metrics(store: Any, run_id: str, graded: StageRef, tasks: SuiteRef, *, k
     digest = input_digest("metrics", graded=graded.sha256, suite=tasks.digest, k=k,
                           seed=seed, run=run)
     return stage_output(store, run_id, "metrics", digest, lambda: metrics_stage(
-        store.read_json(graded.key), store.read_json(tasks.key), k=k, seed=seed, run=run))
+        read_ref(store, graded), read_ref(store, tasks), k=k, seed=seed, run=run))
 
 
 def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
@@ -639,8 +652,8 @@ def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
     digest = input_digest("report", graded=graded.sha256, metrics=metrics.sha256,
                           prices=prices and prices.sha256, seed=seed)
     return stage_output(store, run_id, "report", digest, lambda: cost_stage(
-        store.read_json(graded.key), store.read_json(metrics.key),
-        prices and store.read_json(prices.key), seed=seed))
+        read_ref(store, graded), read_ref(store, metrics),
+        prices and read_ref(store, prices), seed=seed))
 
 
 def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str], *,
@@ -654,7 +667,7 @@ def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str],
         return None
     doc = load_baseline(store, baseline)
     used = write_doc(store, run_id, "baseline", doc)
-    verdict = guarded_gate(store.read_json(report.key), doc, tolerance=tolerance,
+    verdict = guarded_gate(read_ref(store, report), doc, tolerance=tolerance,
                            cost_tolerance=cost_tolerance, baseline_name=baseline)
     ref = write_doc(store, run_id, "gate", verdict)
     return GateRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, baseline=used, verdict=verdict)
