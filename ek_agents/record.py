@@ -533,8 +533,8 @@ def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
 
 def report_views(store: Any, run_id: str, manifest: Mapping) -> dict:
     """How a run is shown: ``{"suite": its name, "markdown": manifest.report_markdown,
-    "rows": manifest.report_rows}`` of the stored report."""
-    report = store.read_json(run_key(run_id, "report"))
+    "rows": manifest.report_rows}`` of the stored report (a verified read: :func:`read_run_doc`)."""
+    report = read_run_doc(store, check_manifest(manifest, run_key(run_id, "manifest")), "report")
     return {"suite": (manifest.get("suite") or {}).get("name", "suite"),
             "markdown": report_markdown(manifest, report), "rows": report_rows(report)}
 
