@@ -19,6 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def deployments() -> dict:
     """name -> a ``RunnerDeployment`` (built, not applied)."""
+    from prefect.schedules import Cron
+
     from ek_agents_pipeline.flows import audit_run, evaluate_agent
 
     nightly = dict(suite="examples/shop/suite.yaml", agent="examples.shop.agents:small_agent",
@@ -28,8 +30,9 @@ def deployments() -> dict:
                                                 tags=["ek-agents", "nightly"]),
         "manual": evaluate_agent.to_deployment(name="manual", parameters={"k": 1},
                                                tags=["ek-agents", "manual"]),
-        "audit": audit_run.to_deployment(name="audit", cron="30 3 * * *",
-                                         parameters={"baseline": "shop-small"},
+        # no default run_id/baseline (one would override the other); the schedule audits the baseline
+        "audit": audit_run.to_deployment(name="audit", schedules=[Cron(
+            "30 3 * * *", timezone="UTC", parameters={"baseline": "shop-small"})],
                                          tags=["ek-agents", "audit"]),
     }
 

@@ -23,14 +23,15 @@ import math
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from .base import JsonShape
+from .base import JsonShape, RunProvenance
 from .core import shape
-from .errors import ArtifactNotFound, BaselineError, EkAgentsError
-from .manifest import RunInputs, finite
-from .store import baseline_key, episodes_prefix, parse_json, run_key, sha256_hex
+from .errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput
+from .manifest import RunManifest, check_baseline, finite
+from .store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
+                    sha256_hex)
 from . import record
 
-__all__ = ["AuditResult", "audit", "differences"]
+__all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
 
 #: Problems listed per comparison before the rest are summarised.
 MAX_LISTED = 10
@@ -94,40 +95,73 @@ def _limited(found: list[str]) -> list[str]:
 
 
 def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] = None) -> AuditResult:
-    """Audit run ``run_id``, or the run that baseline ``baseline`` was promoted from.
+    """Audit run ``run_id``, or the run that baseline ``baseline`` was promoted from (one of
+    the two, never both).
 
     Raises ArtifactNotFound when the run has no manifest and BaselineError when the baseline
-    does not exist or records no run; everything else that does not check out is a problem
-    in the result (``passed`` False), never an exception.
+    does not exist or records no run (bad input: there is nothing to audit); everything else
+    that does not check out -- a damaged manifest, baseline or artifact included -- is a
+    problem in the result (``passed`` False) naming it, never an exception.
     """
+    if (run_id is None) == (baseline is None):
+        raise InvalidInput(f"audit needs exactly one of a run id or a baseline name, got run_id="
+                           f"{run_id!r}, baseline={baseline!r}: audit RUN_ID, or --baseline NAME")
     checked: list[str] = []
     problems: list[str] = []
     if baseline is not None:
         run_id = _run_of_baseline(store, baseline, checked, problems)
-    if run_id is None:
-        raise BaselineError("audit needs a run id or a baseline name")
-    manifest = store.read_manifest(run_id)
-    seen, trial_keys = _check_bytes(store, run_id, manifest, checked, problems)
+        if run_id is None:
+            return AuditResult(run_id="(unknown)", passed=False, checked=tuple(checked),
+                               problems=tuple(problems), baseline=baseline)
+    key = run_key(run_id, "manifest")
+    checked.append(key)
     try:
-        _check_figures(store, run_id, manifest, seen, trial_keys, checked, problems)
-    except (EkAgentsError, KeyError, TypeError, ValueError) as exc:
-        problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
+        manifest = record.read_manifest(store, run_id)
+    except ArtifactNotFound:
+        if baseline is None:
+            raise
+        problems.append(f"baseline {baseline!r}: its run's manifest {key} is missing")
+        manifest = None
+    except EkAgentsError as exc:  # not JSON, or a wrong shape: a damaged manifest
+        problems.append(f"manifest {key} is damaged: {exc}")
+        manifest = None
+    if manifest is not None:
+        seen, trial_keys = _check_bytes(store, run_id, manifest, checked, problems)
+        _check_artifact_set(store, run_id, manifest, checked, problems)
+        try:
+            _check_figures(store, run_id, manifest, seen, trial_keys, checked, problems)
+        except (EkAgentsError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
     return AuditResult(run_id=run_id, passed=not problems, checked=tuple(checked),
                        problems=tuple(problems), baseline=baseline)
 
 
-def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> str:
-    doc = store.load_baseline(name)
-    if doc is None:
+def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> Optional[str]:
+    key = baseline_key(name)
+    checked.append(key)
+    try:
+        raw = store.load_baseline(name)
+    except EkAgentsError as exc:  # not JSON
+        problems.append(f"baseline {name!r} ({key}) is damaged: {exc}")
+        return None
+    if raw is None:
         raise BaselineError(f"no baseline named {name!r} in store {store.url!r}")
-    detail = (doc.get("report") or {}).get("detail") or {}
+    try:
+        doc = check_baseline(raw, key)
+    except EkAgentsError as exc:
+        problems.append(f"baseline {name!r} ({key}) is damaged: {exc}")
+        return None
+    detail = doc.report.get("detail") if isinstance(doc.report.get("detail"), Mapping) else {}
     run_id = detail.get("run_id")
     if not run_id:
         raise BaselineError(f"baseline {name!r} records no run id: it was not promoted from a "
                             "pipeline run (ek-agents promote RUN_ID --name NAME), so there is "
                             "nothing to audit it against")
+    if not isinstance(run_id, str):
+        problems.append(f"baseline {name!r}: report.detail.run_id is {run_id!r}, not a run id")
+        return None
     manifest_key = run_key(run_id, "manifest")
-    checked.append(f"{baseline_key(name)} -> {manifest_key}")
+    checked.append(f"{key} -> {manifest_key}")
     try:
         actual = store.digest(manifest_key)
     except ArtifactNotFound:
@@ -137,58 +171,93 @@ def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> st
         problems.append(f"baseline {name!r}: {manifest_key} has sha256 {actual[:12]}..., the "
                         f"baseline recorded {str(detail.get('manifest_sha256'))[:12]}...")
     try:
-        report = store.read_json(run_key(run_id, "report"))
-    except ArtifactNotFound:
-        return run_id  # reported by the byte check
+        manifest = record.read_manifest(store, run_id)
+        report = record.read_run_doc(store, manifest, "report")
+    except EkAgentsError:
+        return run_id  # the run's own audit names what is wrong
     strip = lambda d: {**d, "detail": {k: v for k, v in (d.get("detail") or {}).items()  # noqa: E731
                                        if k not in ("run_id", "manifest_sha256")}}
+    checked.append(f"{key}: report and run provenance vs run {run_id!r}")
     problems += [f"baseline {name!r}: {d}" for d in
-                 _limited(differences(strip(doc["report"]), strip(report), "report"))]
+                 _limited(differences(strip(raw["report"]), strip(report), "report"))]
+    # the provenance the gate's comparability check reads: the run's, as its manifest says
+    problems += [f"baseline {name!r}: {d}" for d in
+                 _limited(differences(raw.get("run"), manifest.provenance.to_dict(), "run"))]
     return run_id
 
 
-def _check_bytes(store: Any, run_id: str, manifest: Mapping, checked: list,
+def _check_bytes(store: Any, run_id: str, manifest: RunManifest, checked: list,
                  problems: list) -> tuple[dict, list]:
     """Check every recorded sha256; return ``({key: bytes read}, the run's per-trial keys)``
-    so that the recomputation reads nothing twice."""
-    recorded = manifest.get("artifacts") or {}
+    so that the recomputation reads nothing twice (and only bytes that checked out)."""
+    recorded = manifest.artifacts
     seen: dict[str, bytes] = {}
     for key, sha in sorted(recorded.items()):
         checked.append(key)
         try:
-            seen[key] = store.read_bytes(key)
+            data = store.read_bytes(key)
         except ArtifactNotFound:
             problems.append(f"artifact {key} is missing")
             continue
-        actual = sha256_hex(seen[key])
+        actual = sha256_hex(data)
         if actual != sha:
             problems.append(f"artifact {key}: its bytes hash to {actual[:12]}..., the manifest "
                             f"recorded {sha[:12]}... (changed after the run)")
+            continue
+        seen[key] = data
     trial_keys = store.list(episodes_prefix(run_id))
     for key in trial_keys:
         if key not in recorded:
-            problems.append(f"artifact {key} is not in the manifest (added after the run)")
+            problems.append(f"artifact {key} is not in the manifest (added after the run, or "
+                            "its entry was removed)")
     return seen, trial_keys
 
 
-def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, trial_keys: list,
-                   checked: list, problems: list) -> None:
-    inputs = RunInputs.from_dict(manifest.get("inputs") or {})
+#: The documents every recorded run has; a gated run also has ``gate`` and ``baseline``.
+REQUIRED = ("tasks", "episodes", "graded", "metrics", "report")
+#: Every document a run may have (a prices catalog is optional).
+KNOWN = REQUIRED + ("prices", "gate", "baseline")
 
-    def load(key: str) -> Any:
-        return parse_json(seen[key], key) if key in seen else store.read_json(key)
 
-    read = lambda name: load(run_key(run_id, name))  # noqa: E731
+def _check_artifact_set(store: Any, run_id: str, manifest: RunManifest, checked: list,
+                        problems: list) -> None:
+    """The full artifact set for the run's kind: every required document listed, a gated run's
+    gate and baseline listed, no known document of the run left out of the manifest."""
+    listed = manifest.artifacts
+    gated = manifest.gate is not None or bool(manifest.parameters.get("baseline"))
+    checked.append(f"artifact set of a {'gated ' if gated else ''}"
+                   f"{'ingested' if manifest.source.get('kind') else 'agent'} run")
+    for name in REQUIRED + (("gate", "baseline") if gated else ()):
+        key = run_key(run_id, name)
+        if key not in listed:
+            problems.append(f"artifact {key} is required for this run but is not listed in "
+                            "the manifest (its entry was removed, or the run never wrote it)")
+    for name in KNOWN:
+        key = run_key(run_id, name)
+        if key not in listed and name not in REQUIRED and store.exists(key):
+            problems.append(f"artifact {key} is in the store but not listed in the manifest "
+                            "(its entry was removed after the run)")
+    if manifest.gate is None and run_key(run_id, "gate") in listed:
+        problems.append(f"manifest.gate: recorded no verdict, but the run lists "
+                        f"{run_key(run_id, 'gate')}")
+
+
+def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping,
+                   trial_keys: list, checked: list, problems: list) -> None:
+    inputs = manifest.inputs
+
+    def load(key: str, name: Optional[str] = None) -> Any:
+        doc = parse_json(seen[key], key) if key in seen else store.read_json(key)
+        return record.check_run_doc(name, doc, key) if name else doc
+
+    read = lambda name: load(run_key(run_id, name), name)  # noqa: E731
     tasks, episodes = read("tasks"), read("episodes")
     prices_key = run_key(run_id, "prices")
-    prices = load(prices_key) if prices_key in seen or store.exists(prices_key) else None
+    prices = read("prices") if prices_key in seen or store.exists(prices_key) else None
+    recorded_report = read("report")
 
-    trials = {(e["task_id"], (e.get("meta") or {}).get("trial")): e for e in episodes["episodes"]}
-    for key in trial_keys:
-        ep = load(key)
-        pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
-        problems += [f"episodes.json vs {key}: {d}" for d in
-                     _limited(differences(trials.get(pair, {}), ep, "episode"))]
+    _check_manifest_fields(run_id, manifest, tasks, recorded_report, checked, problems)
+    _check_trials(run_id, manifest, tasks, episodes, trial_keys, load, checked, problems)
 
     if inputs.check == record.UNSTORED:
         problems.append("graded, metrics, report, results: the run was graded by a callable "
@@ -198,8 +267,8 @@ def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, tr
     graded = record.grade_stage(episodes, tasks, check=inputs.check)
     metrics = record.metrics_stage(graded, tasks, k=inputs.k, seed=inputs.seed or 0, run=inputs.run)
     report = record.cost_stage(graded, metrics, prices, seed=inputs.seed or 0)
-    recorded_report, recomputed_report = read("report"), report
-    results, recomputed_results = manifest.get("results"), finite(record.results_of(report))
+    recomputed_report = report
+    results, recomputed_results = manifest.results, finite(record.results_of(report))
     if inputs.metrics:
         problems.append(f"report.detail.metrics: scored by custom Metric objects "
                         f"{list(inputs.metrics)} (harness.run_suite(metrics=...)), which a run "
@@ -221,12 +290,94 @@ def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, tr
         problems += _limited(differences(doc, recomputed, name))
     checked.append("recomputed results")
     problems += _limited(differences(results, recomputed_results, "results"))
-    if manifest.get("gate"):
-        checked.append("recomputed gate verdict")
+    gate_key = run_key(run_id, "gate")
+    if manifest.gate is not None or gate_key in manifest.artifacts:
+        checked.append("recomputed gate verdict (manifest.gate and gate.json)")
+        name = (manifest.gate or {}).get("baseline") or manifest.parameters.get("baseline")
         verdict = record.guarded_gate(report, read("baseline"), tolerance=inputs.tolerance,
-                                      cost_tolerance=inputs.cost_tolerance,
-                                      baseline_name=manifest["gate"].get("baseline"))
-        problems += _limited(differences(manifest["gate"], verdict, "gate"))
+                                      cost_tolerance=inputs.cost_tolerance, baseline_name=name)
+        problems += _limited(differences(manifest.gate, verdict, "manifest.gate"))
+        if gate_key in seen or store.exists(gate_key):
+            problems += _limited(differences(read("gate"), verdict, "gate.json"))
+
+
+def _check_manifest_fields(run_id: str, manifest: RunManifest, tasks: Mapping, report: Mapping,
+                           checked: list, problems: list) -> None:
+    """The manifest's agent, provenance, suite, k and status against the stored documents."""
+    checked.append("manifest agent, provenance, suite, k and status vs the stored documents")
+    params = manifest.parameters
+    if "agent" in params and params.get("agent") != manifest.agent:
+        problems.append(f"manifest.agent: recorded {manifest.agent!r}, but the run was called "
+                        f"with agent {params.get('agent')!r} (manifest.parameters.agent)")
+    detail_run = (report.get("detail") or {}).get("run") or {}
+    problems += _limited(differences(manifest.provenance.to_dict(),
+                                     RunProvenance.from_dict(detail_run).to_dict(),
+                                     "manifest.provenance vs report.detail.run"))
+    suite = {f: tasks.get(f) for f in ("name", "version", "digest", "path", "checker")}
+    problems += _limited(differences(manifest.suite, suite, "manifest.suite vs tasks.json"))
+    ks = {"manifest.inputs.k": manifest.inputs.k, "report.k": report.get("k"),
+          "manifest.results.k": manifest.results.get("k")}
+    if "k" in params:
+        ks["manifest.parameters.k"] = params.get("k")
+    if len({repr(v) for v in ks.values()}) > 1:
+        problems.append("k differs: " + ", ".join(f"{n} = {v!r}" for n, v in ks.items()))
+    expected = expected_status(manifest)
+    if manifest.status != expected:
+        problems.append(f"manifest.status: recorded {manifest.status!r}, the stored documents "
+                        f"say {expected!r}")
+
+
+def expected_status(manifest: RunManifest) -> str:
+    """The status a run's documents imply: ``completed`` (a manifest is written when every
+    stage has recorded its document; a failed gate is a verdict, not a status)."""
+    return "completed"
+
+
+def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: Mapping,
+                  trial_keys: list, load: Any, checked: list, problems: list) -> None:
+    """Each per-trial file's key against its content, the per-trial files against
+    episodes.json, and every task with exactly its trials 0..k-1 (a run of an agent)."""
+    checked.append("per-trial files and trials per task")
+    trials: dict = {}
+    ingested = bool(manifest.source.get("kind"))
+    for e in episodes["episodes"]:
+        pair = (e.get("task_id"), (e.get("meta") or {}).get("trial"))
+        if pair in trials and not ingested:  # a recorded source may not number its trials
+            problems.append(f"episodes.json: task {pair[0]!r} trial {pair[1]!r} appears twice")
+        trials[pair] = e
+    found = []
+    for key in trial_keys:
+        try:
+            ep = load(key)
+            pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
+            where = episode_key(run_id, pair[0], pair[1])
+        except (EkAgentsError, AttributeError, TypeError) as exc:
+            problems.append(f"artifact {key} is not a stored trial: {exc}")
+            continue
+        if where != key:
+            problems.append(f"artifact {key} holds task {pair[0]!r} trial {pair[1]!r}, whose key "
+                            f"is {where} (a misfiled trial)")
+        found.append(pair)
+        problems += [f"episodes.json vs {key}: {d}" for d in
+                     _limited(differences(trials.get(pair, {}), ep, "episode"))]
+    if trial_keys and sorted(found, key=repr) != sorted(trials, key=repr):
+        missing = sorted(set(trials) - set(found), key=repr)[:5]
+        problems.append(f"episodes.json lists trials with no per-trial file: {missing}"
+                        if missing else "per-trial files hold trials episodes.json does not list")
+    if ingested:
+        return  # an ingested run has the trials its source had
+    k = manifest.inputs.k
+    per_task: dict = {}
+    for task_id, trial in trials:
+        per_task.setdefault(task_id, []).append(trial)
+    task_ids = [t.get("task_id") if isinstance(t, Mapping) else None for t in tasks["tasks"]]
+    for tid in sorted(set(per_task) - set(task_ids), key=str):
+        problems.append(f"episodes.json: task {tid!r} is not in the suite (tasks.json)")
+    bad = [f"{tid!r}: {sorted(per_task.get(tid, []), key=repr)}" for tid in task_ids
+           if sorted(per_task.get(tid, []), key=repr) != list(range(k))]
+    if bad:
+        problems.append(f"trials per task: each task needs exactly trials 0..{k - 1}; "
+                        + "; ".join(bad[:5]) + (f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""))
 
 
 #: The figures of ``results`` that come from the cost report.

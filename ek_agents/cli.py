@@ -10,8 +10,10 @@ import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_
 (harness, record, reporting, metrics, cost, bridge) ~250-350 ms, which ``ek-agents --help``
 and an argument error should not pay.
 
-Exit codes: 0 ok; 1 when the gate or the audit fails; 2 on bad input; 3 when the infrastructure
-failed (the store's endpoint unreachable or timing out, access denied, bucket missing: a
+Exit codes: 0 ok; 1 when the gate or the audit fails, or when a stored document does not match
+its run's manifest (``report``, ``gate``, ``promote``: DigestMismatch); 2 on bad input (a
+malformed stored document included); 3 when the infrastructure failed (the store's endpoint
+unreachable or timing out, access denied, bucket missing: a
 :class:`~ek_agents.errors.StoreError` other than a missing run or artifact) -- always with a
 one-line reason on stderr (no traceback for an ek-agents error).
 """
@@ -128,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("promote", help="make a run a named baseline")
     p.add_argument("run_id")
     p.add_argument("--name", required=True)
+    p.add_argument("--replace", action="store_true",
+                   help="replace an existing baseline of that name (the old one is kept as an artifact)")
     _store_arg(p)
 
     p = sub.add_parser("demo", help="the bundled shop world: two agents, a baseline, a gate, an audit")
@@ -220,6 +224,9 @@ def _cmd_gate(a: argparse.Namespace) -> int:
 def _cmd_audit(a: argparse.Namespace) -> int:
     if a.run_id is None and a.baseline is None:
         raise InvalidInput("audit needs a RUN_ID or --baseline NAME")
+    if a.run_id is not None and a.baseline is not None:
+        raise InvalidInput(f"audit takes a RUN_ID or --baseline NAME, not both (got {a.run_id!r} "
+                           f"and --baseline {a.baseline!r})")
     result = _flows().call_flow("audit_run", run_id=a.run_id, baseline=a.baseline,
                                 store=_store(a.store).url)
     print(f"audit passed: run {result['run_id']!r}, {len(result['checked'])} checks")
@@ -228,8 +235,11 @@ def _cmd_audit(a: argparse.Namespace) -> int:
 
 def _cmd_promote(a: argparse.Namespace) -> int:
     out = _flows().call_flow("promote_baseline", run_id=a.run_id, name=a.name,
-                             store=_store(a.store).url)
-    print(f"run {a.run_id!r} is now baseline {a.name!r} ({out['key']})")
+                             store=_store(a.store).url, replace=a.replace)
+    was = out.get("replaced")
+    print(f"run {a.run_id!r} is now baseline {a.name!r} ({out['key']})" + (
+        f"; it replaced the baseline of run {was.get('run_id')!r} (kept as artifact "
+        f"{str(was.get('artifact'))[:12]}...)" if was else ""))
     return 0
 
 

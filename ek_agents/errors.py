@@ -21,7 +21,7 @@ __all__ = [
     "UnknownModelPrice", "MissingDependency", "StoreError", "ArtifactNotFound",
     "StoreUnreachable", "StoreTimeout", "StoreAccessDenied", "BucketNotFound",
     "IntegrityError", "TransientAgentError", "AgentTimeout", "did_you_mean",
-    "CheckFailed", "GateFailed", "AuditFailed",
+    "CheckFailed", "GateFailed", "AuditFailed", "DocumentError", "DigestMismatch",
 ]
 
 
@@ -58,6 +58,11 @@ class IncomparableRuns(InvalidInput):
 
 class BaselineError(InvalidInput):
     """A baseline that is empty, malformed or missing."""
+
+
+class DocumentError(InvalidInput):
+    """A stored document (manifest, report, baseline, episodes, ...) whose shape is wrong: the
+    message names the document and the field."""
 
 
 class UnknownName(EkAgentsError, KeyError):
@@ -131,6 +136,11 @@ class GateFailed(CheckFailed):
 
 class AuditFailed(CheckFailed):
     """An audit found a stored artifact or a recorded figure that does not check out."""
+
+
+class DigestMismatch(AuditFailed, IntegrityError):
+    """A run's document whose bytes are not the ones its manifest lists (or that the manifest
+    does not list): a read that would trust it is refused, with the audit's exit code."""
 
 
 def did_you_mean(name: str, options: Iterable[str], *, n: int = 3) -> str:

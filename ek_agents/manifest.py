@@ -29,10 +29,14 @@ import ek_agents
 
 from .base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from .core import canonical_json, shape
+from .errors import BaselineError, DocumentError, EkAgentsError
+from .reporting import ReliabilityReport
 from .store import sha256_hex
 
 __all__ = ["RunManifest", "RunInputs", "package_info", "git_sha", "input_digest", "utc_now", "finite",
-           "as_plain", "report_rows", "report_markdown"]
+           "as_plain", "report_rows", "report_markdown", "TasksDocument", "EpisodesDocument",
+           "GateDocument", "BaselineDocument", "check_document", "check_manifest", "check_report",
+           "check_baseline", "DOCUMENTS"]
 
 
 def input_digest(stage: str, **inputs: Any) -> str:
@@ -142,6 +146,144 @@ class RunManifest(JsonShape):
         return (f"run {self.run_id}: success {_fmt(r.get('success_rate'))}, "
                 f"pass^{r.get('k', '?')} {_fmt(r.get('pass_hat_k'))}, "
                 f"$/success {_fmt(r.get('cost_per_success'), money=True)}")
+
+
+# --------------------------------------------------------------------------- stored documents
+# The shapes of a run's documents as read back from a store: each read is validated before use
+# (check_document), so a wrong nested type is a DocumentError naming the document and the field,
+# never an AttributeError three calls later.
+
+@shape()
+class TasksDocument(JsonShape):
+    """``runs/<id>/tasks.json``: the suite's identity and every task (``record.tasks_doc``)."""
+
+    name: str
+    version: str
+    digest: str
+    tasks: list[dict]
+    path: str = ""
+    checker: Optional[str] = None
+
+
+@shape()
+class EpisodesDocument(JsonShape):
+    """``runs/<id>/episodes.json`` / ``graded.json``: ``{"episodes": [Episode dict, ...]}``."""
+
+    episodes: list[dict]
+
+
+@shape()
+class GateDocument(JsonShape):
+    """``runs/<id>/gate.json``: the verdict (``AgentGateResult.to_dict()`` + ``baseline``),
+    or ``passed`` False with ``refused`` when the gate refused the baseline."""
+
+    passed: bool
+    baseline: Optional[str] = None
+    refused: Optional[str] = None
+    reasons: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+@shape()
+class BaselineDocument(JsonShape):
+    """``baselines/<name>.json`` (``record.save_agent_baseline``): a frozen report and the run
+    provenance the gate checks comparability on; ``replaced`` records the baseline a
+    ``promote --replace`` overwrote (its content-addressed artifact, run id and date)."""
+
+    kind: str
+    name: str
+    report: dict
+    created: str = ""
+    run: Optional[RunProvenance] = None
+    replaced: Optional[dict] = None
+
+
+#: Document name in a run -> its model (report: ``ReliabilityReport`` via :func:`check_report`).
+DOCUMENTS = {"tasks": TasksDocument, "episodes": EpisodesDocument, "graded": EpisodesDocument,
+             "gate": GateDocument, "baseline": BaselineDocument, "manifest": RunManifest}
+
+
+def _field_errors(exc: BaseException) -> str:
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    out = []
+    for e in errors()[:3]:
+        loc = ".".join(str(p) for p in e.get("loc", ())) or "(the document)"
+        out.append(f"field {loc!r}: {e.get('msg')} (got {e.get('input')!r:.60})")
+    more = len(errors()) - 3
+    return "; ".join(out) + (f"; and {more} more" if more > 0 else "")
+
+
+def check_document(model: type, data: Any, where: str, *, error: type = DocumentError) -> Any:
+    """``data`` validated as ``model`` (a JsonShape), or ``error`` naming ``where`` and the
+    field that is wrong.
+
+    >>> check_document(EpisodesDocument, {"schema_version": 1}, "runs/r/episodes.json")
+    Traceback (most recent call last):
+    ...
+    ek_agents.errors.DocumentError: stored runs/r/episodes.json is malformed: field 'episodes': Field required (got {}); it was damaged or not written by ek-agents: re-create the run (or restore the file)
+    """
+    if not isinstance(data, Mapping):
+        raise error(f"stored {where} is malformed: expected a JSON object, got "
+                    f"{type(data).__name__} {data!r:.60}; it was damaged or not written by "
+                    "ek-agents: re-create the run (or restore the file)")
+    try:
+        return model.from_dict(data)
+    except EkAgentsError as exc:
+        raise error(f"stored {where} is malformed: {_field_errors(exc)}; it was damaged or not "
+                    "written by ek-agents: re-create the run (or restore the file)") from None
+
+
+def check_manifest(data: Any, where: str) -> RunManifest:
+    """A manifest read from a store, validated (:class:`~ek_agents.errors.DocumentError`)."""
+    return check_document(RunManifest, data, where)
+
+
+def _number(x: Any) -> bool:
+    x = decode_nonfinite(x)
+    return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+
+
+def check_report(data: Any, where: str, *, error: type = DocumentError) -> ReliabilityReport:
+    """A report document read from a store, validated: its shape (``ReliabilityReport``), its
+    cost figures (numbers or None) and its counts (``success_rate`` = ``n_success / n_trials``).
+
+    >>> check_report({"k": 1, "n_trials": 4, "n_success": 1, "success_rate": 0.75}, "report.json")
+    Traceback (most recent call last):
+    ...
+    ek_agents.errors.DocumentError: stored report.json is inconsistent: field 'success_rate' is 0.75 but n_success / n_trials = 1/4 = 0.25; it was edited or damaged: re-create it from its run (or restore the file)
+    """
+    rep = check_document(ReliabilityReport, data, where, error=error)
+    for f in ("total_dollars", "cost_per_success"):
+        if not _number(rep.cost.get(f)):
+            raise error(f"stored {where} is malformed: field 'cost.{f}' must be a number or "
+                        f"null, got {rep.cost.get(f)!r:.60}; re-create it from its run")
+    ci = rep.cost.get("cost_per_success_ci")
+    if ci is not None and not (isinstance(ci, (list, tuple)) and len(ci) == 2
+                               and all(_number(c) for c in ci)):
+        raise error(f"stored {where} is malformed: field 'cost.cost_per_success_ci' must be two "
+                    f"numbers or null, got {ci!r:.60}; re-create it from its run")
+    problem = None
+    if rep.n_trials < 0 or not 0 <= rep.n_success <= rep.n_trials:
+        problem = f"n_success={rep.n_success} with n_trials={rep.n_trials}"
+    elif rep.n_trials and not math.isclose(rep.success_rate, rep.n_success / rep.n_trials,
+                                           rel_tol=1e-9, abs_tol=1e-12):
+        problem = (f"field 'success_rate' is {rep.success_rate!r} but n_success / n_trials = "
+                   f"{rep.n_success}/{rep.n_trials} = {rep.n_success / rep.n_trials!r}")
+    if problem:
+        raise error(f"stored {where} is inconsistent: {problem}; it was edited or damaged: "
+                    "re-create it from its run (or restore the file)")
+    return rep
+
+
+def check_baseline(data: Any, where: str) -> BaselineDocument:
+    """A baseline read from a store, validated: its shape, its report (:func:`check_report`)
+    and its run provenance; :class:`~ek_agents.errors.BaselineError` naming the field."""
+    doc = check_document(BaselineDocument, data, where, error=BaselineError)
+    check_report(doc.report, f"{where} (field 'report')", error=BaselineError)
+    return doc
 
 
 def _fmt(x: Any, *, money: bool = False) -> str:

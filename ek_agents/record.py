@@ -31,16 +31,17 @@ from pydantic import Field
 from . import bridge
 from .base import Episode, JsonShape, RunProvenance, TaskSpec, task_table
 from .core import shape
-from .errors import (ArtifactNotFound, BaselineError, IntegrityError, InvalidInput, UnknownName,
-                     did_you_mean)
+from .errors import (ArtifactNotFound, BaselineError, DigestMismatch, DocumentError,
+                     IntegrityError, InvalidInput, UnknownName, did_you_mean)
 from .gate import AgentGateResult, as_report, as_run, regression_gate
-from .manifest import (RunInputs, RunManifest, as_plain, input_digest, report_markdown,
-                       report_rows, utc_now)
+from .manifest import (DOCUMENTS, RunInputs, RunManifest, as_plain, check_baseline,
+                       check_document, check_manifest, check_report, input_digest,
+                       report_markdown, report_rows, utc_now)
 from .metrics import grade
 from .prices import ModelPrice, load_prices
 from .reporting import ReliabilityReport, reliability_with_run, with_cost
 from .store import (Store, baseline_key, cache_key, canonical_json, episodes_prefix, open_store,
-                    read_url, run_key, sha256_hex)
+                    parse_json, read_url, run_key, sha256_hex)
 from .suite import load_suite
 
 __all__ = [
@@ -52,7 +53,7 @@ __all__ = [
     "load_agent_baseline", "agent_regression_gate", "BASELINE_KIND", "record_suite",
     "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
     "run_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
-    "ManifestRef",
+    "ManifestRef", "read_manifest", "read_run_doc", "check_run_doc", "read_ref",
 ]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
@@ -361,8 +362,8 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
     if gate is not None and gate.baseline is not None:
         artifacts[gate.baseline.key] = gate.baseline.sha256
     artifacts.update(trial_digests(store, run_id))
-    tasks = store.read_json(refs["tasks"].key)
-    report = store.read_json(refs["report"].key)
+    tasks = read_ref(store, refs["tasks"])
+    report = read_ref(store, refs["report"])
     manifest = RunManifest.build(
         run_id, provenance=RunProvenance.from_dict((report.get("detail") or {}).get("run") or {}),
         inputs=inputs,
@@ -378,16 +379,88 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
                        sha256=store.write_manifest(run_id, manifest), manifest=manifest.to_dict())
 
 
+# --------------------------------------------------------------------------- verified reads
+# A command that uses a stored run's documents (report, gate, promote, the flows) reads them
+# here: the manifest validated (DocumentError naming the field), each document's bytes checked
+# against the manifest's sha256 (DigestMismatch: the audit's exit code) and its shape validated.
+
+def read_manifest(store: Any, run_id: str) -> RunManifest:
+    """The manifest of ``run_id``, validated: ArtifactNotFound when the run has none,
+    DocumentError naming the field when it is malformed (or belongs to another run)."""
+    key = run_key(run_id, "manifest")
+    manifest = check_manifest(store.read_manifest(run_id), key)
+    if manifest.run_id != run_id:
+        raise DocumentError(f"stored {key} is malformed: field 'run_id' is {manifest.run_id!r}, "
+                            f"not {run_id!r} (a manifest copied from another run); re-create "
+                            "the run (or restore the file)")
+    return manifest
+
+
+def check_run_doc(name: str, doc: Any, key: str) -> Any:
+    """``doc`` (run document ``name`` read from ``key``) validated by its model
+    (``manifest.DOCUMENTS``; the report by ``manifest.check_report``); returned unchanged."""
+    if name in ("report", "metrics"):
+        check_report(doc, key)
+    elif name == "baseline":
+        check_baseline(doc, key)
+    elif name in DOCUMENTS:
+        check_document(DOCUMENTS[name], doc, key)
+    elif name == "prices" and doc is not None:
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("models"), Mapping):
+            raise DocumentError(f"stored {key} is malformed: field 'models' must be an object "
+                                f"of model -> rates, got {doc!r:.60}; re-create the run")
+    return doc
+
+
+def read_run_doc(store: Any, manifest: RunManifest, name: str) -> Any:
+    """Run document ``name`` (``report``, ``gate``, ...) of the run ``manifest`` describes,
+    verified: its bytes must hash to the sha256 the manifest lists for it, else
+    :class:`~ek_agents.errors.DigestMismatch` (an AuditFailed: the CLI exits 1) naming it;
+    then its shape is validated (:func:`check_run_doc`)."""
+    run_id = manifest.run_id
+    key = run_key(run_id, name)
+    recorded = manifest.artifacts.get(key)
+    fix = f"run `ek-agents audit {run_id}` to see what changed, or re-create the run"
+    if recorded is None:
+        raise DigestMismatch(f"run {run_id!r}: {key} is not listed in the run's manifest, so its "
+                             f"content cannot be verified; refusing to use it: {fix}")
+    try:
+        data = store.read_bytes(key)
+    except ArtifactNotFound:
+        raise DigestMismatch(f"run {run_id!r}: {key} is listed in the manifest but missing from "
+                             f"store {store.url!r}: {fix}") from None
+    actual = sha256_hex(data)
+    if actual != recorded:
+        raise DigestMismatch(f"run {run_id!r}: {key} has sha256 {actual[:12]}..., its manifest "
+                             f"recorded {recorded[:12]}... (changed after the run); refusing to "
+                             f"use it: {fix}")
+    return check_run_doc(name, parse_json(data, key), key)
+
+
+def read_ref(store: Any, ref: StageRef) -> Any:
+    """The document a stage reference points to, verified: its bytes must still hash to
+    ``ref.sha256`` (what the stage wrote, what the manifest will list), else DigestMismatch
+    naming it; then its shape is validated (:func:`check_run_doc`). What the next stage reads."""
+    data = store.read_bytes(ref.key)
+    actual = sha256_hex(data)
+    if actual != ref.sha256:
+        raise DigestMismatch(f"{ref.key} has sha256 {actual[:12]}..., but its stage wrote "
+                             f"{ref.sha256[:12]}... (changed since: another writer on this run "
+                             "id, or an edit); re-run with a fresh run id")
+    return check_run_doc(ref.stage, parse_json(data, ref.key), ref.key)
+
+
 def run_report(store: Any, run_id: str) -> tuple[dict, dict]:
-    """``(manifest, report document)`` of a stored run."""
-    manifest = store.read_manifest(run_id)
-    return manifest, store.read_json(run_key(run_id, "report"))
+    """``(manifest, report document)`` of a stored run, both verified (:func:`read_run_doc`)."""
+    manifest = read_manifest(store, run_id)
+    return manifest.to_dict(), read_run_doc(store, manifest, "report")
 
 
 # --------------------------------------------------------------------------- baselines by name
 
 def save_agent_baseline(report: Any, name: str, *, rootdir: Union[Store, str, None] = None,
-                        run: Optional[RunProvenance] = None) -> dict:
+                        run: Optional[RunProvenance] = None,
+                        replaced: Optional[Mapping] = None) -> dict:
     """Freeze a run as a named baseline (including its provenance, so the gate can guard it).
 
     Writes ``store.baseline_key(name)`` to the store at ``rootdir`` (any Store URL; default
@@ -395,6 +468,7 @@ def save_agent_baseline(report: Any, name: str, *, rootdir: Union[Store, str, No
     "report", "run"}``. ``run`` defaults to the provenance recorded in
     ``report.detail["run"]``. Raises :class:`~ek_agents.errors.BaselineError` (a ValueError)
     when the run evaluated nothing: an empty baseline would be a permanent free pass.
+    ``replaced`` (set by :func:`promote`) records the baseline this one overwrote.
     """
     Store.validate_name(name, what="baseline name")
     rep = as_report(report, "save_agent_baseline: report")
@@ -406,13 +480,23 @@ def save_agent_baseline(report: Any, name: str, *, rootdir: Union[Store, str, No
     doc = {"schema_version": 1, "kind": BASELINE_KIND, "name": name,
            "created": utc_now(),
            "report": rep.to_dict(), "run": None if prov is None else prov.to_dict()}
+    if replaced is not None:
+        doc["replaced"] = dict(replaced)
     open_store(rootdir).save_baseline(name, doc)
     return doc
 
 
 def load_agent_baseline(name: str, *, rootdir: Union[Store, str, None] = None) -> Optional[dict]:
-    """Load a named agent baseline (or ``None`` when there is none)."""
-    return open_store(rootdir).load_baseline(name)
+    """Load a named agent baseline (or ``None`` when there is none); a malformed one is a
+    BaselineError naming the field (``manifest.check_baseline``)."""
+    return _stored_baseline(open_store(rootdir), name)
+
+
+def _stored_baseline(store: Any, name: str) -> Optional[dict]:
+    doc = store.load_baseline(name)
+    if doc is not None:
+        check_baseline(doc, baseline_key(name))
+    return doc
 
 
 
@@ -438,7 +522,7 @@ def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
     if isinstance(baseline, str):
         label = f"baseline {baseline!r}"
         st = open_store(rootdir)
-        doc = st.load_baseline(baseline)
+        doc = _stored_baseline(st, baseline)
         if doc is None:
             raise BaselineError(f"no baseline named {baseline!r} in store {st.url!r}: save one "
                                 f"with save_agent_baseline(report, {baseline!r})")
@@ -449,15 +533,16 @@ def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
 
 def report_views(store: Any, run_id: str, manifest: Mapping) -> dict:
     """How a run is shown: ``{"suite": its name, "markdown": manifest.report_markdown,
-    "rows": manifest.report_rows}`` of the stored report."""
-    report = store.read_json(run_key(run_id, "report"))
+    "rows": manifest.report_rows}`` of the stored report (a verified read: :func:`read_run_doc`)."""
+    report = read_run_doc(store, check_manifest(manifest, run_key(run_id, "manifest")), "report")
     return {"suite": (manifest.get("suite") or {}).get("name", "suite"),
             "markdown": report_markdown(manifest, report), "rows": report_rows(report)}
 
 
 def load_baseline(store: Any, name: str) -> dict:
-    """The stored baseline ``name`` (BaselineError, saying how to make one, when there is none)."""
-    doc = store.load_baseline(name)
+    """The stored baseline ``name``, validated (BaselineError naming the field when it is
+    malformed, or saying how to make one when there is none)."""
+    doc = _stored_baseline(store, name)
     if doc is None:
         raise BaselineError(f"no baseline named {name!r} in store {store.url!r}: promote a run "
                             f"first (ek-agents promote RUN_ID --name {name})")
@@ -466,23 +551,55 @@ def load_baseline(store: Any, name: str) -> dict:
 
 def gate_run(store: Any, run_id: str, baseline: str, *, tolerance: float = 0.0,
              cost_tolerance: float = 0.0) -> dict:
-    """The gate's verdict on a stored run against the named baseline (nothing is written)."""
+    """The gate's verdict on a stored run against the named baseline (nothing is written);
+    the run's report is a verified read (:func:`run_report`)."""
     return guarded_gate(run_report(store, run_id)[1], load_baseline(store, baseline),
                         tolerance=tolerance, cost_tolerance=cost_tolerance, baseline_name=baseline)
 
 
-def promote(store: Any, run_id: str, name: str) -> dict:
+def promote(store: Any, run_id: str, name: str, *, replace: bool = False) -> dict:
     """Make run ``run_id`` the baseline ``name`` (:func:`save_agent_baseline`).
 
-    The baseline's report records ``detail["run_id"]`` and ``detail["manifest_sha256"]``, so
-    an audit of the baseline finds, and re-checks, the run it came from.
+    The run's report is a verified read (:func:`run_report`: a report.json edited after the
+    run is refused with DigestMismatch). The baseline's report records ``detail["run_id"]``
+    and ``detail["manifest_sha256"]``, so an audit of the baseline finds, and re-checks, the
+    run it came from. An existing baseline ``name`` is refused (BaselineError) unless
+    ``replace``; then the replaced document is kept as a content-addressed artifact and the
+    new baseline records it under ``replaced`` (``{"artifact", "run_id", "created"}``).
     """
+    Store.validate_name(name, what="baseline name")
     manifest, report = run_report(store, run_id)
+    replaced = None
+    if store.exists(baseline_key(name)):
+        old = _previous_baseline(store, name)
+        if not replace:
+            raise BaselineError(
+                f"baseline {name!r} already exists in store {store.url!r} (promoted from run "
+                f"{old.get('run_id')!r}, {old.get('created') or 'date unknown'}): refusing to "
+                f"overwrite it; pass --replace (promote(..., replace=True)) to replace it -- the "
+                "replaced baseline is kept as an artifact")
+        replaced = old
     rep = ReliabilityReport.from_dict(report)
     linked = dataclasses.replace(rep, detail={**rep.detail, "run_id": run_id, "manifest_sha256":
                                               store.digest(run_key(run_id, "manifest"))})
     return save_agent_baseline(linked, name, rootdir=store,
-                               run=RunProvenance.from_dict(manifest["provenance"]))
+                               run=RunProvenance.from_dict(manifest["provenance"]),
+                               replaced=replaced)
+
+
+def _previous_baseline(store: Any, name: str) -> dict:
+    """What a replacing promote records of the baseline it overwrites: its bytes kept as an
+    artifact (``store.get_artifact(artifact)`` reads them back), its run and date."""
+    data = store.read_bytes(baseline_key(name))
+    try:
+        doc = parse_json(data, baseline_key(name))
+    except IntegrityError:  # unreadable: keep its digest, nothing else can be said
+        return {"artifact": None, "sha256": sha256_hex(data), "run_id": None, "created": None}
+    report = doc.get("report") if isinstance(doc, Mapping) else None
+    detail = report.get("detail") if isinstance(report, Mapping) else None
+    return {"artifact": store.put_artifact(doc), "sha256": sha256_hex(data),
+            "run_id": detail.get("run_id") if isinstance(detail, Mapping) else None,
+            "created": doc.get("created") if isinstance(doc, Mapping) else None}
 
 
 # --------------------------------------------------------------------------- one stage over a store
@@ -509,7 +626,7 @@ def ingest_run(store: Any, run_id: str, kind: str, path: str) -> StageRef:
 
 def ingest_suite(store: Any, run_id: str, episodes: StageRef) -> SuiteRef:
     """With no suite: one task per ingested task id, graded by the success the source recorded."""
-    return write_tasks(store, run_id, tasks_for_episodes(episodes_of(store.read_json(episodes.key))))
+    return write_tasks(store, run_id, tasks_for_episodes(episodes_of(read_ref(store, episodes))))
 
 
 def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
@@ -517,7 +634,7 @@ def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
     """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests."""
     digest = input_digest("graded", episodes=episodes.sha256, suite=tasks.digest, check=check)
     return stage_output(store, run_id, "graded", digest, lambda: grade_stage(
-        store.read_json(episodes.key), store.read_json(tasks.key), check=check))
+        read_ref(store, episodes), read_ref(store, tasks), check=check))
 
 
 def run_metrics(store: Any, run_id: str, graded: StageRef, tasks: SuiteRef, *, k: int, seed: int,
@@ -526,7 +643,7 @@ def run_metrics(store: Any, run_id: str, graded: StageRef, tasks: SuiteRef, *, k
     digest = input_digest("metrics", graded=graded.sha256, suite=tasks.digest, k=k,
                           seed=seed, run=run)
     return stage_output(store, run_id, "metrics", digest, lambda: metrics_stage(
-        store.read_json(graded.key), store.read_json(tasks.key), k=k, seed=seed, run=run))
+        read_ref(store, graded), read_ref(store, tasks), k=k, seed=seed, run=run))
 
 
 def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
@@ -535,8 +652,8 @@ def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
     digest = input_digest("report", graded=graded.sha256, metrics=metrics.sha256,
                           prices=prices and prices.sha256, seed=seed)
     return stage_output(store, run_id, "report", digest, lambda: cost_stage(
-        store.read_json(graded.key), store.read_json(metrics.key),
-        prices and store.read_json(prices.key), seed=seed))
+        read_ref(store, graded), read_ref(store, metrics),
+        prices and read_ref(store, prices), seed=seed))
 
 
 def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str], *,
@@ -550,14 +667,14 @@ def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str],
         return None
     doc = load_baseline(store, baseline)
     used = write_doc(store, run_id, "baseline", doc)
-    verdict = guarded_gate(store.read_json(report.key), doc, tolerance=tolerance,
+    verdict = guarded_gate(read_ref(store, report), doc, tolerance=tolerance,
                            cost_tolerance=cost_tolerance, baseline_name=baseline)
     ref = write_doc(store, run_id, "gate", verdict)
     return GateRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, baseline=used, verdict=verdict)
 
 
-def promote_baseline(store: Any, run_id: str, name: str) -> dict:
-    """:func:`promote`, summarised: ``{"baseline", "key", "run_id", "created"}``."""
-    doc = promote(store, run_id, name)
+def promote_baseline(store: Any, run_id: str, name: str, replace: bool = False) -> dict:
+    """:func:`promote`, summarised: ``{"baseline", "key", "run_id", "created", "replaced"}``."""
+    doc = promote(store, run_id, name, replace=replace)
     return {"baseline": name, "key": baseline_key(name), "run_id": run_id,
-            "created": doc.get("created")}
+            "created": doc.get("created"), "replaced": doc.get("replaced")}

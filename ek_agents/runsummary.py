@@ -30,7 +30,8 @@ from pydantic import Field
 
 from .base import NonFiniteJson, decode_nonfinite
 from .core import shape
-from .errors import ArtifactNotFound, InvalidInput
+from .errors import InvalidInput
+from . import record
 from .reporting import reliability
 from .store import Store, open_store, run_key
 
@@ -274,23 +275,22 @@ def summarize_run(manifest: Mapping, report: Mapping, gate: Optional[Mapping] = 
 def load_runs(store: Union[Store, str], run_ids: Sequence[str]) -> list[RunSummary]:
     """The :class:`RunSummary` of each stored run, in the order given.
 
-    Reads ``runs/<id>/manifest.json``, ``runs/<id>/report.json`` and, when present,
-    ``runs/<id>/gate.json``; a run without a manifest raises
-    :class:`~ek_agents.errors.ArtifactNotFound` naming it and the store.
+    Reads ``runs/<id>/manifest.json``, ``runs/<id>/report.json`` and, when the manifest lists
+    it, ``runs/<id>/gate.json`` (``record.read_run_doc``: each checked against the manifest's
+    sha256); a run without a manifest raises :class:`~ek_agents.errors.ArtifactNotFound`
+    naming it and the store.
     """
     st = open_store(store)
     if isinstance(run_ids, str) or not run_ids:
         raise InvalidInput(f"a report needs a non-empty list of run ids, got {run_ids!r}: "
                            "give one or more RUN_IDs (the ids 'ek-agents run' printed)")
     runs = []
-    for rid in run_ids:
-        manifest = st.read_manifest(rid)
-        report = st.read_json(run_key(rid, "report"))
-        try:
-            gate = st.read_json(run_key(rid, "gate"))
-        except ArtifactNotFound:
-            gate = None
-        runs.append(summarize_run(manifest, report, gate))
+    for rid in run_ids:  # verified reads: a document edited after its run is refused
+        manifest = record.read_manifest(st, rid)
+        report = record.read_run_doc(st, manifest, "report")
+        gate = (record.read_run_doc(st, manifest, "gate")
+                if run_key(rid, "gate") in manifest.artifacts else None)
+        runs.append(summarize_run(manifest.to_dict(), report, gate))
     return runs
 
 # --------------------------------------------------------------------------- Pareto frontier

@@ -6,7 +6,7 @@ from typing import Optional
 from prefect import flow
 
 from ek_agents.audit import AuditResult
-from ek_agents.errors import AuditFailed
+from ek_agents.errors import AuditFailed, InvalidInput
 from ek_agents.store import Store
 from ek_agents_pipeline.tasks import audit, promote
 
@@ -16,7 +16,15 @@ def audit_run(run_id: Optional[str] = None, baseline: Optional[str] = None,
               store: Optional[str] = None) -> dict:
     """Re-read a run's manifest (or the run a baseline came from), verify every artifact's
     sha256, recompute grades, metrics, cost and the gate verdict from the stored episodes, and
-    compare. Fails (AuditFailed) naming the artifact or figure that differs."""
+    compare. Fails (AuditFailed) naming the artifact or figure that differs.
+
+    Exactly one of ``run_id`` / ``baseline``: both given is refused (InvalidInput) rather than
+    one silently winning (the deployment has no default for either; its schedule passes
+    ``baseline``)."""
+    if (run_id is None) == (baseline is None):
+        raise InvalidInput(f"audit-run needs exactly one of run_id or baseline, got run_id="
+                           f"{run_id!r}, baseline={baseline!r}: pass -p run_id=RUN or "
+                           "-p baseline=NAME")
     result = AuditResult.from_dict(audit(Store(store).url, run_id, baseline))
     if not result.passed:
         raise AuditFailed(result.summary())
@@ -24,6 +32,9 @@ def audit_run(run_id: Optional[str] = None, baseline: Optional[str] = None,
 
 
 @flow(name="promote-baseline", persist_result=False)
-def promote_baseline(run_id: str, name: str, store: Optional[str] = None) -> dict:
-    """Make a stored run the baseline ``name`` (``baselines/<name>.json``)."""
-    return promote(Store(store).url, run_id, name)
+def promote_baseline(run_id: str, name: str, store: Optional[str] = None,
+                     replace: bool = False) -> dict:
+    """Make a stored run the baseline ``name`` (``baselines/<name>.json``), its report a
+    verified read; an existing ``name`` is refused unless ``replace`` (the replaced baseline
+    is kept as an artifact and recorded in the new one)."""
+    return promote(Store(store).url, run_id, name, replace)

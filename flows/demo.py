@@ -46,7 +46,8 @@ def run_demo(store: str, *, k: int = 4, say: Callable[[str], None] = print) -> d
 
     evaluate("small", "small", seed=1)
     evaluate("large", "large", seed=1)
-    call_flow("promote_baseline", run_id=runs["small"], name=BASELINE, store=st.url)
+    call_flow("promote_baseline", run_id=runs["small"], name=BASELINE, store=st.url,
+              replace=True)  # a second demo into the same store replaces it, keeping the old one
     say(f"\n== promoted run {runs['small']} to baseline {BASELINE!r} ({baseline_key(BASELINE)})")
     evaluate("small-again", "small", seed=2, baseline=BASELINE)
     evaluate("degraded", "degraded", seed=2, baseline=BASELINE)

@@ -55,6 +55,7 @@ def audit(store_url: str, run_id: Optional[str], baseline: Optional[str]) -> dic
 
 
 @task(name="promote", **TASK_DEFAULTS, **IO_RETRIES)
-def promote(store_url: str, run_id: str, name: str) -> dict:
-    """``record.promote_baseline``: the run becomes the named baseline."""
-    return record.promote_baseline(Store(store_url), run_id, name)
+def promote(store_url: str, run_id: str, name: str, replace: bool = False) -> dict:
+    """``record.promote_baseline``: the run becomes the named baseline (an existing one only
+    when ``replace``)."""
+    return record.promote_baseline(Store(store_url), run_id, name, replace)

@@ -16,7 +16,8 @@ from ek_agents import record
 from ek_agents.base import RunProvenance
 from ek_agents.harness import run_suite
 from ek_agents.prices import load_prices
-from ek_agents.store import Store
+from ek_agents.manifest import RunInputs
+from ek_agents.store import Store, run_key
 from ek_agents.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,8 +48,24 @@ def make_runs(root: str, *, k: int = 4) -> list[str]:
                   progress=False)
     st = Store(root)
     record.promote(st, "small-0", BASELINE)
-    record.write_doc(st, GATED, "gate", record.gate_run(st, GATED, BASELINE))
+    _record_gate(st, GATED, BASELINE)
     return [r[0] for r in RUNS]
+
+
+def _record_gate(st: Store, run_id: str, baseline: str) -> None:
+    """Gate a recorded run against ``baseline`` as the pipeline does: gate.json and the copy
+    of the baseline written, then the manifest re-recorded listing them (a report reads only
+    the documents its manifest lists)."""
+    man = st.read_manifest(run_id)
+    refs = {name: record.StageRef(stage=name, key=run_key(run_id, name),
+                                  sha256=man["artifacts"][run_key(run_id, name)])
+            for name in ("tasks", "prices", "episodes", "graded", "metrics", "report")
+            if run_key(run_id, name) in man["artifacts"]}
+    refs["gate"] = record.run_gate(st, run_id, refs["report"], baseline, tolerance=0.0,
+                                   cost_tolerance=0.0)
+    record.record_run(st, run_id, refs=refs, inputs=RunInputs.from_dict(man["inputs"]),
+                      agent=man["agent"], parameters=man["parameters"],
+                      orchestrator=man["orchestrator"])
 
 
 def chromium_binary() -> Optional[str]:
