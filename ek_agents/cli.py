@@ -33,6 +33,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -120,11 +121,13 @@ class _Clock:
         self.parts.append(f"{what} {now - self.last:.2f} s")
         self.last = now
 
-    def say(self, extra: Optional[dict] = None) -> None:
+    def say(self, extra: Optional[dict] = None, where: Optional[str] = None) -> None:
         if self.verbose:
             more = [f"{k.replace('_', ' ')} {v:.2f} s" for k, v in (extra or {}).items()]
             print(f"ek-agents: time: {', '.join(self.parts + more)}; total "
-                  f"{time.perf_counter() - self.t0:.2f} s", file=sys.stderr)
+                  f"{time.perf_counter() - self.t0:.2f} s"
+                  + (f" (temporary Prefect server {where}, stopped)" if where else ""),
+                  file=sys.stderr)
 
 
 def _flows() -> Any:
@@ -293,7 +296,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
     finally:
         if local is not None:
             local.stop_server()
-        clock.say(local.TIMINGS if local is not None else None)
+        clock.say(local.TIMINGS if local is not None else None,
+                  where=local.LAST_SERVER if local is not None else None)
         if not isinstance(sys.exc_info()[1], StoreError):  # no second wait on a failing store
             if st.exists(run_key(run_id, "manifest")):
                 _print_report(st, run_id)
@@ -355,7 +359,9 @@ def _cmd_audit(a: argparse.Namespace) -> int:
     else:
         from .audit import audit
 
-        done = audit(_store(a.store), a.run_id, baseline=a.baseline)
+        with warnings.catch_warnings():  # the recomputation repeats the run's own warnings
+            warnings.simplefilter("ignore")
+            done = audit(_store(a.store), a.run_id, baseline=a.baseline)
         if not done.passed:
             raise AuditFailed(done.summary())
         result = done.to_dict()
@@ -399,6 +405,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``ek-agents``; return the exit code (0 ok, 1 gate/audit failed, 2 bad input,
     3 infrastructure failed)."""
     a = build_parser().parse_args(argv)
+    warnings.showwarning = _one_line_warning
     if not a.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
     try:
@@ -417,6 +424,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except EkAgentsError as exc:
         print(f"ek-agents: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+
+
+def _one_line_warning(message: Any, category: type, filename: str, lineno: int,
+                      file: Any = None, line: Optional[str] = None) -> None:
+    """A warning as one line on stderr (``ek-agents: warning: ...``), not two with source."""
+    print(f"ek-agents: warning: {message}", file=sys.stderr if file is None else file)
 
 
 def _quiet_stdout() -> None:

@@ -36,6 +36,8 @@ TIMINGS: dict[str, float] = {}
 
 #: The environment variable Prefect reads the API's address from.
 API_ENV = "PREFECT_API_URL"
+#: The API address of the last temporary server :func:`start_server` started (for ``-v``).
+LAST_SERVER: Optional[str] = None
 
 
 def configured_api() -> Optional[str]:
@@ -45,6 +47,10 @@ def configured_api() -> Optional[str]:
     importing Prefect (which takes seconds)."""
     if os.environ.get(API_ENV):
         return os.environ[API_ENV]
+    if "prefect.settings" in sys.modules:  # Prefect already loaded here (a test harness, a flow)
+        from prefect.settings import PREFECT_API_URL
+
+        return PREFECT_API_URL.value() or None
     import tomllib  # lazy: only reached without an API in the environment
 
     home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
@@ -132,14 +138,14 @@ def start_server() -> Optional[LocalServer]:
     process at it (``PREFECT_API_URL``: call before Prefect is imported). From then on SIGTERM
     and SIGHUP end this process through its ``finally`` blocks, as SIGINT does. Call
     :func:`stop_server` in a ``finally``."""
-    global _server
+    global _server, LAST_SERVER
     if _server is not None or configured_api():
         return _server
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             signal.signal(sig, _exit_on)
     _server = LocalServer()
-    os.environ[API_ENV] = _server.api_url
+    os.environ[API_ENV] = LAST_SERVER = _server.api_url
     return _server
 
 
