@@ -225,3 +225,22 @@ def test_run_says_where_its_time_went_and_stops_its_server(tmp_path):
     assert not _port_open(url), "the temporary server still answers"
     assert "Error logging to API" not in r.stderr
     assert len((tmp_path / "c").read_text().splitlines()) == 12
+
+
+def test_a_store_that_fails_is_one_line_and_exit_3_before_any_agent_call(tmp_path, monkeypatch,
+                                                                          capsys):
+    """The infrastructure code (3) for a store that cannot be reached or refuses the
+    credentials: found by the checks, before Prefect starts or the agent is called."""
+    from ek_agents.errors import StoreError
+    from ek_agents.store import Store
+
+    def refuse(self, key):
+        raise StoreError(f"access denied by {self.url} (NoCredentialsError): check the credentials")
+
+    monkeypatch.setattr(Store, "exists", refuse)
+    monkeypatch.setenv("EK_TEST_CALLS", str(tmp_path / "calls.txt"))
+    code = cli.main(["run", "--suite", write_suite(tmp_path / "s.jsonl"), "--agent", MARKING_AGENT,
+                     "--store", str(tmp_path / "st")])
+    err = capsys.readouterr().err
+    assert code == 3 and len(err.strip().splitlines()) == 1 and "access denied" in err
+    assert not (tmp_path / "calls.txt").exists()
