@@ -5,6 +5,8 @@
   ``harness.run_suite`` on the same suite, agent and prices (the floor: Python, imports,
   trials, grading, no Prefect). Each the min of ``--repeat`` runs, after one warm-up run that
   creates Prefect's database.
+- the same ``run`` with a Prefect API already configured (``PREFECT_API_URL``: a server
+  started once, outside the measurement): the flow run is recorded there, nothing starts.
 - ``audit`` and ``promote`` of that run (no Prefect: the library does the work), vs the same
   ``run_suite`` process (the goal is absolute: < 2 s).
 """
@@ -45,6 +47,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="ek-bench-cli-")
+    os.environ["PREFECT_HOME"] = os.path.join(tmp, "prefect")  # the configured server's, too
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(PREFECT_HOME=os.path.join(tmp, "prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                DO_NOT_TRACK="1")
@@ -57,16 +60,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for i in range(args.repeat):  # interleaved, so both see the same machine load
         lib.append(_wall([sys.executable, "-c", LIBRARY, AGENT, SUITE, str(args.k), PRICES], env))
         cmd.append(_wall([*run, "--run-id", f"r{i}"], env))
+    # the other option: a Prefect API already configured (a server started once, outside)
+    from ek_agents_pipeline.flows.local import LocalServer
+
+    server = LocalServer()  # uses this process's environment: point it at the bench's home
+    try:
+        server.wait_ready(180)
+        api = [_wall([*run, "--run-id", f"api{i}"], {**env, "PREFECT_API_URL": server.api_url})
+               for i in range(args.repeat)]
+    finally:
+        server.stop()
     audit = min(_wall([*cli, "audit", f"r{i}", "--store", store], env) for i in range(args.repeat))
     promote = min(_wall([*cli, "promote", f"r{i}", "--name", f"b{i}", "--store", store], env)
                   for i in range(args.repeat))
     figures = {"run_suite_process_s": min(lib), "cli_run_s": min(cmd),
                "cli_run_vs_run_suite": min(cmd) / min(lib), "cli_audit_s": audit,
-               "cli_promote_s": promote, "cli_audit_vs_run_suite": audit / min(lib)}
+               "cli_promote_s": promote, "cli_audit_vs_run_suite": audit / min(lib),
+               "cli_run_api_configured_s": min(api),
+               "cli_run_api_configured_vs_run_suite": min(api) / min(lib)}
     print(f"shop suite, k={args.k} ({args.k * 24} trials), no Prefect API configured, min of "
           f"{args.repeat}: ek-agents run {min(cmd):.2f} s vs run_suite in a process "
           f"{min(lib):.2f} s (x{min(cmd) / min(lib):.1f}); audit {audit:.2f} s, "
-          f"promote {promote:.2f} s")
+          f"promote {promote:.2f} s; with a Prefect API already configured: run {min(api):.2f} s "
+          f"(x{min(api) / min(lib):.1f})")
     return figures
 
 

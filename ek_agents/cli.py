@@ -102,6 +102,7 @@ def _name(what: str) -> Any:
 def _local() -> Any:
     """The pipeline's Prefect-free module that finds or starts a Prefect API (None when the
     pipeline is not installed)."""
+    _quiet()
     try:
         return importlib.import_module(FLOWS + ".local")
     except ModuleNotFoundError as exc:
@@ -133,8 +134,7 @@ class _Clock:
 def _flows() -> Any:
     """The one dispatch point into Prefect: the pipeline's flows (the repository's ``flows/``,
     installed as ``ek_agents_pipeline.flows``), imported on first use."""
-    for k, v in QUIET_ENV.items():
-        os.environ.setdefault(k, v)
+    _quiet()
     try:
         return importlib.import_module(FLOWS)
     except ModuleNotFoundError as exc:
@@ -143,6 +143,12 @@ def _flows() -> Any:
         raise MissingDependency(f"this command runs a Prefect flow and needs the pipeline "
                                 f"({FLOWS}) and prefect ({exc}): pip install ek-agents "
                                 "(or pip install -e . in the checkout)") from None
+
+
+def _quiet() -> None:
+    """Offline by construction (:data:`QUIET_ENV`), for Prefect here and for a server we start."""
+    for k, v in QUIET_ENV.items():
+        os.environ.setdefault(k, v)
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
