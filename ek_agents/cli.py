@@ -19,10 +19,9 @@ import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_
 and an argument error should not pay.
 
 Exit codes: 0 ok; 1 when the gate or the audit fails; 2 on bad input; 3 when the infrastructure
-failed (the store unreachable, timing out, refusing the credentials, its bucket missing: a
+failed (the store's endpoint unreachable or timing out, access denied, bucket missing: a
 :class:`~ek_agents.errors.StoreError` other than a missing run or artifact) -- always with a
-one-line reason on stderr (no traceback for an ek-agents error). Output cut short by its reader
-(``ek-agents report ID | head``) is not an error.
+one-line reason on stderr (no traceback for an ek-agents error).
 """
 from __future__ import annotations
 
@@ -409,7 +408,9 @@ COMMANDS = {"run": _cmd_run, "ingest": _cmd_run, "report": _cmd_report, "gate": 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``ek-agents``; return the exit code (0 ok, 1 gate/audit failed, 2 bad input,
-    3 infrastructure failed)."""
+    3 infrastructure failed).
+
+    Output cut short by its reader (``ek-agents report ID | head``) is not an error (exit 0)."""
     a = build_parser().parse_args(argv)
     warnings.showwarning = _one_line_warning
     if not a.verbose:
