@@ -1,9 +1,17 @@
 """The ``ek-agents`` command line.
 
-Commands that run a pipeline flow (``run``, ``ingest``, ``audit``, ``promote``, ``demo``) reach
-Prefect through one dispatch point, :func:`_flows`, which imports the pipeline's flows (``ek_agents_pipeline.flows``)
+Commands that run a pipeline flow (``run``, ``ingest``, ``demo``) reach Prefect through one
+dispatch point, :func:`_flows`, which imports the pipeline's flows (``ek_agents_pipeline.flows``)
 package lazily (ek_agents itself never imports Prefect). ``report`` and ``gate`` read the store
-with the library alone and start no Prefect at all.
+with the library alone and start no Prefect at all; so do ``audit`` and ``promote`` unless a
+Prefect API is configured (then they run as flows there, recorded like any deployment's).
+
+Every option is checked before Prefect starts or an agent is called -- bounds in the parser,
+then the run id, the store, the baseline, the suite (each task's gold for its checker), the
+agent's import path and the price catalog -- and a refusal is one line on stderr, exit 2.
+``run`` starts the lightest Prefect context that records the flow run (``flows/local.py``:
+the configured API, else a temporary local server started before Prefect is imported, so the
+two overlap, and stopped on exit or SIGTERM/SIGHUP/SIGINT); ``-v`` says where the time went.
 
 The library modules a command needs are imported inside the command, for a measured
 import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_support``
@@ -22,12 +30,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import sys
+import time
+import warnings
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .errors import ArtifactNotFound, CheckFailed, EkAgentsError, InvalidInput, MissingDependency, StoreError
+from .errors import (ArtifactNotFound, AuditFailed, CheckFailed, EkAgentsError, InvalidInput,
+                     MissingDependency, StoreError)
 
 __all__ = ["main", "build_parser"]
 
@@ -38,13 +50,92 @@ QUIET_ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
 
 #: Where the pipeline's flows are installed (never the generic top-level name ``flows``).
 FLOWS = "ek_agents_pipeline.flows"
+#: Bounds of the options (beyond them a value is a typo, and costs minutes or memory to find out).
+MAX_K = 10_000  # = pipeline_support.MAX_K (not imported here: import time)
+MAX_CONCURRENCY = 10_000
+MAX_RETRIES = 100
+MAX_SEED = 2**63 - 1
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, refusing in one line (``ek-agents run: error: argument --k: ...``), exit 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _int_in(lo: int, hi: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{v} is out of range: use an integer in {lo}..{hi}")
+        return v
+    return parse
+
+
+def _number(lo: float, *, above: bool = False) -> Any:
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(v) or v < lo or (above and v == lo):
+            raise argparse.ArgumentTypeError(f"{text} is out of range: use a finite number "
+                                             f"{'>' if above else '>='} {lo:g}")
+        return v
+    return parse
+
+
+def _name(what: str) -> Any:
+    def parse(text: str) -> str:
+        from .store import Store  # lazy: see the module docstring (import time)
+
+        try:
+            return Store.validate_name(text, what=what)
+        except InvalidInput as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def _local() -> Any:
+    """The pipeline's Prefect-free module that finds or starts a Prefect API (None when the
+    pipeline is not installed)."""
+    _quiet()
+    try:
+        return importlib.import_module(FLOWS + ".local")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("ek_agents_pipeline", FLOWS, FLOWS + ".local"):
+            raise
+        return None
+
+
+class _Clock:
+    """Where a command's time went, said on ``-v``."""
+
+    def __init__(self, verbose: bool) -> None:
+        self.verbose, self.t0, self.last, self.parts = verbose, time.perf_counter(), time.perf_counter(), []
+
+    def mark(self, what: str) -> None:
+        now = time.perf_counter()
+        self.parts.append(f"{what} {now - self.last:.2f} s")
+        self.last = now
+
+    def say(self, extra: Optional[dict] = None, where: Optional[str] = None) -> None:
+        if self.verbose:
+            more = [f"{k.replace('_', ' ')} {v:.2f} s" for k, v in (extra or {}).items()]
+            print(f"ek-agents: time: {', '.join(self.parts + more)}; total "
+                  f"{time.perf_counter() - self.t0:.2f} s"
+                  + (f" (temporary Prefect server {where}, stopped)" if where else ""),
+                  file=sys.stderr)
 
 
 def _flows() -> Any:
     """The one dispatch point into Prefect: the pipeline's flows (the repository's ``flows/``,
     installed as ``ek_agents_pipeline.flows``), imported on first use."""
-    for k, v in QUIET_ENV.items():
-        os.environ.setdefault(k, v)
+    _quiet()
     try:
         return importlib.import_module(FLOWS)
     except ModuleNotFoundError as exc:
@@ -55,6 +146,12 @@ def _flows() -> Any:
                                 "(or pip install -e . in the checkout)") from None
 
 
+def _quiet() -> None:
+    """Offline by construction (:data:`QUIET_ENV`), for Prefect here and for a server we start."""
+    for k, v in QUIET_ENV.items():
+        os.environ.setdefault(k, v)
+
+
 def _store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None, metavar="URL",
                    help="artifact store: a folder, file://, memory:// or s3://bucket/prefix "
@@ -63,38 +160,53 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 def _eval_args(p: argparse.ArgumentParser) -> None:
     _store_arg(p)
-    p.add_argument("--k", type=int, default=1, help="trials per task (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="base seed: trial i gets seed + i (default 0)")
-    p.add_argument("--run-id", default=None, help="run id (default: a fresh timestamped id)")
-    p.add_argument("--baseline", default=None, metavar="NAME", help="gate the run against this baseline")
+    p.add_argument("--k", type=_int_in(1, MAX_K), default=1,
+                   help=f"trials per task, 1..{MAX_K} (default 1)")
+    p.add_argument("--seed", type=_int_in(0, MAX_SEED), default=0,
+                   help="base seed >= 0: trial i gets seed + i (default 0)")
+    p.add_argument("--run-id", type=_name("run id"), default=None,
+                   help="run id (default: a fresh timestamped id)")
+    p.add_argument("--baseline", type=_name("baseline name"), default=None, metavar="NAME",
+                   help="gate the run against this baseline")
     p.add_argument("--prices", default=None, metavar="PATH", help="price catalog (LiteLLM JSON format)")
     p.add_argument("--check", default=None, help="default checker: output | final_state | recorded")
     p.add_argument("--model", default="", help="model name recorded in the run provenance")
     p.add_argument("--simulator", default="", help="user simulator recorded in the provenance")
     p.add_argument("--scaffold", default="", help="agent scaffold recorded in the provenance")
-    p.add_argument("--tolerance", type=float, default=0.0, help="gate: tolerated success drop")
-    p.add_argument("--cost-tolerance", type=float, default=0.0,
-                   help="gate: tolerated relative rise of the cost per success")
+    _tolerance_args(p)
+
+
+def _tolerance_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tolerance", type=_number(0.0), default=0.0,
+                   help="gate: tolerated success drop (>= 0)")
+    p.add_argument("--cost-tolerance", type=_number(0.0), default=0.0,
+                   help="gate: tolerated relative rise of the cost per success (>= 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``ek-agents``."""
-    ap = argparse.ArgumentParser(prog="ek-agents", description="Evaluate AI agents in dollars per "
+    ap = _Parser(prog="ek-agents", description="Evaluate AI agents in dollars per "
                                  "successfully completed task.")
-    ap.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="show Prefect's logs, and where a command's time went")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("run", help="run an agent over a suite through the evaluate-agent flow")
     p.add_argument("--suite", required=True, metavar="PATH", help="suite file (YAML or JSONL)")
     p.add_argument("--agent", required=True, metavar="MODULE:CALLABLE", help="the agent's import path")
     _eval_args(p)
-    p.add_argument("--temperature", type=float, default=None)
-    p.add_argument("--chunk-size", type=int, default=None, help="trials per Prefect task run")
-    p.add_argument("--max-concurrency", type=int, default=8, help="trials at once per chunk")
-    p.add_argument("--timeout", type=float, default=None, dest="timeout_s", help="seconds per trial")
-    p.add_argument("--retries", type=int, default=0, help="retries of a transient agent error")
+    p.add_argument("--temperature", type=_number(0.0), default=None)
+    p.add_argument("--chunk-size", type=_int_in(1, MAX_K * MAX_CONCURRENCY), default=None,
+                   help="trials per Prefect task run (>= 1)")
+    p.add_argument("--max-concurrency", type=_int_in(1, MAX_CONCURRENCY), default=8,
+                   help=f"trials at once per chunk, 1..{MAX_CONCURRENCY} (default 8)")
+    p.add_argument("--timeout", type=_number(0.0, above=True), default=None, dest="timeout_s",
+                   help="seconds per trial (> 0)")
+    p.add_argument("--retries", type=_int_in(0, MAX_RETRIES), default=0,
+                   help=f"retries of a transient agent error, 0..{MAX_RETRIES} (default 0)")
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
-    p.add_argument("--max-workers", type=int, default=4, help="chunks at once (default 4)")
+    p.add_argument("--max-workers", type=_int_in(1, 1024), default=4,
+                   help="chunks at once, 1..1024 (default 4)")
     p.add_argument("--dask-address", default=None, help="an existing Dask cluster (tcp://...)")
 
     p = sub.add_parser("ingest", help="evaluate a recorded run (Inspect log, tau-bench results, "
@@ -107,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="print a stored run's report, or write an HTML/Markdown "
                                       "report comparing runs (no Prefect needed)")
-    p.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    p.add_argument("run_ids", nargs="+", metavar="RUN_ID", type=_name("run id"))
     p.add_argument("--json", action="store_true", help="print the report document(s) as JSON")
     p.add_argument("--html", default=None, metavar="PATH",
                    help="write a self-contained HTML report of the runs (path or fsspec URL)")
@@ -116,27 +228,27 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(p)
 
     p = sub.add_parser("gate", help="gate a stored run against a baseline (no Prefect needed)")
-    p.add_argument("run_id")
-    p.add_argument("--baseline", required=True, metavar="NAME")
-    p.add_argument("--tolerance", type=float, default=0.0)
-    p.add_argument("--cost-tolerance", type=float, default=0.0)
+    p.add_argument("run_id", type=_name("run id"))
+    p.add_argument("--baseline", required=True, metavar="NAME", type=_name("baseline name"))
+    _tolerance_args(p)
     _store_arg(p)
 
     p = sub.add_parser("audit", help="verify a run's artifacts and recompute its figures")
-    p.add_argument("run_id", nargs="?", default=None)
-    p.add_argument("--baseline", default=None, metavar="NAME", help="audit the run a baseline came from")
+    p.add_argument("run_id", nargs="?", default=None, type=_name("run id"))
+    p.add_argument("--baseline", default=None, metavar="NAME", type=_name("baseline name"),
+                   help="audit the run a baseline came from")
     _store_arg(p)
 
     p = sub.add_parser("promote", help="make a run a named baseline")
-    p.add_argument("run_id")
-    p.add_argument("--name", required=True)
+    p.add_argument("run_id", type=_name("run id"))
+    p.add_argument("--name", required=True, type=_name("baseline name"))
     p.add_argument("--replace", action="store_true",
                    help="replace an existing baseline of that name (the old one is kept as an artifact)")
     _store_arg(p)
 
     p = sub.add_parser("demo", help="the bundled shop world: two agents, a baseline, a gate, an audit")
     p.add_argument("--store", default="./.ek", metavar="URL", help="artifact store (default ./.ek)")
-    p.add_argument("--k", type=int, default=4, help="trials per task (default 4)")
+    p.add_argument("--k", type=_int_in(1, MAX_K), default=4, help="trials per task (default 4)")
     return ap
 
 
@@ -155,7 +267,10 @@ def _print_report(st: Any, run_id: str) -> None:
 
 def _cmd_run(a: argparse.Namespace) -> int:
     from .harness import new_run_id
+    from .pipeline_support import check_inputs, check_request, load_agent
+    from .store import run_key
 
+    clock = _Clock(a.verbose)
     st = _store(a.store)
     run_id = a.run_id or new_run_id()
     params = dict(k=a.k, seed=a.seed, store=st.url, run_id=run_id, baseline=a.baseline,
@@ -168,20 +283,36 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       max_workers=a.max_workers, dask_address=a.dask_address)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
-    from .pipeline_support import check_request
-    from .store import run_key
-
+    clock.mark("load ek_agents")
+    # bad input: exit 2 before Prefect starts or an agent is called
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
-                  ingest_path=params.get("ingest_path"))  # bad input: exit 2 before Prefect starts
-    store_failed = False
+                  ingest_path=params.get("ingest_path"))
+    models = [a.model] if a.model else []
+    if a.command == "run":  # an agent that says which model it calls must be priced too
+        own = getattr(load_agent(a.agent), "model", None)
+        models += [own] if isinstance(own, str) and own else []
+    check_inputs(st, run_id=run_id, k=a.k, suite=a.suite, check=a.check, baseline=a.baseline,
+                 prices=a.prices, models=models)
+    stored = st.exists(run_key(run_id, "manifest"))  # the store answers (else exit 3), now
+    clock.mark("checks")  # then: import of the flows (Prefect), the server (overlapped), the flow
+    local = _local()
+    if local is not None:
+        local.start_server()  # a temporary server (none configured) boots while Prefect imports
+    ok = False
     try:
         _flows().call_flow("evaluate_agent", **params)
-    except StoreError:
-        store_failed = True  # no report to print, and no second wait on a failing store
-        raise
+        ok = True
     finally:
-        if not store_failed and st.exists(run_key(run_id, "manifest")):
-            _print_report(st, run_id)
+        if local is not None:
+            local.stop_server()
+        clock.say(local.TIMINGS if local is not None else None,
+                  where=local.LAST_SERVER if local is not None else None)
+        if not isinstance(sys.exc_info()[1], StoreError):  # no second wait on a failing store
+            if st.exists(run_key(run_id, "manifest")):
+                _print_report(st, run_id)
+            elif not ok and not stored:
+                print(f"run {run_id} stopped before its manifest was written; run the same "
+                      f"command with --run-id {run_id} to resume it")
     print(f"run {run_id}: manifest at {st.url}/{run_key(run_id, 'manifest')}")
     return 0
 
@@ -221,21 +352,43 @@ def _cmd_gate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _orchestrated() -> bool:
+    """Whether a Prefect API is configured: then ``audit`` and ``promote`` run as flows there
+    (recorded like a deployment's); otherwise the library does the work, with no server."""
+    local = _local()
+    return local is not None and local.configured_api() is not None
+
+
 def _cmd_audit(a: argparse.Namespace) -> int:
     if a.run_id is None and a.baseline is None:
         raise InvalidInput("audit needs a RUN_ID or --baseline NAME")
     if a.run_id is not None and a.baseline is not None:
         raise InvalidInput(f"audit takes a RUN_ID or --baseline NAME, not both (got {a.run_id!r} "
                            f"and --baseline {a.baseline!r})")
-    result = _flows().call_flow("audit_run", run_id=a.run_id, baseline=a.baseline,
-                                store=_store(a.store).url)
+    if _orchestrated():
+        result = _flows().call_flow("audit_run", run_id=a.run_id, baseline=a.baseline,
+                                    store=_store(a.store).url)
+    else:
+        from .audit import audit
+
+        with warnings.catch_warnings():  # the recomputation repeats the run's own warnings
+            warnings.simplefilter("ignore")
+            done = audit(_store(a.store), a.run_id, baseline=a.baseline)
+        if not done.passed:
+            raise AuditFailed(done.summary())
+        result = done.to_dict()
     print(f"audit passed: run {result['run_id']!r}, {len(result['checked'])} checks")
     return 0
 
 
 def _cmd_promote(a: argparse.Namespace) -> int:
-    out = _flows().call_flow("promote_baseline", run_id=a.run_id, name=a.name,
-                             store=_store(a.store).url, replace=a.replace)
+    if _orchestrated():
+        out = _flows().call_flow("promote_baseline", run_id=a.run_id, name=a.name,
+                                 store=_store(a.store).url, replace=a.replace)
+    else:
+        from .record import promote_baseline
+
+        out = promote_baseline(_store(a.store), a.run_id, a.name, replace=a.replace)
     was = out.get("replaced")
     print(f"run {a.run_id!r} is now baseline {a.name!r} ({out['key']})" + (
         f"; it replaced the baseline of run {was.get('run_id')!r} (kept as artifact "
@@ -248,7 +401,14 @@ def _cmd_demo(a: argparse.Namespace) -> int:
     if "://" not in store:  # keep Prefect's database with the demo's store, never in ~/.prefect
         os.environ.setdefault("PREFECT_HOME", os.path.join(store, "prefect"))
         os.makedirs(os.environ["PREFECT_HOME"], exist_ok=True)
-    _flows().demo.run_demo(store, k=a.k)
+    local = _local()
+    if local is not None:
+        local.start_server()
+    try:
+        _flows().demo.run_demo(store, k=a.k)
+    finally:
+        if local is not None:
+            local.stop_server()
     return 0
 
 
@@ -258,12 +418,20 @@ COMMANDS = {"run": _cmd_run, "ingest": _cmd_run, "report": _cmd_report, "gate": 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``ek-agents``; return the exit code (0 ok, 1 gate/audit failed, 2 bad input,
-    3 infrastructure failed)."""
+    3 infrastructure failed).
+
+    Output cut short by its reader (``ek-agents report ID | head``) is not an error (exit 0)."""
     a = build_parser().parse_args(argv)
+    warnings.showwarning = _one_line_warning
     if not a.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
     try:
-        return COMMANDS[a.command](a)
+        code = COMMANDS[a.command](a)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:  # the reader stopped early (`ek-agents report ID | head`): fine
+        _quiet_stdout()
+        return 0
     except CheckFailed as exc:
         print(f"ek-agents: {exc}", file=sys.stderr)
         return 1
@@ -273,6 +441,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except EkAgentsError as exc:
         print(f"ek-agents: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+
+
+def _one_line_warning(message: Any, category: type, filename: str, lineno: int,
+                      file: Any = None, line: Optional[str] = None) -> None:
+    """A warning as one line on stderr (``ek-agents: warning: ...``), not two with source."""
+    print(f"ek-agents: warning: {message}", file=sys.stderr if file is None else file)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

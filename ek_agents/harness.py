@@ -21,6 +21,11 @@ functions under this module too: they are re-exported from their homes
 Fault handling: an agent that raises, or overruns ``timeout_s``, yields a failed episode
 (``success=False``, ``meta["error"] = "<Type>: <message>"``, ``meta["error_kind"]`` =
 ``"exception"`` | ``"timeout"`` | ``"infrastructure"``); one bad trial never aborts the suite.
+That holds for whatever the agent raises -- its own ``asyncio.CancelledError`` (HTTP clients
+raise it), ``RecursionError``, ``SystemExit``, ``KeyboardInterrupt`` -- and for an answer that
+cannot be stored (not JSON, or nested deeper than :data:`EPISODE_DEPTH`), the same whether the
+run is persisted or not; only the harness's own cancellation (the caller cancelling the run)
+cancels.
 :class:`~ek_agents.errors.TransientAgentError` is retried up to ``retries`` times with
 exponential backoff (``backoff_s * 2**i``); the retries are counted in ``Cost.retries`` (or in
 ``meta["retries"]`` when the agent reported no Cost -- an unknown cost stays unknown).
@@ -40,6 +45,7 @@ from typing import Any, Callable, Optional, Union
 
 from . import record
 from .base import Episode, RunProvenance, TaskSpec, task_table
+from .core import canonical_json
 from .errors import (AgentTimeout, IntegrityError, InvalidInput,
                      TransientAgentError)
 from .gate import AgentGateResult as AgentGateResult
@@ -48,6 +54,7 @@ from .record import load_agent_baseline as load_agent_baseline
 from .record import save_agent_baseline as save_agent_baseline
 from .manifest import RunInputs
 from .metrics import grade
+from .parsing import MAX_DEPTH, check_tree
 from .reporting import build_report as build_report
 from .reporting import graded_report
 from .sequential import sequential_gate
@@ -58,6 +65,10 @@ __all__ = ["run_suite", "run_trials", "build_report", "new_run_id",
            "AgentGateResult"]
 
 Pair = tuple  # (task_id, trial)
+
+#: Deepest episode a trial may produce: an episode sits two levels down in the run's episodes
+#: document, which must stay readable (``parsing.MAX_DEPTH``). A deeper answer fails its trial.
+EPISODE_DEPTH = MAX_DEPTH - 2
 
 
 def new_run_id() -> str:
@@ -241,24 +252,30 @@ class _Runner:
         return results
 
     async def _one(self, pair: Pair, results: dict, bar: Any) -> None:
-        ep = await self._trial(self.specs[pair[0]], pair[1])
+        ep, data = self._storable(await self._trial(self.specs[pair[0]], pair[1]), pair)
         if self.store is not None:
-            ep = await asyncio.to_thread(self._persist, ep, pair)
+            await asyncio.to_thread(self.store.write_bytes,
+                                    episode_key(self.run_id, pair[0], pair[1]), data)
         results[pair] = ep
         if bar is not None:
             bar[0].advance(bar[1])
 
-    def _persist(self, ep: Episode, pair: Pair) -> Episode:
-        key = episode_key(self.run_id, pair[0], pair[1])
+    def _storable(self, ep: Episode, pair: Pair) -> tuple[Episode, bytes]:
+        """The episode and its stored bytes; an answer that cannot be stored (not JSON, nested
+        deeper than :data:`EPISODE_DEPTH`) fails the trial -- persisted or not, so a plain run
+        grades exactly what a persisted one would read back."""
         try:
-            data = ep.to_dict()
-            self.store.write_json(key, data)
-        except (InvalidInput, ValueError, TypeError) as exc:  # the agent's output is not JSON
+            doc = ep.to_dict()
+            check_tree(doc, where="episode", max_depth=EPISODE_DEPTH, surrogates=False)
+            return ep, canonical_json(doc)
+        except (InvalidInput, ValueError, TypeError, RecursionError) as exc:
+            why = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
             ep = _failed(self.specs[pair[0]], pair[1], ep.run, ep.meta.get("attempts", 1),
-                         InvalidInput(f"episode is not JSON-serializable, so it cannot be persisted: {exc}"),
+                         InvalidInput(f"the agent's answer cannot be stored as JSON ({why:.300}); "
+                                      "return plain dicts, lists, strings, numbers, booleans and "
+                                      f"None, nested at most {EPISODE_DEPTH} levels"),
                          "exception", retries=ep.meta.get("retries", 0))
-            self.store.write_json(key, ep.to_dict())
-        return ep
+            return ep, canonical_json(ep.to_dict())
 
     async def _trial(self, task: TaskSpec, trial: int) -> Episode:
         trial_seed = None if self.seed is None else self.seed + trial
@@ -279,9 +296,13 @@ class _Runner:
                     transient += 1
                 except AgentTimeout as exc:
                     return _failed(task, trial, run, attempts, exc, "timeout", transient)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 -- one bad trial never aborts the suite
+                except asyncio.CancelledError as exc:
+                    if _cancelling():  # the harness's own cancellation: the run is stopping
+                        raise
+                    # the agent's own CancelledError (an HTTP client's, say): a failed trial
+                    return _failed(task, trial, run, attempts, exc, "exception", transient)
+                except BaseException as exc:  # noqa: BLE001 -- one bad trial never aborts the
+                    # suite, whatever it raised (RecursionError, SystemExit, KeyboardInterrupt)
                     return _failed(task, trial, run, attempts, exc, "exception", transient)
             return _finish(result, task, trial, self.run, trial_seed, attempts, transient,
                            time.perf_counter() - t0)
@@ -291,15 +312,45 @@ class _Runner:
         t0 = time.perf_counter()
         try:
             if self.is_async:
-                return await asyncio.wait_for(self.agent(task, **kwargs), limit)
+                return _raised(await asyncio.wait_for(_contained(self.agent(task, **kwargs)), limit))
             fut = _in_thread(asyncio.get_running_loop(), lambda: self.agent(task, **kwargs))
             result = await asyncio.wait_for(fut, limit)
             if inspect.isawaitable(result):  # a sync callable that returned a coroutine
                 left = None if limit is None else max(limit - (time.perf_counter() - t0), 1e-3)
-                result = await asyncio.wait_for(result, left)
+                result = _raised(await asyncio.wait_for(_contained(result), left))
             return result
         except TimeoutError:
             raise AgentTimeout(f"trial exceeded timeout_s={limit}") from None
+
+
+def _cancelling() -> bool:
+    """Whether the running task is being cancelled (by the harness's caller), as opposed to
+    an agent raising ``CancelledError`` on its own."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+class _Escaped:
+    """A ``SystemExit`` / ``KeyboardInterrupt`` an agent's coroutine raised, carried as a value:
+    raised inside a task asyncio would let it escape the event loop and end the whole run."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+async def _contained(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except (SystemExit, KeyboardInterrupt) as exc:
+        return _Escaped(exc)
+
+
+def _raised(result: Any) -> Any:
+    """:func:`_contained`'s answer: the result, or the escape re-raised here (in the trial's
+    own frame, where :meth:`_Runner._trial` turns it into a failed trial)."""
+    if isinstance(result, _Escaped):
+        raise result.exc
+    return result
 
 
 def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asyncio.Future:
@@ -366,7 +417,8 @@ def _finish(result: Any, task: TaskSpec, trial: int, run: Optional[RunProvenance
 
 def _failed(task: TaskSpec, trial: int, run: Optional[RunProvenance], attempts: int,
             exc: BaseException, kind: str, retries: int = 0) -> Episode:
-    meta: dict = {"error": f"{type(exc).__name__}: {exc}", "error_kind": kind, "trial": trial,
+    said = str(exc) or "(no message; raised by the agent)"
+    meta: dict = {"error": f"{type(exc).__name__}: {said}", "error_kind": kind, "trial": trial,
                   "attempts": attempts}
     if retries:
         meta["retries"] = retries

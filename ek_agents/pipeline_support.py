@@ -24,12 +24,16 @@ from . import errors
 from .base import JsonShape, RunProvenance
 from .core import shape
 from .errors import InvalidInput, did_you_mean
+from .base import Episode
 from .harness import run_trials
 from .manifest import input_digest
-from .record import SOURCES, StageRef, SuiteRef, episodes_doc, stage_output, tasks_of
+from .metrics import final_state_match, get_checker, output_match
+from .prices import load_prices, price_of
+from .record import SOURCES, StageRef, SuiteRef, episodes_doc, load_baseline, stage_output, tasks_of
+from .suite import load_suite
 from .store import Store, sha256_hex
 
-__all__ = ["check_request", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
+__all__ = ["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
            "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "plan_trials",
            "run_trial_chunk", "collect_episodes"]
 
@@ -52,6 +56,38 @@ def check_request(*, suite: Optional[str], agent: Optional[str], ingest: Optiona
         raise InvalidInput(f"ingest needs a kind (one of {sorted(SOURCES)}) and a path; got "
                            f"kind {ingest!r}, path {ingest_path!r}"
                            f"{did_you_mean(str(ingest), SOURCES) if ingest else ''}")
+
+
+#: The most trials per task a run may ask for: more is a typo, not a plan (memory grows with k).
+MAX_K = 10_000
+
+
+def check_inputs(store: Store, *, run_id: str, k: int = 1, suite: Optional[str] = None,
+                 check: Optional[str] = None, baseline: Optional[str] = None,
+                 prices: Optional[str] = None, models: Sequence[str] = ()) -> None:
+    """Refuse, before any agent is called, an evaluation that could only fail after paying for
+    its trials: a bad run id or k, an unknown checker, a baseline not in ``store``, a suite
+    that does not load or has a task without the gold its checker needs, a price catalog that
+    does not load or lacks one of ``models``. Each refusal is an ``EkAgentsError`` naming the
+    value and the fix."""
+    Store.validate_name(run_id, what="run id")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an integer in 1..{MAX_K} (trials per task), got {k!r}")
+    if check is not None:
+        get_checker(check)  # UnknownName with did-you-mean
+    if baseline is not None:
+        load_baseline(store, baseline)  # BaselineError saying how to make one
+    if suite:
+        loaded = load_suite(suite)
+        for task in loaded.tasks:
+            name = task.checker or (check if check is not None else loaded.checker)
+            fn = get_checker(name)
+            if fn is output_match or fn is final_state_match:  # both refuse a task without gold
+                fn(Episode(task.task_id), task.gold)
+    if prices is not None:
+        table = load_prices(prices)
+        for model in models:
+            price_of(model, prices=table)  # UnknownModelPrice naming the closest entries
 
 
 

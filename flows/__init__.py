@@ -5,10 +5,26 @@
 - ``audit_run`` ("audit-run"): verify a stored run's bytes and recompute its figures.
 - ``promote_baseline`` ("promote-baseline"): a run becomes ``baselines/<name>.json``.
 - ``run_trials_flow`` ("run-trials"): the chunked fan-out, on a bounded task runner.
+
+The names load on first use (``import`` of this package imports no Prefect), so that the CLI
+can start a temporary Prefect server from ``.local`` before it pays for importing Prefect.
 """
-from .audit import audit_run, promote_baseline
-from .evaluate import evaluate_agent, run_trials_flow
-from . import demo
-from .local import call_flow
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = ["evaluate_agent", "audit_run", "promote_baseline", "run_trials_flow", "call_flow"]
+
+_HOMES = {"evaluate_agent": "evaluate", "run_trials_flow": "evaluate", "audit_run": "audit",
+          "promote_baseline": "audit", "call_flow": "local"}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "demo":
+        return importlib.import_module(f"{__name__}.demo")
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
