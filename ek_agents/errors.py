@@ -21,6 +21,7 @@ __all__ = [
     "UnknownModelPrice", "MissingDependency", "StoreError", "ArtifactNotFound",
     "IntegrityError", "TransientAgentError", "AgentTimeout", "did_you_mean",
     "CheckFailed", "GateFailed", "AuditFailed",
+    "RunMismatch", "RunInUse", "TooManyErrors",
 ]
 
 
@@ -101,6 +102,19 @@ class GateFailed(CheckFailed):
 
 class AuditFailed(CheckFailed):
     """An audit found a stored artifact or a recorded figure that does not check out."""
+
+
+class RunMismatch(InvalidInput):
+    """A resume of a run id whose stored fingerprint (agent, code, configuration, suite, k,
+    seed, provenance, limits) differs from this call's: the message names the fields."""
+
+
+class RunInUse(EkAgentsError, RuntimeError):
+    """Another writer holds the run's lease (the message names the holder)."""
+
+
+class TooManyErrors(CheckFailed):
+    """A run whose errored trials exceed the allowed fraction (an outage, not a verdict)."""
 
 
 def did_you_mean(name: str, options: Iterable[str], *, n: int = 3) -> str:

@@ -125,6 +125,9 @@ class RunManifest(JsonShape):
     stages: dict = Field(default_factory=dict)
     results: dict = Field(default_factory=dict)
     gate: Optional[dict] = None
+    fingerprint: Optional[dict] = None
+    """What decided the run's episodes (``record.RunFingerprint``: agent, its code digest and
+    declared configuration, suite, k, seed, provenance, limits); None for an ingested run."""
 
     @classmethod
     def build(cls, run_id: str, **fields: Any) -> "RunManifest":
