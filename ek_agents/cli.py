@@ -10,8 +10,10 @@ import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_
 (harness, record, reporting, metrics, cost, bridge) ~250-350 ms, which ``ek-agents --help``
 and an argument error should not pay.
 
-Exit codes: 0 ok; 1 when the gate or the audit fails; 2 on bad input -- always with a one-line
-reason on stderr (no traceback for an ek-agents error).
+Exit codes: 0 ok; 1 when the gate or the audit fails; 2 on bad input (also: a resume refused by
+the run's fingerprint, RunMismatch; a run id another writer holds, RunInUse); 4 when more of a
+run's trials errored than ``--max-error-rate`` allows (TooManyErrors, after the manifest is
+written) -- always with a one-line reason on stderr (no traceback for an ek-agents error).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .errors import CheckFailed, EkAgentsError, InvalidInput, MissingDependency
+from .errors import CheckFailed, EkAgentsError, InvalidInput, MissingDependency, TooManyErrors
 
 __all__ = ["main", "build_parser"]
 
@@ -92,6 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
     p.add_argument("--max-workers", type=int, default=4, help="chunks at once (default 4)")
     p.add_argument("--dask-address", default=None, help="an existing Dask cluster (tcp://...)")
+    p.add_argument("--refresh", action="store_true",
+                   help="run every trial afresh: no cached episodes, the run id's stored trials "
+                        "replaced (also with another agent or settings)")
+    p.add_argument("--retry-errored", action="store_true",
+                   help="re-run only the trials that ended in an error (e.g. after an outage)")
+    p.add_argument("--max-error-rate", type=float, default=0.5, metavar="FRACTION",
+                   help="fail the run (exit 4) when more than this fraction of its trials "
+                        "errored (default 0.5)")
+    p.add_argument("--break-lease", action="store_true",
+                   help="remove the run id's writer lease first (its writer died)")
+    p.add_argument("--wait-lease", type=float, default=0.0, metavar="SECONDS",
+                   help="wait up to SECONDS for another writer of the run id to finish")
 
     p = sub.add_parser("ingest", help="evaluate a recorded run (Inspect log, tau-bench results, "
                                       "messages JSONL)")
@@ -159,7 +173,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
         params.update(suite=a.suite, agent=a.agent, temperature=a.temperature,
                       chunk_size=a.chunk_size, max_concurrency=a.max_concurrency,
                       timeout_s=a.timeout_s, retries=a.retries, task_runner=a.task_runner,
-                      max_workers=a.max_workers, dask_address=a.dask_address)
+                      max_workers=a.max_workers, dask_address=a.dask_address,
+                      refresh=a.refresh, retry_errored=a.retry_errored,
+                      max_error_rate=a.max_error_rate, break_lease=a.break_lease,
+                      lease_wait_s=a.wait_lease)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
     from .pipeline_support import check_request
@@ -247,6 +264,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
     try:
         return COMMANDS[a.command](a)
+    except TooManyErrors as exc:  # an outage, not a verdict on the agent
+        print(f"ek-agents: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 4
     except CheckFailed as exc:
         print(f"ek-agents: {exc}", file=sys.stderr)
         return 1

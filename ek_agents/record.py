@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-import math
+import json
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Union
@@ -669,13 +669,11 @@ def agent_config(agent: Any) -> dict:
     if not isinstance(declared, Mapping):
         raise InvalidInput(f"agent {agent!r:.80}: ek_config must be a mapping (or a method "
                            f"returning one) of JSON values, got {type(declared).__name__}")
-    plain = as_plain(dict(declared))
-    try:
-        canonical_json(plain)
+    try:  # through JSON and back: what a stored fingerprint reads back (tuples become lists)
+        return json.loads(canonical_json(as_plain(dict(declared))))
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"agent {agent!r:.80}: ek_config is not JSON ({exc}); declare "
                            "strings, numbers, booleans, lists and mappings only") from None
-    return plain
 
 
 def agent_name(agent: Any) -> Optional[str]:
