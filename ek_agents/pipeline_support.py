@@ -27,7 +27,7 @@ from .errors import InvalidInput, did_you_mean
 from .harness import run_trials
 from .manifest import input_digest
 from .record import (SOURCES, RunFingerprint, StageRef, SuiteRef, agent_config, cache_origin,
-                     claim_run, code_digest, episodes_doc, episodes_of, errored, lookup,
+                     claim_run, code_digest, episodes_doc, index_output, episodes_of, errored, lookup,
                      stage_output, tasks_of)
 from .store import Store, episode_key
 
@@ -225,7 +225,7 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     digest = input_digest("episodes", fingerprint=fp.to_dict())
     ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
     pairs = [(t, i) for t in ids for i in range(request.k)]
-    origin = None
+    origin, found = None, None
     if not request.refresh:
         found = lookup(st, "episodes", digest)
         origin = cache_origin(st, "episodes", digest) if found is not None else None
@@ -237,15 +237,17 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
                 return TrialPlan(request=request, digest=digest, reused=len(pairs),
                                  reused_from=origin,
                                  episodes=_with_reuse(reused, len(pairs), origin))
-        if found is not None and origin != request.run_id:  # retry errored of a cached run:
-            _seed_run(st, request.run_id, found[0])          # reuse its successful trials
     reuse, kept = claim_run(st, request.run_id, fp, pairs, refresh=request.refresh,
                             retry_errored=request.retry_errored)
+    n_reused, source = reuse.kept, request.run_id
+    if not request.refresh and found is not None and origin != request.run_id:
+        seeded = _seed_run(st, request.run_id, found[0], skip=kept)  # retry errored of a
+        n_reused, kept = n_reused + len(seeded), {**kept, **seeded}    # cached run: reuse
+        source = origin if seeded else source                          # its successes
     todo = {p for p in pairs if p not in kept}
     chunks = [[pr for pr in chunk if (pr[0], pr[1]) in todo]
               for chunk in plan_chunks(ids, k=request.k, chunk_size=request.chunk_size)]
-    return TrialPlan(request=request, digest=digest, reused=reuse.kept,
-                     reused_from=(origin if origin and reuse.kept else request.run_id),
+    return TrialPlan(request=request, digest=digest, reused=n_reused, reused_from=source,
                      chunks=tuple(TrialChunk(request=request, index=i,
                                              pairs=tuple((t, n) for t, n in chunk))
                                   for i, chunk in enumerate(c for c in chunks if c)))
@@ -255,15 +257,17 @@ def _with_reuse(ref: StageRef, reused: int, origin: Optional[str]) -> StageRef:
     return dataclasses.replace(ref, reused=reused, reused_from=origin)
 
 
-def _seed_run(st: Store, run_id: str, cached_doc: Mapping) -> None:
-    """Copy a cached run's successful trials into ``run_id`` (where it has none stored)."""
+def _seed_run(st: Store, run_id: str, cached_doc: Mapping, *, skip: Mapping) -> dict:
+    """Copy a cached run's successful trials into ``run_id`` (but those in ``skip``, already
+    stored there); the copied ones, ``{(task_id, trial): Episode}``."""
+    seeded = {}
     for ep in episodes_of(cached_doc):
         trial = ep.meta.get("trial")
-        if errored(ep) or not isinstance(trial, int):
+        if errored(ep) or not isinstance(trial, int) or (ep.task_id, trial) in skip:
             continue
-        key = episode_key(run_id, ep.task_id, trial)
-        if not st.exists(key):
-            st.write_json(key, ep.to_dict())
+        st.write_json(episode_key(run_id, ep.task_id, trial), ep.to_dict())
+        seeded[(ep.task_id, trial)] = ep
+    return seeded
 
 
 def run_trial_chunk(chunk: TrialChunk) -> int:
@@ -275,8 +279,8 @@ def collect_episodes(plan: TrialPlan) -> StageRef:
     """Every stored trial of the run (``harness.run_trials`` loads them all, runs none) -> the
     run's episodes document, indexed under the run's input digest, with what was reused."""
     episodes = _trials(plan.request)
-    ref = stage_output(Store(plan.request.store), plan.request.run_id, "episodes", plan.digest,
-                       lambda: episodes_doc(episodes))
+    ref = index_output(Store(plan.request.store), plan.request.run_id, "episodes", plan.digest,
+                       episodes_doc(episodes))
     return _with_reuse(ref, plan.reused, plan.reused_from)
 
 

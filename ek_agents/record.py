@@ -56,7 +56,7 @@ __all__ = [
     "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
     "run_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
     "ManifestRef", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
-    "claim_run", "trial_matches", "errored", "cache_origin", "EK_CONFIG",
+    "claim_run", "index_output", "trial_matches", "errored", "cache_origin", "EK_CONFIG",
 ]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
@@ -150,11 +150,15 @@ def cached(store: Any, stage: str, digest: str, compute: Callable[[], Any],
     if found is not None:
         return found[0], found[1], True
     doc = as_plain(compute())
+    return doc, _put_indexed(store, stage, digest, doc, run_id), False
+
+
+def _put_indexed(store: Any, stage: str, digest: str, doc: Any, run_id: Optional[str]) -> str:
     sha = store.put_artifact(doc)
     store.write_json(cache_key(stage, digest), {"stage": stage, "input_digest": digest,
                                                 "artifact": sha, "created_at": utc_now(),
                                                 "run_id": run_id})
-    return doc, sha, False
+    return sha
 
 
 def cache_origin(store: Any, stage: str, digest: str) -> Optional[str]:
@@ -183,6 +187,17 @@ def stage_output(store: Any, run_id: str, stage: str, digest: str,
     key = run_key(run_id, stage)
     return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=artifact,
                     input_digest=digest, cached=hit)
+
+
+def index_output(store: Any, run_id: str, stage: str, digest: str, doc: Any) -> StageRef:
+    """Store ``doc`` as what ``digest`` produced in run ``run_id`` (replacing any older entry
+    of the stage cache under that digest: a refreshed or retried run's episodes are the newest
+    production of those inputs) and write it as the run's ``stage`` document."""
+    doc = as_plain(doc)
+    sha = _put_indexed(store, stage, digest, doc, run_id)
+    key = run_key(run_id, stage)
+    return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=sha,
+                    input_digest=digest, cached=False)
 
 
 def write_doc(store: Any, run_id: str, name: str, doc: Any) -> StageRef:
