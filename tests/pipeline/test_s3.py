@@ -34,7 +34,10 @@ def s3_bucket(monkeypatch):
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     import s3fs
 
-    s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True).mkdir("ek-pipeline")
+    try:
+        s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True).mkdir("ek-pipeline")
+    except FileExistsError:  # moto's backends live per process: an earlier test's bucket
+        pass
     yield "s3://ek-pipeline"
     server.stop()
 
@@ -65,9 +68,9 @@ def test_the_run_lease_is_a_conditional_put_on_s3(s3_bucket):
     from ek_agents.errors import RunInUse
     from ek_agents.store import acquire_lease, read_lease, release_lease
 
-    st = Store(f"{s3_bucket}/team/evals")
+    st = Store(f"{s3_bucket}/leases")
     held = acquire_lease(st, "r")
-    other = Store(f"{s3_bucket}/team/evals")  # another client of the same bucket
+    other = Store(f"{s3_bucket}/leases")  # another client of the same bucket
     with pytest.raises(RunInUse, match=f"pid {held.pid} "):
         acquire_lease(other, "r")
     assert read_lease(other, "r").token == held.token
