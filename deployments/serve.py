@@ -24,7 +24,8 @@ def deployments() -> dict:
     from ek_agents_pipeline.flows import audit_run, evaluate_agent
 
     nightly = dict(suite="examples/shop/suite.yaml", agent="examples.shop.agents:small_agent",
-                   k=4, prices="examples/prices.json", baseline="shop-small")
+                   k=4, prices="examples/prices.json", baseline="shop-small",
+                   seed=None)  # seed from each night's scheduled start: every night draws afresh
     return {
         "nightly": evaluate_agent.to_deployment(name="nightly", cron="0 3 * * *", parameters=nightly,
                                                 tags=["ek-agents", "nightly"]),

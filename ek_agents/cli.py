@@ -20,10 +20,12 @@ and an argument error should not pay.
 
 Exit codes: 0 ok; 1 when the gate or the audit fails, or when a stored document does not match
 its run's manifest (``report``, ``gate``, ``promote``: DigestMismatch); 2 on bad input (a
-malformed stored document included); 3 when the infrastructure failed (the store's endpoint
-unreachable or timing out, access denied, bucket missing: a
-:class:`~ek_agents.errors.StoreError` other than a missing run or artifact) -- always with a
-one-line reason on stderr (no traceback for an ek-agents error).
+malformed stored document included; also a resume refused by the run's fingerprint,
+RunMismatch, and a run id another writer holds, RunInUse); 3 when the infrastructure failed
+(the store's endpoint unreachable or timing out, access denied, bucket missing: a
+:class:`~ek_agents.errors.StoreError` other than a missing run or artifact); 4 when more of a
+run's trials errored than ``--max-error-rate`` allows (TooManyErrors, after the manifest is
+written) -- always with a one-line reason on stderr (no traceback for an ek-agents error).
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from .errors import (ArtifactNotFound, AuditFailed, CheckFailed, EkAgentsError, InvalidInput,
-                     MissingDependency, StoreError)
+                     MissingDependency, StoreError, TooManyErrors)
 
 __all__ = ["main", "build_parser"]
 
@@ -208,6 +210,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-workers", type=_int_in(1, 1024), default=4,
                    help="chunks at once, 1..1024 (default 4)")
     p.add_argument("--dask-address", default=None, help="an existing Dask cluster (tcp://...)")
+    p.add_argument("--refresh", action="store_true",
+                   help="run every trial afresh: no cached episodes, the run id's stored trials "
+                        "replaced (also with another agent or settings)")
+    p.add_argument("--retry-errored", action="store_true",
+                   help="re-run only the trials that ended in an error (e.g. after an outage)")
+    p.add_argument("--max-error-rate", type=float, default=0.5, metavar="FRACTION",
+                   help="fail the run (exit 4) when more than this fraction of its trials "
+                        "errored (default 0.5)")
+    p.add_argument("--break-lease", action="store_true",
+                   help="remove the run id's writer lease first (its writer died)")
+    p.add_argument("--wait-lease", type=float, default=0.0, metavar="SECONDS",
+                   help="wait up to SECONDS for another writer of the run id to finish")
 
     p = sub.add_parser("ingest", help="evaluate a recorded run (Inspect log, tau-bench results, "
                                       "messages JSONL)")
@@ -280,7 +294,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
         params.update(suite=a.suite, agent=a.agent, temperature=a.temperature,
                       chunk_size=a.chunk_size, max_concurrency=a.max_concurrency,
                       timeout_s=a.timeout_s, retries=a.retries, task_runner=a.task_runner,
-                      max_workers=a.max_workers, dask_address=a.dask_address)
+                      max_workers=a.max_workers, dask_address=a.dask_address,
+                      refresh=a.refresh, retry_errored=a.retry_errored,
+                      max_error_rate=a.max_error_rate, break_lease=a.break_lease,
+                      lease_wait_s=a.wait_lease)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
     clock.mark("load ek_agents")
@@ -418,7 +435,7 @@ COMMANDS = {"run": _cmd_run, "ingest": _cmd_run, "report": _cmd_report, "gate": 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``ek-agents``; return the exit code (0 ok, 1 gate/audit failed, 2 bad input,
-    3 infrastructure failed).
+    3 infrastructure failed, 4 too many errored trials).
 
     Output cut short by its reader (``ek-agents report ID | head``) is not an error (exit 0)."""
     a = build_parser().parse_args(argv)
@@ -432,6 +449,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:  # the reader stopped early (`ek-agents report ID | head`): fine
         _quiet_stdout()
         return 0
+    except TooManyErrors as exc:  # an outage, not a verdict on the agent
+        print(f"ek-agents: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 4
     except CheckFailed as exc:
         print(f"ek-agents: {exc}", file=sys.stderr)
         return 1

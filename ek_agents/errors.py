@@ -22,6 +22,7 @@ __all__ = [
     "StoreUnreachable", "StoreTimeout", "StoreAccessDenied", "BucketNotFound",
     "IntegrityError", "TransientAgentError", "AgentTimeout", "did_you_mean",
     "CheckFailed", "GateFailed", "AuditFailed", "DocumentError", "DigestMismatch",
+    "RunMismatch", "RunInUse", "TooManyErrors",
 ]
 
 
@@ -141,6 +142,19 @@ class AuditFailed(CheckFailed):
 class DigestMismatch(AuditFailed, IntegrityError):
     """A run's document whose bytes are not the ones its manifest lists (or that the manifest
     does not list): a read that would trust it is refused, with the audit's exit code."""
+
+
+class RunMismatch(InvalidInput):
+    """A resume of a run id whose stored fingerprint (agent, code, configuration, suite, k,
+    seed, provenance, limits) differs from this call's: the message names the fields."""
+
+
+class RunInUse(EkAgentsError, RuntimeError):
+    """Another writer holds the run's lease (the message names the holder)."""
+
+
+class TooManyErrors(CheckFailed):
+    """A run whose errored trials exceed the allowed fraction (an outage, not a verdict)."""
 
 
 def did_you_mean(name: str, options: Iterable[str], *, n: int = 3) -> str:

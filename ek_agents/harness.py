@@ -58,9 +58,10 @@ from .parsing import MAX_DEPTH, check_tree
 from .reporting import build_report as build_report
 from .reporting import graded_report
 from .sequential import sequential_gate
-from .store import Store, episode_key, episodes_prefix, open_store
+from .store import (Store, acquire_lease, episode_key, episodes_prefix, open_store,
+                    release_lease, sha256_hex)
 
-__all__ = ["run_suite", "run_trials", "build_report", "new_run_id",
+__all__ = ["run_suite", "run_trials", "build_report", "new_run_id", "trial_fingerprint",
            "save_agent_baseline", "load_agent_baseline", "agent_regression_gate",
            "AgentGateResult"]
 
@@ -83,7 +84,9 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                timeout_s: Optional[float] = None, retries: int = 0,
                store: Union[Store, str, None] = None, run_id: Optional[str] = None,
                only: Optional[Any] = None, backoff_s: float = 0.5,
-               progress: Optional[bool] = None) -> list[Episode]:
+               progress: Optional[bool] = None, refresh: bool = False,
+               retry_errored: bool = False,
+               fingerprint: Optional[record.RunFingerprint] = None) -> list[Episode]:
     """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
 
     Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
@@ -101,10 +104,31 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
     - ``store`` + ``run_id``: each episode is written as it finishes to
       ``store.episode_key(run_id, task, trial)``; trials already stored there are loaded,
       not re-run (so a killed run resumes without losing or duplicating anything). ``run_id``
-      alone uses the default store; ``store`` alone is an error.
+      alone uses the default store; ``store`` alone is an error. A resume must be the same
+      run: its fingerprint (``record.RunFingerprint``: agent, its code and declared
+      ``ek_config``, suite, k, seed, provenance, timeout, retries; ``fingerprint`` overrides
+      the one computed here) is stored at the first write, and a different one raises
+      :class:`~ek_agents.errors.RunMismatch` naming the fields. A stored file that is not the
+      trial its key names is run again, never kept (``record.claim_run``).
+    - ``refresh``: run every trial afresh (stored trials are removed first); ``retry_errored``:
+      run again only the stored trials that ended in an error.
     - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
     - ``progress``: a rich progress bar (default: when stderr is a terminal).
     """
+    return _trials_with_reuse(agent, tasks, k=k, seed=seed, run=run,
+                              max_concurrency=max_concurrency, timeout_s=timeout_s,
+                              retries=retries, store=store, run_id=run_id, only=only,
+                              backoff_s=backoff_s, progress=progress, refresh=refresh,
+                              retry_errored=retry_errored, fingerprint=fingerprint)[0]
+
+
+def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
+                       run: Optional[RunProvenance], max_concurrency: int,
+                       timeout_s: Optional[float], retries: int, store: Any,
+                       run_id: Optional[str], only: Any, backoff_s: float,
+                       progress: Optional[bool], refresh: bool, retry_errored: bool,
+                       fingerprint: Optional[record.RunFingerprint]
+                       ) -> tuple[list[Episode], Optional[record.RunReuse]]:
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
                   retries=retries, run=run, backoff_s=backoff_s)
@@ -116,7 +140,13 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                                "(e.g. harness.new_run_id()); pass run_id=...")
         Store.validate_name(run_id, what="run id")
         st = open_store(store)
-    done = _load_done(st, run_id, wanted, seed) if st is not None else {}
+    done: dict = {}
+    reuse = None
+    if st is not None:
+        fp = fingerprint or trial_fingerprint(agent, specs, k=k, seed=seed, run=run,
+                                              timeout_s=timeout_s, retries=retries)
+        reuse, done = record.claim_run(st, run_id, fp, wanted, refresh=refresh,
+                                       retry_errored=retry_errored)
     todo = [p for p in wanted if p not in done]
     ran: dict = {}
     if todo:
@@ -127,7 +157,28 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
         ran = _run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
                                                     show=show))
     merged = {**done, **ran}
-    return [merged[p] for p in wanted]
+    return [merged[p] for p in wanted], reuse
+
+
+def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
+                      run: Optional[RunProvenance], timeout_s: Optional[float],
+                      retries: int) -> record.RunFingerprint:
+    """The fingerprint of a library run of ``agent`` (a callable) over ``tasks``: its
+    ``module:qualname``, the digest of its source file plus its own source (two lambdas of
+    one file differ), its declared ``ek_config``, the tasks' digest and the run's settings."""
+    code = record.code_digest(agent)
+    try:
+        own = inspect.getsource(agent if inspect.isfunction(agent) or inspect.ismethod(agent)
+                                else type(agent))
+    except (TypeError, OSError):
+        own = ""
+    prov = {} if run is None else {f: v for f, v in run.to_dict().items() if f != "schema_version"}
+    return record.RunFingerprint(
+        agent=record.agent_name(agent),
+        agent_code=None if code is None and not own else
+        sha256_hex(f"{code}\n{own}".encode("utf-8", "surrogatepass")),
+        agent_config=record.agent_config(agent), suite=record.tasks_doc(tasks)["digest"],
+        k=k, seed=seed, run=prov, timeout_s=timeout_s, retries=retries)
 
 
 def _check_params(agent: Any, *, k: Any, seed: Any, max_concurrency: Any, timeout_s: Any,
@@ -168,35 +219,6 @@ def _wanted_pairs(specs: Mapping[str, TaskSpec], k: int, only: Any) -> list[Pair
             raise InvalidInput(f"only: {pair!r} is not a trial of this run: {why}")
         chosen.add(pair)
     return sorted(chosen)
-
-
-def _load_done(st: Store, run_id: str, wanted: list[Pair], seed: Optional[int]) -> dict:
-    by_key = {episode_key(run_id, tid, i): (tid, i) for tid, i in wanted}
-    present = [key for key in st.list(episodes_prefix(run_id)) if key in by_key]
-    if not present:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(16, len(present))) as ex:
-        loaded = list(ex.map(lambda key: _read_episode(st, key), present))
-    done = {}
-    for key, ep in zip(present, loaded):
-        if ep is None:  # unreadable (not written by us): run the trial again
-            continue
-        tid, i = by_key[key]
-        stored_seed = ep.run.seed if ep.run is not None else None
-        if seed is not None and stored_seed != seed + i:
-            raise InvalidInput(
-                f"run {run_id!r} already stored trial {i} of task {tid!r} with seed {stored_seed!r}, "
-                f"but this call asks for seed {seed + i} (seed={seed}): resume with the seed the "
-                "run started with, or start a new run_id")
-        done[(tid, i)] = ep
-    return done
-
-
-def _read_episode(st: Store, key: str) -> Optional[Episode]:
-    try:
-        return Episode.from_dict(st.read_json(key))
-    except (IntegrityError, InvalidInput):
-        return None
 
 
 def _run_coroutine(factory: Callable[[], Any]) -> Any:
@@ -447,7 +469,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               rootdir: Union[Store, str, None] = None, max_concurrency: int = 8,
               timeout_s: Optional[float] = None, retries: int = 0, backoff_s: float = 0.5,
               progress: Optional[bool] = None, baseline: Any = None,
-              sequential: bool = False) -> Any:
+              sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
+              lease_wait_s: float = 0.0, break_lease: bool = False) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -462,6 +485,15 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
     recorded as such in the manifest's inputs, and the audit says which figures it cannot
     recompute.
+
+    Identity and reuse: a persisted run is one writer's (a lease on the run id, held while it
+    writes: a second writer gets :class:`~ek_agents.errors.RunInUse` naming the holder, or
+    waits ``lease_wait_s`` seconds; ``break_lease=True`` removes a dead writer's lease) and one
+    fingerprint's (see :func:`run_trials`: a resume with another agent, configuration, suite,
+    k, seed, provenance or limits raises :class:`~ek_agents.errors.RunMismatch`).
+    ``refresh=True`` runs every trial afresh; ``retry_errored=True`` re-runs only the stored
+    trials that ended in an error. ``report.detail["reused"]`` and the manifest's
+    ``stages["episodes"]`` say how many trials were reused, and from which run.
 
     ``sequential=True`` with ``baseline=`` (a name in the store at ``rootdir``, a saved
     baseline dict, or a report) runs the trials batch by batch (trial j of every task) and
@@ -482,19 +514,44 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     if persisting and run_id is None:
         run_id = new_run_id()
     specs = task_table(tasks)
-    tasks_doc = record.tasks_doc(tasks) if st is not None else None  # unstorable tasks fail now
-    episodes = run_trials(agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
-                          timeout_s=timeout_s, retries=retries, store=st, run_id=run_id,
-                          backoff_s=backoff_s, progress=progress)
+    if st is None:
+        episodes = run_trials(agent, specs, k=k, seed=seed, run=run,
+                              max_concurrency=max_concurrency, timeout_s=timeout_s,
+                              retries=retries, backoff_s=backoff_s, progress=progress)
+        return graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
+                             prices=prices, seed=0 if seed is None else seed, run=run)[2]
+    tasks_doc = record.tasks_doc(tasks)  # unstorable tasks fail now
+    lease = acquire_lease(st, run_id, wait_s=lease_wait_s, force=break_lease)
+    try:
+        return _persisted_suite(agent, specs, tasks_doc, st=st, run_id=run_id, k=k, check=check,
+                                metrics=metrics, price=price, prices=prices, run=run, seed=seed,
+                                max_concurrency=max_concurrency, timeout_s=timeout_s,
+                                retries=retries, backoff_s=backoff_s, progress=progress,
+                                refresh=refresh, retry_errored=retry_errored)
+    finally:
+        release_lease(st, lease)
+
+
+def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: dict, *,
+                     st: Store, run_id: str, k: int, check: Any, metrics: Optional[Mapping],
+                     price: Any, prices: Optional[Mapping], run: Optional[RunProvenance],
+                     seed: Optional[int], max_concurrency: int, timeout_s: Optional[float],
+                     retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
+                     retry_errored: bool) -> Any:
+    """:func:`run_suite` of a persisted run, under the run's lease."""
+    episodes, reuse = _trials_with_reuse(
+        agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
+        timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
+        backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
+        fingerprint=None)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run)
-    if st is None:
-        return report
+    ep_ref = record.write_doc(st, run_id, "episodes", record.episodes_doc(episodes))
     refs = {"tasks": record.write_tasks(st, run_id, tasks_doc),
             "prices": None if prices is None else record.write_doc(st, run_id, "prices",
                                                                    record.prices_doc(prices)),
-            "episodes": record.write_doc(st, run_id, "episodes", record.episodes_doc(episodes)),
+            "episodes": dataclasses.replace(ep_ref, reused=reuse.kept, reused_from=run_id),
             "graded": record.write_doc(st, run_id, "graded", record.episodes_doc(graded)),
             "metrics": record.write_doc(st, run_id, "metrics", reliability.to_dict()),
             "report": record.write_doc(st, run_id, "report", report.to_dict())}
@@ -502,15 +559,17 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                        check=check if check is None or isinstance(check, str) else record.UNSTORED,
                        price=None if price is None else record.UNSTORED,
                        metrics=tuple(sorted(metrics or ())))
-    where = (getattr(agent, "__module__", None),
-             getattr(agent, "__qualname__", None) or getattr(agent, "__name__", None))
     record.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
-                      agent=f"{where[0]}:{where[1]}" if all(where) else None,
+                      agent=record.agent_name(agent),
                       parameters={"k": k, "seed": seed, "max_concurrency": max_concurrency,
                                   "timeout_s": timeout_s, "retries": retries,
-                                  "backoff_s": backoff_s},
+                                  "backoff_s": backoff_s, "refresh": refresh,
+                                  "retry_errored": retry_errored},
                       orchestrator={"orchestrator": "ek_agents.harness.run_suite"})
-    return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url})
+    reused = {"episodes": reuse.kept, "from_run": run_id, **reuse.to_dict()}
+    reused.pop("schema_version", None)
+    return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url,
+                                               "reused": reused})
 
 
 def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential: bool, k: int,

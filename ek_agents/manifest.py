@@ -36,7 +36,7 @@ from .store import sha256_hex
 __all__ = ["RunManifest", "RunInputs", "package_info", "git_sha", "input_digest", "utc_now", "finite",
            "as_plain", "report_rows", "report_markdown", "TasksDocument", "EpisodesDocument",
            "GateDocument", "BaselineDocument", "check_document", "check_manifest", "check_report",
-           "check_baseline", "DOCUMENTS"]
+           "check_baseline", "DOCUMENTS", "reuse_lines"]
 
 
 def input_digest(stage: str, **inputs: Any) -> str:
@@ -129,6 +129,9 @@ class RunManifest(JsonShape):
     stages: dict = Field(default_factory=dict)
     results: dict = Field(default_factory=dict)
     gate: Optional[dict] = None
+    fingerprint: Optional[dict] = None
+    """What decided the run's episodes (``record.RunFingerprint``: agent, its code digest and
+    declared configuration, suite, k, seed, provenance, limits); None for an ingested run."""
 
     @classmethod
     def build(cls, run_id: str, **fields: Any) -> "RunManifest":
@@ -344,6 +347,20 @@ def _cell(x: Any, money: bool = False) -> str:
     return str(x)
 
 
+def reuse_lines(manifest: Mapping, report: Mapping) -> list[str]:
+    """What a run reused, as the report says it: ``["reused 8 of 12 episodes from run `r1`", ""]``
+    (nothing for a run that recorded no reuse, e.g. an ingested one)."""
+    ep = (manifest.get("stages") or {}).get("episodes") or {}
+    if ep.get("reused") is None:
+        return []
+    n = report.get("n_trials")
+    src = ep.get("reused_from")
+    where = "" if not src else (" (this run's stored trials)" if src == manifest.get("run_id")
+                                else f" from run `{src}`")
+    return [f"reused {ep['reused']} of {n} episodes{where}; ran {max(0, (n or 0) - ep['reused'])}",
+            ""]
+
+
 def report_markdown(manifest: Mapping, report: Mapping) -> str:
     """The run's report as Markdown: headline, per-slice table, gate verdict, warnings."""
     suite, prov = manifest.get("suite") or {}, manifest.get("provenance") or {}
@@ -356,6 +373,7 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
              f"success {_cell(report.get('success_rate'))} (95% CI {_cell(ci[0])}-{_cell(ci[1])}), "
              f"pass^{k} {_cell(report.get('pass_hat_k'))}, pass@{k} {_cell(report.get('pass_at_k'))}",
              ""]
+    lines += reuse_lines(manifest, report)
     rows = report_rows(report)
     head = list(rows[0])
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

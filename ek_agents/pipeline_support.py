@@ -10,8 +10,8 @@ maps a verdict to its exit code (:func:`raise_for_verdict`) without importing Pr
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
-import inspect
 import math
 import os
 import sys
@@ -29,13 +29,16 @@ from .harness import run_trials
 from .manifest import input_digest
 from .metrics import final_state_match, get_checker, output_match
 from .prices import load_prices, price_of
-from .record import SOURCES, StageRef, SuiteRef, episodes_doc, load_baseline, stage_output, tasks_of
+from .record import (SOURCES, RunFingerprint, StageRef, SuiteRef, agent_config, cache_origin,
+                     claim_run, code_digest, episodes_doc, episodes_of, errored, index_output,
+                     load_baseline, lookup, stage_output, tasks_of)
 from .suite import load_suite
-from .store import Store, sha256_hex
+from .store import Store, episode_key, sha256_hex
 
 __all__ = ["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
            "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "plan_trials",
-           "run_trial_chunk", "collect_episodes"]
+           "run_trial_chunk", "collect_episodes", "request_fingerprint", "check_errors",
+           "MAX_ERROR_RATE"]
 
 #: A run's trials are split into about this many chunks (one Prefect task run each).
 DEFAULT_CHUNKS = 16
@@ -119,17 +122,13 @@ def load_agent(path: str) -> Callable[..., Any]:
 
 
 def agent_fingerprint(path: str) -> Optional[str]:
-    """sha256 of the source file that defines the agent (None when it has none).
+    """sha256 of the source file that defines the agent (None when it has none):
+    ``record.code_digest`` of the import path.
 
-    It goes into the run-trials input digest, so editing the agent's code invalidates the
-    cached episodes even when its import path stays the same.
+    It goes into the run's fingerprint, so editing the agent's code invalidates the cached
+    episodes even when its import path stays the same.
     """
-    try:
-        src = inspect.getsourcefile(importlib.import_module(path.split(":")[0]))
-        with open(src, "rb") as fh:  # type: ignore[arg-type]
-            return sha256_hex(fh.read())
-    except (TypeError, OSError, ImportError):
-        return None
+    return code_digest(path)
 
 
 def plan_chunks(task_ids: Sequence[str], *, k: int, chunk_size: Optional[int] = None) -> list[list[list]]:
@@ -191,6 +190,11 @@ class TrialRequest(JsonShape):
     """Seconds per trial attempt."""
     retries: int = 0
     """Retries of a transient agent error."""
+    refresh: bool = False
+    """Run every trial afresh: no cached episodes, the run's stored trials removed."""
+    retry_errored: bool = False
+    """Run again the trials that ended in an error (stored in this run, or in the cached
+    episodes this run would otherwise reuse)."""
 
 
 @shape()
@@ -216,7 +220,22 @@ class TrialPlan(JsonShape):
     episodes: Optional[StageRef] = None
     """The episodes document when the same inputs ran before (then nothing runs)."""
     chunks: tuple[TrialChunk, ...] = ()
-    """The chunks to run when nothing was cached."""
+    """The chunks to run when nothing was cached (only the trials not already stored)."""
+    reused: int = 0
+    """Trials reused rather than run: all of them on a cache hit, else those already stored."""
+    reused_from: Optional[str] = None
+    """The run the reused trials came from."""
+
+
+def request_fingerprint(request: TrialRequest) -> RunFingerprint:
+    """The run's fingerprint: the agent's import path, code digest and declared configuration
+    (``record.agent_config`` of the loaded agent), the suite digest, k, seed, provenance and
+    limits."""
+    return RunFingerprint(agent=request.agent, agent_code=code_digest(request.agent),
+                          agent_config=agent_config(load_agent(request.agent)),
+                          suite=request.tasks.digest, k=request.k, seed=request.seed,
+                          run={f: v for f, v in request.run.items() if f != "schema_version"},
+                          timeout_s=request.timeout_s, retries=request.retries)
 
 
 def _trials(request: TrialRequest, only: Optional[Sequence] = None) -> list:
@@ -225,24 +244,66 @@ def _trials(request: TrialRequest, only: Optional[Sequence] = None) -> list:
                       seed=request.seed, run=RunProvenance.from_dict(request.run),
                       max_concurrency=request.max_concurrency, timeout_s=request.timeout_s,
                       retries=request.retries, store=Store(request.store), run_id=request.run_id,
-                      only=only, progress=False)
+                      only=only, progress=False, fingerprint=request_fingerprint(request))
 
 
 def plan_trials(request: TrialRequest) -> TrialPlan:
-    """The run's input digest, and either the cached episodes or the chunks to run."""
+    """The run's input digest, and either the cached episodes or the chunks to run.
+
+    The digest is that of the run's fingerprint (:func:`request_fingerprint`): episodes are
+    reused only from a run with the same agent, code, configuration, suite, k, seed,
+    provenance and limits. ``refresh`` skips the cache; ``retry_errored`` reuses a cached
+    run's successful trials and runs its errored ones again. The run's own stored trials go
+    through ``record.claim_run`` (fingerprint checked, misfiled files removed).
+    """
     st = Store(request.store)
-    digest = input_digest("episodes", suite=request.tasks.digest, agent=request.agent,
-                          agent_code=agent_fingerprint(request.agent), k=request.k,
-                          seed=request.seed, run=request.run, timeout_s=request.timeout_s,
-                          retries=request.retries)
-    reused = stage_output(st, request.run_id, "episodes", digest)  # a cache hit, or None
-    if reused is not None:
-        return TrialPlan(request=request, digest=digest, episodes=reused)
+    fp = request_fingerprint(request)
+    digest = input_digest("episodes", fingerprint=fp.to_dict())
     ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
-    chunks = plan_chunks(ids, k=request.k, chunk_size=request.chunk_size)
-    return TrialPlan(request=request, digest=digest, chunks=tuple(
-        TrialChunk(request=request, index=i, pairs=tuple((t, n) for t, n in pairs))
-        for i, pairs in enumerate(chunks)))
+    pairs = [(t, i) for t in ids for i in range(request.k)]
+    origin, found = None, None
+    if not request.refresh:
+        found = lookup(st, "episodes", digest)
+        origin = cache_origin(st, "episodes", digest) if found is not None else None
+        if found is not None and not (request.retry_errored
+                                      and any(e.get("meta", {}).get("error")
+                                              for e in found[0]["episodes"])):
+            reused = stage_output(st, request.run_id, "episodes", digest)
+            if reused is not None:
+                return TrialPlan(request=request, digest=digest, reused=len(pairs),
+                                 reused_from=origin,
+                                 episodes=_with_reuse(reused, len(pairs), origin))
+    reuse, kept = claim_run(st, request.run_id, fp, pairs, refresh=request.refresh,
+                            retry_errored=request.retry_errored)
+    n_reused, source = reuse.kept, request.run_id
+    if not request.refresh and found is not None and origin != request.run_id:
+        seeded = _seed_run(st, request.run_id, found[0], skip=kept)  # retry errored of a
+        n_reused, kept = n_reused + len(seeded), {**kept, **seeded}    # cached run: reuse
+        source = origin if seeded else source                          # its successes
+    todo = {p for p in pairs if p not in kept}
+    chunks = [[pr for pr in chunk if (pr[0], pr[1]) in todo]
+              for chunk in plan_chunks(ids, k=request.k, chunk_size=request.chunk_size)]
+    return TrialPlan(request=request, digest=digest, reused=n_reused, reused_from=source,
+                     chunks=tuple(TrialChunk(request=request, index=i,
+                                             pairs=tuple((t, n) for t, n in chunk))
+                                  for i, chunk in enumerate(c for c in chunks if c)))
+
+
+def _with_reuse(ref: StageRef, reused: int, origin: Optional[str]) -> StageRef:
+    return dataclasses.replace(ref, reused=reused, reused_from=origin)
+
+
+def _seed_run(st: Store, run_id: str, cached_doc: Mapping, *, skip: Mapping) -> dict:
+    """Copy a cached run's successful trials into ``run_id`` (but those in ``skip``, already
+    stored there); the copied ones, ``{(task_id, trial): Episode}``."""
+    seeded = {}
+    for ep in episodes_of(cached_doc):
+        trial = ep.meta.get("trial")
+        if errored(ep) or not isinstance(trial, int) or (ep.task_id, trial) in skip:
+            continue
+        st.write_json(episode_key(run_id, ep.task_id, trial), ep.to_dict())
+        seeded[(ep.task_id, trial)] = ep
+    return seeded
 
 
 def run_trial_chunk(chunk: TrialChunk) -> int:
@@ -252,7 +313,34 @@ def run_trial_chunk(chunk: TrialChunk) -> int:
 
 def collect_episodes(plan: TrialPlan) -> StageRef:
     """Every stored trial of the run (``harness.run_trials`` loads them all, runs none) -> the
-    run's episodes document, indexed under the run's input digest."""
+    run's episodes document, indexed under the run's input digest, with what was reused."""
     episodes = _trials(plan.request)
-    return stage_output(Store(plan.request.store), plan.request.run_id, "episodes", plan.digest,
-                        lambda: episodes_doc(episodes))
+    ref = index_output(Store(plan.request.store), plan.request.run_id, "episodes", plan.digest,
+                       episodes_doc(episodes))
+    return _with_reuse(ref, plan.reused, plan.reused_from)
+
+
+#: The errored fraction of a run's trials above which it fails (:func:`check_errors`).
+MAX_ERROR_RATE = 0.5
+
+
+def check_errors(report: Mapping, *, max_error_rate: Optional[float] = MAX_ERROR_RATE,
+                 run_id: str = "") -> None:
+    """Raise :class:`~ek_agents.errors.TooManyErrors` when more than ``max_error_rate`` of a
+    report's trials ended in an error (an outage: the figures say nothing about the agent).
+    ``None`` never fails."""
+    if max_error_rate is None:
+        return
+    if isinstance(max_error_rate, bool) or not isinstance(max_error_rate, (int, float)) \
+            or not 0 <= max_error_rate <= 1:
+        raise InvalidInput(f"max_error_rate must be a fraction in [0, 1] (or None), got "
+                           f"{max_error_rate!r}")
+    n = report.get("n_trials") or 0
+    kinds = (report.get("detail") or {}).get("errors") or {}
+    bad = sum(v for v in kinds.values() if isinstance(v, int))
+    if n and bad / n > max_error_rate:
+        raise errors.TooManyErrors(
+            f"run {run_id!r}: {bad} of {n} trials ended in an error ({bad / n:.0%} > "
+            f"max_error_rate {max_error_rate:.0%}; {', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))}). "
+            "The manifest is written; fix the agent or its endpoint and re-run the errored "
+            "trials with --retry-errored (same run id)")

@@ -22,6 +22,9 @@ bytes differ.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
+import json
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Union
@@ -32,7 +35,7 @@ from . import bridge
 from .base import Episode, JsonShape, RunProvenance, TaskSpec, task_table
 from .core import shape
 from .errors import (ArtifactNotFound, BaselineError, DigestMismatch, DocumentError,
-                     IntegrityError, InvalidInput, UnknownName, did_you_mean)
+                     IntegrityError, InvalidInput, RunMismatch, UnknownName, did_you_mean)
 from .gate import AgentGateResult, as_report, as_run, regression_gate
 from .manifest import (DOCUMENTS, RunInputs, RunManifest, as_plain, check_baseline,
                        check_document, check_manifest, check_report, input_digest,
@@ -40,8 +43,8 @@ from .manifest import (DOCUMENTS, RunInputs, RunManifest, as_plain, check_baseli
 from .metrics import grade
 from .prices import ModelPrice, load_prices
 from .reporting import ReliabilityReport, reliability_with_run, with_cost
-from .store import (Store, baseline_key, cache_key, canonical_json, episodes_prefix, open_store,
-                    parse_json, read_url, run_key, sha256_hex)
+from .store import (Store, baseline_key, cache_key, canonical_json, episode_key, episodes_prefix,
+                    open_store, parse_json, read_url, run_key, sha256_hex)
 from .suite import load_suite
 
 __all__ = [
@@ -54,6 +57,8 @@ __all__ = [
     "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
     "run_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
     "ManifestRef", "read_manifest", "read_run_doc", "check_run_doc", "read_ref",
+    "ManifestRef", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
+    "claim_run", "index_output", "trial_matches", "errored", "cache_origin", "EK_CONFIG",
 ]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
@@ -84,6 +89,11 @@ class StageRef(JsonShape):
     """A cached stage's input digest: everything that decided it (``manifest.input_digest``)."""
     cached: Optional[bool] = None
     """Whether a cached stage was served from the stage cache (None for an input document)."""
+    reused: Optional[int] = None
+    """Episodes only: how many trials were reused rather than run (a cache hit: all of them;
+    a resume: those already stored); None for other stages."""
+    reused_from: Optional[str] = None
+    """Episodes only: the run the reused trials came from (this run on a resume)."""
 
 
 @shape()
@@ -134,16 +144,32 @@ def lookup(store: Any, stage: str, digest: str) -> Optional[tuple[Any, str]]:
         return None
 
 
-def cached(store: Any, stage: str, digest: str, compute: Callable[[], Any]) -> tuple[Any, str, bool]:
-    """``(document, artifact sha256, hit)``: :func:`lookup`, else ``compute()`` stored and indexed."""
+def cached(store: Any, stage: str, digest: str, compute: Callable[[], Any],
+           run_id: Optional[str] = None) -> tuple[Any, str, bool]:
+    """``(document, artifact sha256, hit)``: :func:`lookup`, else ``compute()`` stored and
+    indexed under ``digest`` (with ``run_id``, the run that produced it: :func:`cache_origin`)."""
     found = lookup(store, stage, digest)
     if found is not None:
         return found[0], found[1], True
     doc = as_plain(compute())
+    return doc, _put_indexed(store, stage, digest, doc, run_id), False
+
+
+def _put_indexed(store: Any, stage: str, digest: str, doc: Any, run_id: Optional[str]) -> str:
     sha = store.put_artifact(doc)
     store.write_json(cache_key(stage, digest), {"stage": stage, "input_digest": digest,
-                                                       "artifact": sha, "created_at": utc_now()})
-    return doc, sha, False
+                                                "artifact": sha, "created_at": utc_now(),
+                                                "run_id": run_id})
+    return sha
+
+
+def cache_origin(store: Any, stage: str, digest: str) -> Optional[str]:
+    """The run whose output the cache holds for ``stage`` / ``digest`` (None: unknown)."""
+    try:
+        origin = store.read_json(cache_key(stage, digest)).get("run_id")
+    except (ArtifactNotFound, IntegrityError, AttributeError):
+        return None
+    return origin if isinstance(origin, str) else None
 
 
 def stage_output(store: Any, run_id: str, stage: str, digest: str,
@@ -159,10 +185,21 @@ def stage_output(store: Any, run_id: str, stage: str, digest: str,
             return None
         doc, artifact, hit = found[0], found[1], True
     else:
-        doc, artifact, hit = cached(store, stage, digest, compute)
+        doc, artifact, hit = cached(store, stage, digest, compute, run_id)
     key = run_key(run_id, stage)
     return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=artifact,
                     input_digest=digest, cached=hit)
+
+
+def index_output(store: Any, run_id: str, stage: str, digest: str, doc: Any) -> StageRef:
+    """Store ``doc`` as what ``digest`` produced in run ``run_id`` (replacing any older entry
+    of the stage cache under that digest: a refreshed or retried run's episodes are the newest
+    production of those inputs) and write it as the run's ``stage`` document."""
+    doc = as_plain(doc)
+    sha = _put_indexed(store, stage, digest, doc, run_id)
+    key = run_key(run_id, stage)
+    return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=sha,
+                    input_digest=digest, cached=False)
 
 
 def write_doc(store: Any, run_id: str, name: str, doc: Any) -> StageRef:
@@ -362,6 +399,10 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
     if gate is not None and gate.baseline is not None:
         artifacts[gate.baseline.key] = gate.baseline.sha256
     artifacts.update(trial_digests(store, run_id))
+    fingerprint = None
+    if store.exists(_fingerprint_key(run_id)):  # a run of agent trials: what decided them
+        fingerprint = store.read_json(_fingerprint_key(run_id))
+        artifacts[_fingerprint_key(run_id)] = store.digest(_fingerprint_key(run_id))
     tasks = read_ref(store, refs["tasks"])
     report = read_ref(store, refs["report"])
     manifest = RunManifest.build(
@@ -371,9 +412,12 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
         agent=agent, source=dict(source or {}), parameters=dict(parameters or {}),
         orchestrator=dict(orchestrator or {}), artifacts=artifacts,
         stages={name: {"input_digest": ref.input_digest, "cached": ref.cached,
-                       "artifact": ref.artifact}
-                for name, ref in refs.items() if ref.input_digest is not None},
-        results=results_of(report),
+                       "artifact": ref.artifact,
+                       **({} if ref.reused is None else {"reused": ref.reused,
+                                                         "reused_from": ref.reused_from})}
+                for name, ref in refs.items()
+                if ref.input_digest is not None or ref.reused is not None},
+        results=results_of(report), fingerprint=fingerprint,
         gate=gate.verdict if gate is not None else None)
     return ManifestRef(stage="manifest", key=run_key(run_id, "manifest"),
                        sha256=store.write_manifest(run_id, manifest), manifest=manifest.to_dict())
@@ -678,3 +722,197 @@ def promote_baseline(store: Any, run_id: str, name: str, replace: bool = False) 
     doc = promote(store, run_id, name, replace=replace)
     return {"baseline": name, "key": baseline_key(name), "run_id": run_id,
             "created": doc.get("created"), "replaced": doc.get("replaced")}
+
+
+# --------------------------------------------------------------------------- run identity
+# What decides a run's episodes is its fingerprint, stored at the run's first write
+# (``store.run_key(run_id, "fingerprint")``); a resume must match it, and a resume trusts no
+# per-trial file it has not checked (:func:`claim_run`).
+
+#: The attribute an agent declares its configuration with (see :func:`agent_config`).
+EK_CONFIG = "ek_config"
+
+
+@shape()
+class RunFingerprint(JsonShape):
+    """Everything that decides a run's episodes: a resume of the run id must match it."""
+
+    agent: Optional[str] = None
+    """The agent's import path (``module:callable``; ``module:qualname`` for a library call)."""
+    agent_code: Optional[str] = None
+    """sha256 of the source file that defines the agent (:func:`code_digest`)."""
+    agent_config: dict = Field(default_factory=dict)
+    """The configuration the agent declares (:func:`agent_config`): model, endpoint, ..."""
+    suite: str = ""
+    """sha256 of the suite's canonical content."""
+    k: int = 1
+    """Trials per task."""
+    seed: Optional[int] = None
+    """The base seed."""
+    run: dict = Field(default_factory=dict)
+    """The run's provenance as given (``RunProvenance.to_dict()`` without ``schema_version``)."""
+    timeout_s: Optional[float] = None
+    """Seconds per trial attempt."""
+    retries: int = 0
+    """Retries of a transient agent error."""
+
+    def differences(self, other: "RunFingerprint") -> list[str]:
+        """The fields whose values differ from ``other``'s, as ``"k: 2 (stored) -> 3"``."""
+        mine, theirs = self.to_dict(), other.to_dict()
+
+        def show(v: Any) -> str:
+            text = repr(v)
+            return text if len(text) <= 80 else text[:77] + "..."
+
+        return [f"{f}: {show(mine.get(f))} (stored) -> {show(theirs.get(f))}"
+                for f in sorted(mine) if f != "schema_version" and mine.get(f) != theirs.get(f)]
+
+
+@shape()
+class RunReuse(JsonShape):
+    """What :func:`claim_run` kept of a run's stored trials, and what it set aside."""
+
+    kept: int = 0
+    """Stored trials that will be reused (loaded, not run)."""
+    refreshed: int = 0
+    """Stored trials removed because ``refresh`` asked for every trial afresh."""
+    retried: int = 0
+    """Stored trials that ended in an error, removed so they run again (``retry_errored``)."""
+    misfiled: int = 0
+    """Stored files that were not the trial their key names (another task's episode, ``{}``,
+    not an episode at all): removed so the trial runs again."""
+
+
+def agent_config(agent: Any) -> dict:
+    """The configuration ``agent`` declares: its ``ek_config`` attribute -- a JSON-able mapping,
+    or a method returning one (model, base URL, temperature, prompt version, the environment
+    variables it read). ``{}`` when it declares none.
+
+    >>> class A:
+    ...     ek_config = {"model": "m1", "temperature": 0.0}
+    ...     def __call__(self, task): return "x"
+    >>> agent_config(A())
+    {'model': 'm1', 'temperature': 0.0}
+    """
+    declared = getattr(agent, EK_CONFIG, None)
+    if declared is None:
+        return {}
+    if callable(declared) and not isinstance(declared, Mapping):
+        declared = declared()
+    if not isinstance(declared, Mapping):
+        raise InvalidInput(f"agent {agent!r:.80}: ek_config must be a mapping (or a method "
+                           f"returning one) of JSON values, got {type(declared).__name__}")
+    try:  # through JSON and back: what a stored fingerprint reads back (tuples become lists)
+        return json.loads(canonical_json(as_plain(dict(declared))))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"agent {agent!r:.80}: ek_config is not JSON ({exc}); declare "
+                           "strings, numbers, booleans, lists and mappings only") from None
+
+
+def agent_name(agent: Any) -> Optional[str]:
+    """``module:qualname`` of a callable (its ``__name__``, else its class's), None when it
+    has none."""
+    mod = getattr(agent, "__module__", None)
+    name = (getattr(agent, "__qualname__", None) or getattr(agent, "__name__", None)
+            or getattr(type(agent), "__qualname__", None))
+    return f"{mod}:{name}" if isinstance(mod, str) and isinstance(name, str) else None
+
+
+def code_digest(agent: Any) -> Optional[str]:
+    """sha256 of the source file that defines ``agent`` (a callable or a ``module:attr``
+    import path); None when it has no source file."""
+    try:
+        if isinstance(agent, str):
+            target: Any = importlib.import_module(agent.split(":")[0])
+        else:
+            target = agent if inspect.isfunction(agent) or inspect.isclass(agent) else type(agent)
+            if inspect.ismethod(agent):
+                target = agent.__func__
+        src = inspect.getsourcefile(target)
+        with open(src, "rb") as fh:  # type: ignore[arg-type]
+            return sha256_hex(fh.read())
+    except (TypeError, OSError, ImportError, ValueError):
+        return None
+
+
+def trial_matches(episode: Any, task_id: str, trial: int) -> bool:
+    """Whether a stored episode is trial ``trial`` of task ``task_id`` (what its key says)."""
+    if not isinstance(episode, Episode) or episode.task_id != task_id:
+        return False
+    stored = episode.meta.get("trial")
+    return isinstance(stored, int) and not isinstance(stored, bool) and stored == trial
+
+
+def errored(episode: Episode) -> bool:
+    """Whether a trial ended in an error (the agent raised, timed out, or its endpoint failed)."""
+    return bool(episode.meta.get("error"))
+
+
+def _fingerprint_key(run_id: str) -> str:
+    return run_key(run_id, "fingerprint")
+
+
+def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Iterable[tuple],
+              *, refresh: bool = False,
+              retry_errored: bool = False) -> tuple[RunReuse, dict[tuple[str, int], Episode]]:
+    """Check (or record) the run's fingerprint and sort its stored trials before a (re)run;
+    return what it did and the stored trials kept, ``{(task_id, trial): Episode}``.
+
+    - The first write of a run stores ``fingerprint``; a later call whose fingerprint differs
+      raises :class:`~ek_agents.errors.RunMismatch` naming the fields -- unless ``refresh``,
+      which records the new fingerprint and removes every stored trial (all run afresh).
+    - ``retry_errored`` removes the stored trials that ended in an error (they run again).
+    - A stored file at a trial's key that is not that trial (another task's episode, ``{}``,
+      not JSON) is removed: the trial runs again; it is never kept.
+    """
+    if not isinstance(fingerprint, RunFingerprint):
+        raise InvalidInput(f"claim_run: fingerprint must be a RunFingerprint, got {fingerprint!r:.80}")
+    key = _fingerprint_key(run_id)
+    by_key = {episode_key(run_id, tid, i): (tid, i) for tid, i in pairs}
+    present = [k for k in store.list(episodes_prefix(run_id)) if k in by_key]
+    if store.exists(key):  # checked before anything is touched
+        try:
+            stored: Optional[RunFingerprint] = RunFingerprint.from_dict(store.read_json(key))
+        except (IntegrityError, InvalidInput):
+            stored = None
+        if stored != fingerprint and not refresh:
+            diff = (stored.differences(fingerprint) if stored is not None
+                    else ["fingerprint: unreadable"])
+            raise RunMismatch(
+                f"run {run_id!r} was started with other settings, so its stored trials are not "
+                f"this run's: {'; '.join(diff)}. Use a new run id, or refresh the run "
+                "(refresh=True / --refresh) to run every trial afresh")
+    first_write = not store.exists(key)
+    reuse = {"kept": 0, "refreshed": 0, "retried": 0, "misfiled": 0}
+    kept: dict[tuple[str, int], Episode] = {}
+    if refresh:
+        for k in present:
+            store.delete(k)
+        reuse["refreshed"] = len(present)
+        present = []
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(present)))) as ex:
+        loaded = list(ex.map(lambda k: _stored_episode(store, k), present))
+    for k, ep in zip(present, loaded):
+        if not trial_matches(ep, *by_key[k]):
+            store.delete(k)
+            reuse["misfiled"] += 1
+        elif retry_errored and errored(ep):
+            store.delete(k)
+            reuse["retried"] += 1
+        else:
+            reuse["kept"] += 1
+            kept[by_key[k]] = ep
+    if first_write and kept:
+        raise RunMismatch(
+            f"run {run_id!r} holds {len(kept)} stored trial(s) but no fingerprint (written by an "
+            "older ek-agents, or by hand), so nothing says what produced them. Use a new run id, "
+            "or refresh the run (refresh=True / --refresh) to run every trial afresh")
+    store.write_json(key, fingerprint.to_dict())
+    return RunReuse(**reuse), kept
+
+
+def _stored_episode(store: Any, key: str) -> Optional[Episode]:
+    try:
+        return Episode.from_dict(store.read_json(key))
+    except (IntegrityError, InvalidInput, ArtifactNotFound):
+        return None

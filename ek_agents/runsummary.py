@@ -217,13 +217,17 @@ def _reused(manifest: Mapping, report: Mapping) -> str:
             return f"{fmt_count(val)} episodes" if val else "no"
         if isinstance(val, Mapping):
             n = val.get("episodes", val.get("n"))
-            src = val.get("from") or val.get("run_id")
+            src = val.get("from") or val.get("from_run") or val.get("run_id")
             if n is not None or src:
                 return (f"{fmt_count(n)} episodes" if n is not None else "yes") + \
                     (f" from run {src}" if src else "")
         if isinstance(val, str) and val:
             return val
     stage = (manifest.get("stages") or {}).get("episodes")
+    if isinstance(stage, Mapping) and isinstance(stage.get("reused"), int):  # the run's record
+        src = stage.get("reused_from")
+        return (f"{fmt_count(stage['reused'])} episodes" + (f" from run {src}" if src else "")
+                if stage["reused"] else "no")
     if isinstance(stage, Mapping) and isinstance(stage.get("cached"), bool):
         return "yes (cached episodes stage)" if stage["cached"] else "no"
     return "unknown"

@@ -16,3 +16,10 @@ def run_context() -> dict:
 def run_parameters() -> dict:
     """The parameters this flow run was called with."""
     return dict(flow_run.parameters)
+
+
+def scheduled_seed() -> int:
+    """A seed derived from this flow run's scheduled start time (milliseconds since the epoch):
+    each scheduled run of a deployment draws afresh, and the seed is recorded in the manifest."""
+    when = flow_run.scheduled_start_time
+    return int(when.timestamp() * 1000)

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from prefect import flow
-from prefect.futures import wait
+from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from ek_agents import pipeline_support
@@ -13,30 +12,40 @@ from ek_agents.harness import new_run_id
 from ek_agents.manifest import RunInputs
 from ek_agents.pipeline_support import TrialRequest
 from ek_agents.record import StageRef
-from ek_agents.store import Store
-from ek_agents_pipeline.tasks import (collect_episodes, cost, gate, grade, ingest_bridge,
-                                      ingest_tasks, load_prices, load_suite, metrics, plan_trials,
-                                      publish_report, run_trial_chunk, write_manifest)
+from ek_agents.store import Store, acquire_lease, release_lease
+from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate, grade,
+                                      ingest_bridge, ingest_tasks, load_prices, load_suite,
+                                      metrics, plan_trials, publish_report, run_trial_chunk,
+                                      write_manifest)
 
-from .context import run_context, run_parameters
+from .context import run_context, run_parameters, scheduled_seed
 from .runners import make_task_runner
 
 
 @flow(name="run-trials", persist_result=False)
 def run_trials_flow(request: TrialRequest) -> StageRef:
     """k trials per task in chunks on this flow's task runner; cached episodes when the same
-    inputs ran before (then no agent is called at all)."""
+    inputs ran before (then no agent is called at all). A failed chunk fails this flow, and
+    its caller, with the chunk's own error."""
     plan = plan_trials(request)
+    log = get_run_logger()
     if plan.episodes is not None:
+        log.info("run %s: reused all %d episodes from run %s (same fingerprint); no agent call",
+                 request.run_id, plan.reused, plan.reused_from)
         return plan.episodes
+    log.info("run %s: reused %d stored episodes (from run %s), running %d trials in %d chunks",
+             request.run_id, plan.reused, plan.reused_from,
+             sum(len(c.pairs) for c in plan.chunks), len(plan.chunks))
     chunks = run_trial_chunk.map(plan.chunks)
-    wait(chunks)
+    for chunk in chunks:
+        chunk.result()  # raises the chunk's own error: the flow fails with it
     return collect_episodes(plan, wait_for=chunks)
 
 
 @flow(name="evaluate-agent", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=4))
 def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: int = 1,
-                   seed: int = 0, store: Optional[str] = None, run_id: Optional[str] = None,
+                   seed: Optional[int] = 0, store: Optional[str] = None,
+                   run_id: Optional[str] = None,
                    baseline: Optional[str] = None, prices: Optional[str] = None,
                    ingest: Optional[str] = None, ingest_path: Optional[str] = None,
                    check: Optional[str] = None, model: str = "", temperature: Optional[float] = None,
@@ -44,7 +53,9 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    cost_tolerance: float = 0.0, chunk_size: Optional[int] = None,
                    max_concurrency: int = 8, timeout_s: Optional[float] = None, retries: int = 0,
                    task_runner: str = "threads", max_workers: int = 4,
-                   dask_address: Optional[str] = None) -> dict:
+                   dask_address: Optional[str] = None, refresh: bool = False,
+                   retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
+                   break_lease: bool = False, lease_wait_s: float = 0.0) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -53,10 +64,45 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     the run's manifest records provenance, parameters, digests, results and the
     verdict against ``baseline``. A regression fails the flow run (GateFailed); so does a
     baseline the gate refuses (IncomparableRuns), after the manifest is written.
+
+    Identity: the run's episodes are reused (from the stage cache, or this run id's stored
+    trials) only under the same fingerprint -- agent, code, declared ``ek_config``, suite,
+    k, seed, provenance, limits; a resume with another one is refused (RunMismatch).
+    ``refresh`` runs every trial afresh; ``retry_errored`` re-runs only errored trials.
+    ``seed=None`` derives the seed from the flow run's scheduled start time (the nightly
+    deployment: every night evaluates afresh); the seed used is in the manifest's inputs.
+    More than ``max_error_rate`` errored trials fail the run (TooManyErrors) after the
+    manifest is written (None: never). One writer per run id: the run holds its lease while
+    it writes (RunInUse names another holder; ``lease_wait_s`` waits for it, ``break_lease``
+    removes a dead writer's).
     """
     st = Store(store).url
     run_id = run_id or new_run_id()
     pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path)
+    seed = scheduled_seed() if seed is None else seed
+    lease = acquire_lease(Store(st), run_id, wait_s=lease_wait_s, force=break_lease)
+    try:
+        return _evaluate(
+            st, run_id, suite=suite, agent=agent, k=k, seed=seed, baseline=baseline,
+            prices=prices, ingest=ingest, ingest_path=ingest_path, check=check, model=model,
+            temperature=temperature, simulator=simulator, scaffold=scaffold,
+            tolerance=tolerance, cost_tolerance=cost_tolerance, chunk_size=chunk_size,
+            max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
+            task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
+            refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate)
+    finally:
+        release_lease(Store(st), lease)
+
+
+def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str], k: int,
+              seed: int, baseline: Optional[str], prices: Optional[str], ingest: Optional[str],
+              ingest_path: Optional[str], check: Optional[str], model: str,
+              temperature: Optional[float], simulator: str, scaffold: str, tolerance: float,
+              cost_tolerance: float, chunk_size: Optional[int], max_concurrency: int,
+              timeout_s: Optional[float], retries: int, task_runner: str, max_workers: int,
+              dask_address: Optional[str], refresh: bool, retry_errored: bool,
+              max_error_rate: Optional[float]) -> dict:
+    """:func:`evaluate_agent`'s plan, under the run's lease."""
     if ingest:
         episodes = ingest_bridge(st, run_id, ingest, ingest_path)
         tasks = load_suite(st, run_id, suite) if suite else ingest_tasks(st, run_id, episodes)
@@ -68,7 +114,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
         episodes = run_trials_flow.with_options(task_runner=runner)(TrialRequest(
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
-            retries=retries))
+            retries=retries, refresh=refresh, retry_errored=retry_errored))
     price_list = load_prices(st, run_id, prices)
     graded = grade(st, run_id, episodes, tasks, check)
     reliability = metrics(st, run_id, graded, tasks, k, seed, run)
@@ -83,6 +129,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
         agent=agent, source={"kind": ingest, "path": ingest_path} if ingest else None,
         parameters=run_parameters(), orchestrator=run_context())
     publish_report(st, run_id, manifest)
+    if not ingest:
+        check_errors(st, run_id, report, max_error_rate)
     pipeline_support.raise_for_verdict(verdict and verdict.verdict)
     return {"run_id": run_id, "store": st, "manifest": manifest.key,
             "results": manifest.manifest["results"], "gate": manifest.manifest["gate"]}

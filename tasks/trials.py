@@ -10,11 +10,14 @@ chunks fan out with ``run_trial_chunk.map(plan.chunks)``.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from prefect import task
 
 from ek_agents import pipeline_support
 from ek_agents.pipeline_support import TrialChunk, TrialPlan, TrialRequest
 from ek_agents.record import StageRef
+from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
 
@@ -36,3 +39,11 @@ def run_trial_chunk(chunk: TrialChunk) -> int:
 def collect_episodes(plan: TrialPlan) -> StageRef:
     """``pipeline_support.collect_episodes``: every stored trial -> the run's episodes document."""
     return pipeline_support.collect_episodes(plan)
+
+
+@task(name="check-errors", **TASK_DEFAULTS, **IO_RETRIES)
+def check_errors(store_url: str, run_id: str, report: StageRef,
+                 max_error_rate: Optional[float]) -> None:
+    """``pipeline_support.check_errors``: fail (TooManyErrors) when too many trials errored."""
+    pipeline_support.check_errors(Store(store_url).read_json(report.key),
+                                  max_error_rate=max_error_rate, run_id=run_id)

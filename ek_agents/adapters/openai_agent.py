@@ -21,6 +21,7 @@ need none). The environment is any object with ``step(tool, args) -> Step`` (or
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -129,6 +130,18 @@ class OpenAIToolAgent:
 
     def __repr__(self) -> str:
         return f"OpenAIToolAgent({self.model!r}, base_url={self.base_url!r})"
+
+    def ek_config(self) -> dict:
+        """The configuration that decides this agent's answers (``record.agent_config``: it
+        enters the run's fingerprint and manifest, so a changed model, endpoint, temperature
+        or prompt is never served another configuration's cached episodes). Never the key."""
+        prompt = self.system_prompt
+        return {"model": self.model, "base_url": self.base_url or os.environ.get("OPENAI_BASE_URL"),
+                "temperature": self.temperature, "max_turns": self.max_turns,
+                "system_prompt_sha256": None if prompt is None else
+                hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+                "scaffold": self.scaffold, "simulator": self.simulator,
+                "suite_version": self.suite_version, "extra_body": self.extra_body}
 
     # ------------------------------------------------------------------ client
     @property

@@ -117,6 +117,11 @@ class SimulatedAgent:
     def __repr__(self) -> str:
         return f"SimulatedAgent({self.name!r}, model={self.profile.model!r})"
 
+    def ek_config(self) -> dict:
+        """What decides this agent's answers (its run fingerprint): name, profile, perfection."""
+        return {"name": self.name, "perfect": self.perfect,
+                "profile": dataclasses.asdict(self.profile)}
+
     # ------------------------------------------------------------------ planning
     def p_right(self, task: TaskSpec) -> float:
         """The probability of following the right plan on ``task`` (fixed per task)."""

@@ -2,7 +2,10 @@
 
 Configured from the environment: ``EK_OPENAI_MODEL`` (default ``gpt-4o-mini-2024-07-18``),
 ``EK_OPENAI_BASE_URL`` / ``OPENAI_BASE_URL`` and ``EK_OPENAI_API_KEY`` / ``OPENAI_API_KEY``.
-Nothing is contacted until the agent is called::
+The agent declares its configuration (``OpenAIToolAgent.ek_config``: model, base URL,
+temperature, prompt digest, ...), read from these variables when the module is imported: it
+is part of a run's fingerprint, so a run with another ``EK_OPENAI_MODEL`` never reuses this
+one's episodes. Nothing is contacted until the agent is called::
 
     EK_OPENAI_BASE_URL=http://127.0.0.1:8000/v1 EK_OPENAI_MODEL=my-model \\
         ek-agents run --suite examples/shop/suite.yaml --agent examples.shop.openai_agent:agent --k 3

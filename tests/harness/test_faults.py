@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ek_agents.base import TaskSpec
+from ek_agents.errors import RunInUse
 from ek_agents.harness import run_suite, run_trials
 from ek_agents.store import Store, episode_key, run_key
 
@@ -72,20 +73,30 @@ def test_raising_and_hanging_trials_are_counted_as_failures(agent):
             assert "error" not in e.meta
 
 
+# The agent lives in a module of its own, so the killed run and its resume run the same agent
+# (a resume with another agent is refused: its fingerprint differs).
+AGENT_MODULE = textwrap.dedent("""
+    import os, time
+
+    def agent(task, *, seed):
+        calls = os.environ["EK_TEST_CALLS"]
+        with open(os.path.join(calls, f"{task.task_id}.{seed}"), "a") as fh:
+            fh.write("call\\n")
+        stall_after = int(os.environ.get("EK_TEST_STALL_AFTER", "-1"))
+        if stall_after >= 0 and len(os.listdir(calls)) > stall_after:
+            time.sleep(600)  # the run is killed while these trials are in flight
+        return task.input
+""")
+
 CHILD = textwrap.dedent("""
     import os, sys, time
     sys.path.insert(0, {repo!r})
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from ek_agents.base import TaskSpec
     from ek_agents.harness import run_suite
+    from killagent import agent
 
     root, calls = sys.argv[1], sys.argv[2]
-
-    def agent(task, *, seed):
-        with open(os.path.join(calls, f"{{task.task_id}}.{{seed}}"), "a") as fh:
-            fh.write("call\\n")
-        if len(os.listdir(calls)) > {stall_after}:
-            time.sleep(600)  # the run is killed while these trials are in flight
-        return task.input
 
     tasks = [TaskSpec(f"t{{i:02d}}", input=f"in{{i}}", gold=f"in{{i}}") for i in range({n})]
     run_suite(agent, tasks, k={k}, seed=0, persist=True, run_id="killed", rootdir=root,
@@ -93,13 +104,15 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_sigkilled_persisted_run_resumes_without_loss_or_duplicates(tmp_path):
+def test_sigkilled_persisted_run_resumes_without_loss_or_duplicates(tmp_path, monkeypatch):
     n, k, stall_after = 12, 3, 20
     root, calls = tmp_path / "store", tmp_path / "calls"
     calls.mkdir()
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(repo=str(REPO), n=n, k=k, stall_after=stall_after))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    script.write_text(CHILD.format(repo=str(REPO), n=n, k=k))
+    (tmp_path / "killagent.py").write_text(AGENT_MODULE)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EK_TEST_CALLS": str(calls),
+           "EK_TEST_STALL_AFTER": str(stall_after)}
     proc = subprocess.Popen([sys.executable, str(script), str(root), str(calls)], env=env,
                             stderr=subprocess.PIPE)
     st = Store(root)
@@ -118,13 +131,16 @@ def test_sigkilled_persisted_run_resumes_without_loss_or_duplicates(tmp_path):
     assert stall_after - 4 <= len(before) < n * k  # killed part-way, some trials in flight
     assert not st.exists("runs/killed/manifest.json")
 
-    def agent(task, *, seed):
-        with open(calls / f"{task.task_id}.{seed}", "a") as fh:
-            fh.write("call\n")
-        return task.input
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("EK_TEST_CALLS", str(calls))
+    monkeypatch.delenv("EK_TEST_STALL_AFTER", raising=False)
+    from killagent import agent
 
     tasks = [TaskSpec(f"t{i:02d}", input=f"in{i}", gold=f"in{i}") for i in range(n)]
-    report = run_suite(agent, tasks, k=k, seed=0, persist=True, run_id="killed", rootdir=str(root))
+    with pytest.raises(RunInUse, match=f"pid {proc.pid} "):  # the dead writer's lease stays ...
+        run_suite(agent, tasks, k=k, seed=0, persist=True, run_id="killed", rootdir=str(root))
+    report = run_suite(agent, tasks, k=k, seed=0, persist=True, run_id="killed",  # ... until broken
+                       rootdir=str(root), break_lease=True)
     assert report.n_trials == n * k and report.success_rate == 1.0
     assert report.detail["run_id"] == "killed"
 

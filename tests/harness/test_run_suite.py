@@ -9,7 +9,7 @@ from ek_agents import as_agent, run_suite
 from ek_agents.base import Cost, Episode, RunProvenance, Step, TaskSpec, ToolSpec, Trajectory
 from ek_agents.core import FieldSpec, Score
 from ek_agents.cost import per_million
-from ek_agents.errors import IncomparableRuns, InvalidInput
+from ek_agents.errors import IncomparableRuns, InvalidInput, RunMismatch
 from ek_agents.harness import agent_regression_gate, build_report, run_trials, save_agent_baseline
 from ek_agents.store import Store, run_key
 from ek_agents.toolcalls import ToolCallMetric
@@ -91,10 +91,14 @@ def test_persisted_run_writes_a_manifest_and_generates_a_run_id(tmp_path):
     assert man["artifacts"][report_key] == st.digest(report_key)
     stored = st.read_json(report_key)
     assert stored["n_trials"] == 4 and stored["success_rate"] == 0.5
+    again = run_suite(_shop_agent, _shop(), k=2, seed=0, run_id=run_id, rootdir=str(tmp_path))
+    assert again.success_rate == 0.5  # everything came from the store
+    assert again.detail["reused"]["episodes"] == 4 and again.detail["reused"]["from_run"] == run_id
     calls = []
-    again = run_suite(lambda t, seed: calls.append(1), _shop(), k=2, seed=0, run_id=run_id,
-                      rootdir=str(tmp_path))
-    assert calls == [] and again.success_rate == 0.5  # everything came from the store
+    with pytest.raises(RunMismatch, match="agent: "):  # another agent never reuses this run
+        run_suite(lambda t, seed: calls.append(1), _shop(), k=2, seed=0, run_id=run_id,
+                  rootdir=str(tmp_path))
+    assert calls == []
 
 
 def test_a_persisted_run_is_recorded_as_the_pipeline_records_one(tmp_path):

@@ -30,3 +30,18 @@ def counting_agent(task, *, seed: int) -> Episode:
 def worse_agent(task, *, seed: int) -> Episode:
     """Right about 20% of the time."""
     return _answer(task, seed, 0.2)
+
+
+#: Task ids whose endpoint is down for :func:`outage_agent` (tests switch it on and off).
+OUTAGE: set = set()
+
+
+def outage_agent(task, *, seed: int) -> Episode:
+    """:func:`counting_agent`, except that tasks in :data:`OUTAGE` meet a failing endpoint."""
+    if task.task_id in OUTAGE:
+        with _LOCK:
+            CALLS.append((task.task_id, seed))
+        from ek_agents.errors import TransientAgentError
+
+        raise TransientAgentError(f"HTTP 503 from the endpoint (task {task.task_id})")
+    return _answer(task, seed, 0.7)

@@ -74,18 +74,19 @@ def test_second_identical_run_makes_zero_agent_calls(tmp_path, suite, calls):
 
 def test_killed_run_resumes_without_rerunning_finished_trials(tmp_path, suite, calls):
     """A run stopped part-way (here: one chunk finished, then the process died) resumes."""
+    from ek_agents import record
     from ek_agents.base import RunProvenance
-    from ek_agents.harness import run_trials
-    from ek_agents.suite import load_suite
 
     from ek_agents_pipeline.flows import evaluate_agent
 
     store = str(tmp_path / "store")
-    tasks = load_suite(suite).tasks
-    run = RunProvenance(seed=5, suite_version="1")
-    run_trials(pipeline_support.load_agent(AGENT), tasks, k=2, seed=5, run=run, store=Store(store),
-               run_id="r", only=[("t0", 0), ("t0", 1), ("t1", 0)])
-    assert len(calls) == 3
+    request = pipeline_support.TrialRequest(  # what the flow asks for, planned in chunks of 3
+        store=Store(store).url, run_id="r", tasks=record.record_suite(Store(store), "r", suite),
+        agent=AGENT, k=2, seed=5, run=RunProvenance(seed=5, suite_version="1").to_dict(),
+        chunk_size=3)
+    first = pipeline_support.plan_trials(request).chunks[0]
+    pipeline_support.run_trial_chunk(first)  # one chunk finished, then the process died
+    assert len(calls) == 3 and list(first.pairs) == [("t0", 0), ("t0", 1), ("t1", 0)]
     evaluate_agent(suite=suite, agent=AGENT, k=2, seed=5, store=store, run_id="r")
     assert len(calls) == 12  # 12 trials in all, the 3 stored ones not re-run
     assert sorted(c[0] for c in calls).count("t0") == 2

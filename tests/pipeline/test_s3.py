@@ -34,7 +34,10 @@ def s3_bucket(monkeypatch):
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     import s3fs
 
-    s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True).mkdir("ek-pipeline")
+    try:
+        s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True).mkdir("ek-pipeline")
+    except FileExistsError:  # moto's backends live per process: an earlier test's bucket
+        pass
     yield "s3://ek-pipeline"
     server.stop()
 
@@ -57,3 +60,19 @@ def test_evaluate_audit_and_cache_on_s3(s3_bucket, suite, calls):
                            prices=PRICES, baseline="main")
     assert len(calls) == 12  # cached in S3: no agent call
     assert again["gate"]["passed"]
+
+
+def test_the_run_lease_is_a_conditional_put_on_s3(s3_bucket):
+    """One writer per run id on S3: the lease is a PUT with If-None-Match, so a second
+    writer is refused by the bucket itself, naming the holder."""
+    from ek_agents.errors import RunInUse
+    from ek_agents.store import acquire_lease, read_lease, release_lease
+
+    st = Store(f"{s3_bucket}/leases")
+    held = acquire_lease(st, "r")
+    other = Store(f"{s3_bucket}/leases")  # another client of the same bucket
+    with pytest.raises(RunInUse, match=f"pid {held.pid} "):
+        acquire_lease(other, "r")
+    assert read_lease(other, "r").token == held.token
+    assert release_lease(st, held)
+    assert acquire_lease(other, "r").token != held.token

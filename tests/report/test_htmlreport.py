@@ -105,7 +105,7 @@ def test_summaries_carry_the_stored_figures(stored_runs):
         assert all(lo <= v <= hi for _, v, lo, hi in r.pass_hat)
         assert [v for _, v, _, _ in r.pass_hat] == sorted((v for _, v, _, _ in r.pass_hat), reverse=True)
         assert r.cost_per_success == pytest.approx(rep["cost"]["cost_per_success"])
-        assert r.agent.startswith("examples.shop.agents:") and r.reused == "unknown"
+        assert r.agent.startswith("examples.shop.agents:") and r.reused == "no"
         assert {s.slice for s in r.slices} == set(rep["per_slice"]) and r.tokens["total_tokens"] > 0
         assert RunSummary.from_dict(json.loads(json.dumps(r.to_dict()))) == r     # a typed shape
     gated = {r.run_id: r for r in runs}[GATED]
@@ -131,7 +131,7 @@ def test_markdown_report_of_real_runs(stored_runs):
     assert rows["degraded-0"][-1] == "no |"                    # less success for more dollars than small-0
     assert "## Series over time: examples.shop.agents:small_agent (group A)" in md
     assert f"**Gate** vs baseline `{BASELINE}`" in md
-    assert "episodes reused: unknown" in md
+    assert "episodes reused: no" in md
 
 
 def _attr_points(svg: str, group: str) -> set:
