@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n# {name}")
         figures = importlib.import_module(f"bench.{name}").main([]) or {}
         run.update({f"{name.removeprefix('bench_')}.{k}": v for k, v in figures.items()})
+        if not only:  # saved after each module: an interrupted full run keeps what it measured
+            table.save(run)
         rows += [(name.removeprefix("bench_"), k, v) for k, v in figures.items()
                  if isinstance(v, (int, float)) and (k.endswith("_s") or "_vs_" in k)]
     print("\n| bench | figure | value |\n|---|---|---|")
@@ -41,10 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {bench} | {key} | {value:.3g}{unit} |")
     text = table.render(run, table.machine())
     print("\n" + text, end="")
-    if not only:  # a full run: the one the README's table may be written from
-        table.save(run)
-        if readme:
-            table.write_readme(text)
+    if not only and readme:  # a full run: the one the README's table may be written from
+        table.write_readme(text)
     return 0
 
 
