@@ -2,7 +2,10 @@
 
 Each module's ``main(argv)`` returns a dict of figures; the table shows the timings (``*_s``)
 and the ratios against the baseline measured in the same run (``*_vs_*``). ``python -m bench
-NAME ...`` runs only the named modules (``scoring``, ``pipeline``).
+NAME ...`` runs only the named modules (``scoring``, ``pipeline``). Then the issue-15 table
+(:mod:`bench.table`: every measure with its figure, baseline and ratio) is printed and the
+run's figures saved to ``bench/last-run.json``; ``--readme`` also writes that table into
+README.md's Performance section.
 """
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import importlib
 import pkgutil
 import sys
 from pathlib import Path
+
+from bench import table
 
 
 def modules(only: list[str]) -> list[str]:
@@ -20,16 +25,26 @@ def modules(only: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     only = list(sys.argv[1:] if argv is None else argv)
+    readme = "--readme" in only
+    only = [o for o in only if o != "--readme"]
     rows = []
+    run: dict = {}
     for name in modules(only):
         print(f"\n# {name}")
         figures = importlib.import_module(f"bench.{name}").main([]) or {}
+        run.update({f"{name.removeprefix('bench_')}.{k}": v for k, v in figures.items()})
+        if not only:  # saved after each module: an interrupted full run keeps what it measured
+            table.save(run)
         rows += [(name.removeprefix("bench_"), k, v) for k, v in figures.items()
                  if isinstance(v, (int, float)) and (k.endswith("_s") or "_vs_" in k)]
     print("\n| bench | figure | value |\n|---|---|---|")
     for bench, key, value in rows:
         unit = " s" if key.endswith("_s") else "x"
         print(f"| {bench} | {key} | {value:.3g}{unit} |")
+    text = table.render(run, table.machine())
+    print("\n" + text, end="")
+    if not only and readme:  # a full run: the one the README's table may be written from
+        table.write_readme(text)
     return 0
 
 

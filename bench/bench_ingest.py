@@ -9,12 +9,14 @@ subtracted) is its own; the figure is the best of ``--repeat`` processes. Baseli
 ``.json`` files ``orjson.loads`` / ``json.loads`` of the file's bytes; for ``.eval`` (a zip)
 reading every member and ``orjson.loads`` of each (the .eval is written with deflated members,
 as ``tests/fixtures/inspect/calc_deflate.eval``: zipfile cannot write zstd ones). Ratios ``*_vs_orjson`` are ingest seconds
-over parse seconds (the issue's goal: <= 2.0 each). Ingest itself belongs to ``bridge/``.
+over parse seconds (the issue's goal: <= 2.0 each); for the ``.eval``, ``*_vs_inspect_ai`` is
+``read_inspect_log`` over inspect_ai's own ``read_eval_log`` (goal <= 0.5). Ingest itself belongs to ``bridge/``.
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import json
 import os
 import subprocess
@@ -88,7 +90,11 @@ def _child(kind: str, what: str, path: str) -> None:
 
     base = _peak_mb()
     t0 = time.perf_counter()
-    if what == "ingest":
+    if what == "inspect_ai":  # inspect_ai's own reader of the same log
+        from inspect_ai.log import read_eval_log
+
+        n = len(read_eval_log(path).samples or [])
+    elif what == "ingest":
         n = len(read_tau_bench_results(path) if kind == "tau_bench" else read_inspect_log(path))
     elif kind == "inspect_eval":
         with zipfile.ZipFile(path) as z:
@@ -136,6 +142,11 @@ def main(argv: list[str] | None = None) -> dict:
             line = (f"  {kind:13s} {size:5.1f} MB, {ing['n']:,} episodes: ingest {ing['s']:.2f} s "
                     f"(peak +{ing['peak_mb']:.0f} MB) vs orjson {orj['s']:.2f} s (+{orj['peak_mb']:.0f} MB): "
                     f"x{ing['s'] / orj['s']:.2f}")
+            if kind == "inspect_eval" and importlib.util.find_spec("inspect_ai") is not None:
+                ia = _measure(kind, "inspect_ai", path, args.repeat)
+                figures.update({f"{kind}_inspect_ai_s": ia["s"], f"{kind}_ingest_vs_inspect_ai": ing["s"] / ia["s"],
+                                f"{kind}_inspect_ai_peak_mb": ia["peak_mb"]})
+                line += f"; inspect_ai read_eval_log {ia['s']:.2f} s (x{ing['s'] / ia['s']:.2f})"
             if kind != "inspect_eval":
                 js = _measure(kind, "json", path, 1)
                 figures[f"{kind}_json_s"] = js["s"]

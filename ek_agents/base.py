@@ -299,7 +299,8 @@ class Episode(JsonShape):
 
     def replace(self, **changes: Any) -> "Episode":
         """A copy with ``changes`` applied (``meta`` deep-copied unless given)."""
-        changes.setdefault("meta", copy.deepcopy(self.meta))
+        if "meta" not in changes:  # not setdefault: that would deep-copy even when meta is given
+            changes["meta"] = copy.deepcopy(self.meta)
         return dataclasses.replace(self, **changes)
 
 

@@ -73,6 +73,6 @@ def read_messages_jsonl(path_or_url: Any) -> list[Episode]:
                 run=RunProvenance(model=str(model)) if model else None, meta=meta)
         except BridgeError as exc:
             raise BridgeError(f"{where}: {exc}") from exc
-        eps.append(ep.replace(provenance=Provenance(source=url, locator=f"line {n}",
-                                                    meta={"format": "messages-jsonl"})))
+        eps.append(ep.replace(meta=ep.meta, provenance=Provenance(source=url, locator=f"line {n}",
+                                                                 meta={"format": "messages-jsonl"})))
     return eps

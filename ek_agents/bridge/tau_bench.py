@@ -111,7 +111,7 @@ def _v1(data: list, url: str, run: Optional[RunProvenance]) -> list[Episode]:
             meta["error"], meta["error_kind"], success = _crash_text(info), "exception", False
         ep = episode_from_messages(rec.get("traj") or [], task_id=rec["task_id"], success=success,
                                    run=run, meta=meta)
-        eps.append(ep.replace(provenance=Provenance(source=url, locator=f"[{i}]",
+        eps.append(ep.replace(meta=ep.meta, provenance=Provenance(source=url, locator=f"[{i}]",
                                                     meta={"format": "tau-bench"})))
     return eps
 
@@ -246,5 +246,5 @@ def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -
         prov = Provenance(source=url, locator=f"simulations[{i}]",
                           meta={"format": "tau2-bench", "simulation_id": sim.get("id"),
                                 "excluded_infrastructure_errors": excluded})
-        eps.append(ep.replace(provenance=prov))
+        eps.append(ep.replace(meta=ep.meta, provenance=prov))
     return eps

@@ -1,0 +1,248 @@
+"""Benchmark: the harness, the evaluate flow and the CLI against their floors, same run.
+
+Run: ``.venv/bin/python -m bench.bench_flow [--trials 20000] [--quick]``. Rows (issue 15):
+
+- ``run_suite`` on ``--suite-trials`` trials (default 2000) of a 50 ms ``async`` agent at
+  concurrency 64 vs the ideal ``trials x 0.05 / 64`` s, and plain ``asyncio.gather`` of the
+  same agent calls under a 64-slot semaphore (the harness's own floor);
+- the ``evaluate-agent`` flow on ``--trials`` trials (default 20,000) of the same agent,
+  concurrency 64, artifacts persisted, with a Prefect API up (a temporary ``prefect server
+  start`` on a free 127.0.0.1 port; its start-up is reported apart) vs the ideal; then the same
+  flow with identical inputs (a cache hit) vs the first run;
+- ``ek-agents run`` of the shop suite at k=4 with no Prefect API configured (wall seconds of
+  the whole command) vs the library's ``run_suite`` on the same suite and agent;
+- ``ek-agents audit`` and ``ek-agents promote`` of that run (wall seconds of the command);
+- ``import ek_agents`` vs ``import prefect`` (each a fresh interpreter, minus an empty one).
+
+Each flow/CLI measurement runs in its own process with its own ``PREFECT_HOME`` under a temp
+folder; the figures are what they measure today (other engineers own the flow and the CLI).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOP_SUITE = ROOT / "examples" / "shop" / "suite.yaml"
+SHOP_AGENT = "ek_agents_examples.shop.agents:small_agent"
+AGENT_S = 0.05
+CONCURRENCY = 64
+
+
+async def sleep_agent(task: Any) -> Any:
+    """The benchmark's agent: 50 ms of waiting, then the gold answer."""
+    await asyncio.sleep(AGENT_S)
+    return task.gold
+
+
+def write_suite(path: Path, n_tasks: int) -> str:
+    rows = [{"suite": {"name": "bench-flow", "version": "1", "checker": "output"}}]
+    rows += [{"task_id": f"t{i}", "input": f"q{i}", "gold": f"A{i}"} for i in range(n_tasks)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def _env(home: Path, api_url: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1",
+               PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
+    return env
+
+
+def _wall(cmd: list, env: dict, cwd: Path = ROOT) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    t = time.perf_counter() - t0
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {proc.returncode}: "
+                           f"{(proc.stderr or proc.stdout).strip()[-800:]}")
+    return t
+
+
+def _child_json(args: list, env: dict) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "bench.bench_flow", "--child", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"bench_flow child {args[0]}: {proc.stderr.strip()[-1500:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# -- rows ------------------------------------------------------------------------------------
+
+def harness_rows(trials: int) -> dict:
+    from ek_agents import TaskSpec, run_suite
+
+    tasks = [TaskSpec(f"t{i}", input=f"q{i}", gold=f"A{i}") for i in range(trials)]
+
+    async def gather() -> list:
+        sem = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(t: TaskSpec) -> Any:
+            async with sem:
+                return await sleep_agent(t)
+        return await asyncio.gather(*(one(t) for t in tasks))
+
+    ideal = trials * AGENT_S / CONCURRENCY
+    t0 = time.perf_counter()
+    asyncio.run(gather())
+    t_gather = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    run_suite(sleep_agent, tasks, k=1, max_concurrency=CONCURRENCY, progress=False)
+    t_suite = time.perf_counter() - t0
+    print(f"  run_suite, {trials:,} trials of a 50 ms agent at concurrency {CONCURRENCY}: {t_suite:.2f} s vs "
+          f"ideal {ideal:.2f} s (x{t_suite / ideal:.2f}); asyncio.gather {t_gather:.2f} s (x{t_gather / ideal:.2f})")
+    return {"run_suite_s": t_suite, "run_suite_ideal_s": ideal, "run_suite_vs_ideal": t_suite / ideal,
+            "asyncio_gather_vs_ideal": t_gather / ideal}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(home: Path, timeout: float = 180.0) -> tuple[subprocess.Popen, str, float]:
+    """A temporary Prefect server on a free 127.0.0.1 port: (process, API URL, start-up s)."""
+    port = _free_port()
+    log = open(home / "server.log", "w")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                             "--port", str(port)], env=_env(home), stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/api"
+    while time.perf_counter() - t0 < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError(f"prefect server exited {proc.returncode}: see {home / 'server.log'}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, url, time.perf_counter() - t0
+        except OSError:
+            time.sleep(0.25)
+    proc.terminate()
+    raise RuntimeError(f"prefect server did not answer on {url} within {timeout:.0f} s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def flow_rows(trials: int, tmp: Path) -> dict:
+    k = 40 if trials >= 400 else 1
+    suite = write_suite(tmp / "flow-suite.jsonl", max(1, trials // k))
+    home = tmp / "prefect-server"
+    home.mkdir()
+    proc, url, t_start = start_server(home)
+    try:
+        args = ["flow", suite, str(k), str(tmp / "flow-store"), "bench-flow-run"]
+        first = _child_json(args, _env(home, url))
+        again = _child_json(args, _env(home, url))
+    finally:
+        stop_server(proc)
+    ideal = trials * AGENT_S / CONCURRENCY
+    print(f"  evaluate-agent flow, {trials:,} trials (API up; server start-up {t_start:.1f} s apart): "
+          f"{first['s']:.2f} s vs ideal {ideal:.2f} s (x{first['s'] / ideal:.2f}); identical re-run "
+          f"(cache hit) {again['s']:.2f} s (x{again['s'] / first['s']:.3f} of the first)")
+    return {"flow_trials": trials, "prefect_server_start_s": t_start, "flow_s": first["s"], "flow_ideal_s": ideal,
+            "flow_vs_ideal": first["s"] / ideal, "flow_cache_hit_s": again["s"],
+            "flow_cache_hit_vs_first": again["s"] / first["s"]}
+
+
+def cli_rows(tmp: Path, k: int = 4) -> dict:
+    store = tmp / "cli-store"
+    home = tmp / "prefect-cli"
+    home.mkdir()
+    env = _env(home)  # no PREFECT_API_URL: the CLI decides how to record the flow run
+    cli = [sys.executable, "-m", "ek_agents.cli"]
+    t_run = _wall(cli + ["run", "--suite", str(SHOP_SUITE), "--agent", SHOP_AGENT, "--k", str(k),
+                         "--store", str(store), "--run-id", "bench-cli-run"], env)
+    t_audit = _wall(cli + ["audit", "bench-cli-run", "--store", str(store)], env)
+    t_promote = _wall(cli + ["promote", "bench-cli-run", "--name", "bench", "--store", str(store)], env)
+    lib = _child_json(["run_suite", str(k)], env)
+    print(f"  ek-agents run, shop suite k={k} ({lib['trials']} trials), no Prefect API: {t_run:.2f} s wall vs "
+          f"run_suite {lib['s']:.2f} s (x{t_run / lib['s']:.1f}); ek-agents audit {t_audit:.2f} s, "
+          f"promote {t_promote:.2f} s")
+    return {"cli_run_shop_s": t_run, "run_suite_shop_s": lib["s"], "cli_run_vs_run_suite": t_run / lib["s"],
+            "cli_audit_s": t_audit, "cli_promote_s": t_promote}
+
+
+def import_rows(repeat: int = 3) -> dict:
+    env = _env(Path(tempfile.gettempdir()))
+
+    def best(code: str) -> float:
+        return min(_wall([sys.executable, "-c", code], env) for _ in range(repeat))
+
+    empty, ek, pf = best("pass"), best("import ek_agents"), best("import prefect")
+    ek_s, pf_s = max(ek - empty, 1e-4), max(pf - empty, 1e-4)
+    print(f"  import ek_agents {ek_s:.3f} s vs import prefect {pf_s:.3f} s (x{ek_s / pf_s:.3f}; "
+          f"interpreter start {empty:.3f} s subtracted)")
+    return {"import_ek_agents_s": ek_s, "import_prefect_s": pf_s, "import_ek_agents_vs_prefect": ek_s / pf_s}
+
+
+# -- children (own process, own Prefect settings) ----------------------------------------------
+
+def _child(args: list) -> None:
+    if args[0] == "flow":
+        suite, k, store, run_id = args[1], int(args[2]), args[3], args[4]
+        from ek_agents_pipeline.flows.evaluate import evaluate_agent
+
+        t0 = time.perf_counter()
+        evaluate_agent(suite=suite, agent="bench.bench_flow:sleep_agent", k=k, store=store, run_id=run_id,
+                       max_concurrency=CONCURRENCY)
+        print(json.dumps({"s": time.perf_counter() - t0}))
+    elif args[0] == "run_suite":
+        from ek_agents import load_suite, run_suite
+        from ek_agents_examples.shop.agents import small_agent
+
+        k = int(args[1])
+        suite = load_suite(str(SHOP_SUITE))
+        t0 = time.perf_counter()
+        run_suite(small_agent, suite, k=k, progress=False)
+        print(json.dumps({"s": time.perf_counter() - t0, "trials": len(suite.tasks) * k}))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=20_000, help="trials of the evaluate flow row")
+    ap.add_argument("--suite-trials", type=int, default=2000, help="trials of the run_suite row")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, no server (a smoke test)")
+    ap.add_argument("--skip", nargs="*", default=[], choices=("harness", "flow", "cli", "import"))
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _child(args.child)
+        return {}
+    if args.quick:
+        args.trials, args.suite_trials, args.skip = 64, 128, [*args.skip, "flow", "cli"]
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="ek-bench-flow-") as d:
+        tmp = Path(d)
+        if "import" not in args.skip:
+            figures.update(import_rows())
+        if "harness" not in args.skip:
+            figures.update(harness_rows(args.suite_trials))
+        if "cli" not in args.skip:
+            figures.update(cli_rows(tmp))
+        if "flow" not in args.skip:
+            figures.update(flow_rows(args.trials, tmp))
+    return figures
+
+
+if __name__ == "__main__":
+    main()
