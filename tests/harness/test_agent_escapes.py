@@ -94,7 +94,7 @@ def test_every_escape_and_unstorable_answer_fails_its_trial_alike(tmp_path, agen
                        **({"run_id": "esc2", "rootdir": store["store"]} if persist else {}))
     assert report.n_success == 3
     if persist:  # every trial was stored and reads back
-        again = run_trials(agent, tasks, **store)
+        again = run_trials(agent, tasks, timeout_s=timeout_s, **store)  # same fingerprint: a resume
         assert [e.meta.get("error") for e in again] == [errors[t.task_id] or None for t in tasks]
         assert len(Store(store["store"]).list("runs/esc/episodes")) == 10
 
