@@ -176,6 +176,7 @@ def _report_key(run_id: str) -> str:
     return run_file_key(run_id, REPORT_FILE)
 
 
+@pytest.mark.timeout(900)
 def test_serving_after_deploying_keeps_both_kinds_of_deployment(on_server, tmp_path):
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
@@ -213,8 +214,10 @@ def test_serving_after_deploying_keeps_both_kinds_of_deployment(on_server, tmp_p
     assert runs["served"].state.name == "Completed", srv.log("serve")
     assert runs["deployed"].name.startswith("deployed: counting_agent")
     assert runs["served"].name.startswith("served: counting_agent")
-    for rid in runs:
-        assert Store(store).read_manifest(rid)["orchestrator"]["flow_run_id"] == str(runs[rid].id)
+    for rid, run in runs.items():
+        orchestrator = Store(store).read_manifest(rid)["orchestrator"]
+        assert orchestrator["flow_run_id"] == str(run.id)
+        assert orchestrator["deployment_id"] == str(run.deployment_id)
     with get_client(sync_client=True) as c:
         # the deployment's name leads the series key
         assert len(_artifacts(c, "manual-tests-pipeline-pipeline-agents-counting-agent-report")) == 1
