@@ -15,7 +15,7 @@ from ek_agents.manifest import RunInputs
 from ek_agents.record import ManifestRef
 from ek_agents.store import Store
 
-from .common import IO_RETRIES, TASK_DEFAULTS
+from .common import IO_RETRIES, TASK_DEFAULTS, run_name
 
 
 @task(name="write-manifest", task_run_name="manifest-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
@@ -62,7 +62,7 @@ def publish_report(store_url: str, run_id: str, manifest: ManifestRef) -> dict:
     return keys
 
 
-@task(name="audit", task_run_name="audit-{run_id}-{baseline}", **TASK_DEFAULTS, **IO_RETRIES)
+@task(name="audit", task_run_name=run_name("audit", against="baseline"), **TASK_DEFAULTS, **IO_RETRIES)
 def audit(store_url: str, run_id: Optional[str], baseline: Optional[str]) -> dict:
     """``audit.audit``: verify every artifact's sha256 and recompute every figure; the verdict
     in the run log."""

@@ -9,7 +9,7 @@ from ek_agents import record
 from ek_agents.record import GateRef, StageRef, SuiteRef
 from ek_agents.store import Store
 
-from .common import IO_RETRIES, TASK_DEFAULTS
+from .common import IO_RETRIES, TASK_DEFAULTS, run_name
 
 
 @task(name="grade", task_run_name="grade-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
@@ -33,7 +33,7 @@ def cost(store_url: str, run_id: str, graded: StageRef, metrics: StageRef,
     return record.run_cost(Store(store_url), run_id, graded, metrics, prices, seed=seed)
 
 
-@task(name="gate", task_run_name="gate-{run_id}-vs-{baseline}", **TASK_DEFAULTS, **IO_RETRIES)
+@task(name="gate", task_run_name=run_name("gate", against="baseline"), **TASK_DEFAULTS, **IO_RETRIES)
 def gate(store_url: str, run_id: str, report: StageRef, baseline: Optional[str],
          tolerance: float, cost_tolerance: float) -> Optional[GateRef]:
     """``record.run_gate``: the gate against the named baseline -> the run's gate verdict.

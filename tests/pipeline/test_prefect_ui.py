@@ -146,8 +146,9 @@ def test_runs_read_well_in_the_ui(on_server, tmp_path):
             assert f"{rid}: {agent} on {SUITE}" in names, names
         assert {"promote good-1 to tiny-main", "audit baseline tiny-main", "trials-worse-2"} <= names
         tasks = {t.name for t in c.read_task_runs()}
-        assert {"grade-worse-2", "gate-worse-2-vs-tiny-main", "report-worse-2", "manifest-good-1",
-                "cost-good-1", "metrics-good-1-k2"} <= tasks
+        assert {"grade-worse-2", "gate-worse-2-vs-tiny-main", "gate-good-1", "report-worse-2",
+                "manifest-good-1", "cost-good-1", "metrics-good-1-k2", "audit-baseline-tiny-main",
+                "promote-good-1-to-tiny-main"} <= tasks
         assert flow_runs["worse-2: worse_agent on tiny"].state.name == "Failed"
 
         # the run logs carry the figures: trials and reuse, success, cost per success, verdict
