@@ -49,9 +49,20 @@ def on_server(server):
     """This process talks to ``server`` (heartbeat off), with INFO run logs sent to it."""
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    with temporary_settings(updates={PREFECT_API_URL: server.api,
-                                     PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        yield server
+    from prefect.events.clients import PrefectEventsClient
+    from prefect.events.worker import EventsWorker
+
+    # task runs reach the server as events, through one EventsWorker per client type: point it
+    # at this server (one made earlier in the session, e.g. under prefect_test_harness, keeps
+    # the API it was made for)
+    EventsWorker.set_client_override(PrefectEventsClient, api_url=server.api)
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: server.api,
+                                         PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+            yield server
+            EventsWorker.drain_all()
+    finally:
+        EventsWorker.set_client_override(None)
 
 
 @contextlib.contextmanager
@@ -89,6 +100,7 @@ def _log_text(client, flow_run_id) -> str:
 def test_runs_read_well_in_the_ui(on_server, tmp_path):
     from prefect import flow
     from prefect.client.orchestration import get_client
+    from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogHandler
     from prefect.settings import PREFECT_LOCAL_STORAGE_PATH
 
@@ -121,6 +133,7 @@ def test_runs_read_well_in_the_ui(on_server, tmp_path):
             evaluate_agent(agent=FLAKY_AGENT, seed=2, run_id="worse-2", baseline="tiny-main", **common)
         assert audit_run(baseline="tiny-main", store=store)["passed"]
         APILogHandler().flush()
+        EventsWorker.drain_all()  # the task runs' states
     runs = {r.run_id: r for r in load_runs(store, ["good-1", "worse-1", good2, "worse-2"])}
 
     with get_client(sync_client=True) as c:
