@@ -21,14 +21,20 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
+from .base import JsonShape
+from .core import shape
 from .errors import InvalidInput
 from .reportplots import cost_vs_success_svg, pass_hat_svg, series_svg
-from .runsummary import (RunSummary, fmt_count, fmt_dollars, fmt_interval, fmt_percent,
+from .runsummary import (RunSummary, SliceSummary, fmt_count, fmt_dollars, fmt_interval, fmt_percent,
                          fmt_seconds, frontier_flags, group_index, group_label, load_runs,
                          series_runs)
-from .store import Store, write_url
+from .store import Store, open_store, run_file_key, write_url
 
-__all__ = ["render_html", "render_markdown", "write_report", "CSP"]
+__all__ = ["render_html", "render_markdown", "write_report", "CSP", "RunPublication", "publish_run",
+           "table_rows", "log_lines", "REPORT_FILE"]
+
+#: The file name of a run's HTML report beside its documents (``store.run_file_key``).
+REPORT_FILE = "report.html"
 
 #: The page's Content-Security-Policy: nothing may load; inline styles and data: images only.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -262,3 +268,68 @@ def write_report(store: Union[Store, str], run_ids: Sequence[str], *, html: Opti
         write_url(markdown, render_markdown(runs).encode("utf-8"), what="Markdown report")
         out["markdown"] = str(markdown)
     return out
+
+
+# --------------------------------------------------------------------------- a run, published
+
+def table_rows(run: RunSummary) -> list[dict[str, str]]:
+    """The run's figures as table rows of formatted strings, the run id and the agent as columns:
+    ``all`` first, then one row per slice (what the pipeline's table artifact shows)."""
+    k = _pass_label([run])
+    last = run.pass_hat[-1] if run.pass_hat else (run.k, None, 0.0, 1.0)
+    every = SliceSummary(slice="all", tasks=run.n_tasks, trials=run.n_trials,
+                         success_rate=run.success_rate, success_ci=run.success_ci,
+                         pass_hat_k=last[1], dollars=run.dollars,
+                         cost_per_success=run.cost_per_success,
+                         cost_per_success_ci=run.cost_per_success_ci)
+    return [{"run_id": run.run_id, "agent": run.agent, "slice": s.slice, "tasks": fmt_count(s.tasks),
+             "trials": fmt_count(s.trials), "success": fmt_percent(s.success_rate),
+             "success 95% CI": fmt_interval(s.success_ci, fmt_percent), k: fmt_percent(s.pass_hat_k),
+             "dollars": fmt_dollars(s.dollars), "$/success": fmt_dollars(s.cost_per_success),
+             "$/success 95% CI": fmt_interval(s.cost_per_success_ci, fmt_dollars)}
+            for s in [every, *run.slices]]
+
+
+def log_lines(run: RunSummary) -> list[str]:
+    """What a run's log says of it, one line each: trials run and reused, success, cost per
+    success, the gate's verdict (the pipeline logs these through its run logger)."""
+    gate = "gate: no baseline given"
+    if run.gate:
+        gate = (f"gate vs baseline {run.gate.get('baseline', '?')!r}: {_verdict(run.gate)}"
+                + "".join(f"; {x}" for x in run.gate.get("reasons") or []))
+    return [f"run {run.run_id}: agent {run.agent}, {fmt_count(run.n_trials)} trials of "
+            f"{fmt_count(run.n_tasks)} tasks (k = {run.k}); episodes reused: {run.reused}",
+            f"success {fmt_percent(run.success_rate)} {fmt_interval(run.success_ci, fmt_percent)} "
+            f"({fmt_count(run.n_success)} of {fmt_count(run.n_trials)} trials)",
+            f"dollars {fmt_dollars(run.dollars)}, cost per success {fmt_dollars(run.cost_per_success)}"
+            + (f" {fmt_interval(run.cost_per_success_ci, fmt_dollars)}"
+               if run.cost_per_success_ci else ""),
+            gate]
+
+
+@shape()
+class RunPublication(JsonShape):
+    """What publishing a run made: its HTML report in the store (``html_key``, its sha256), the
+    Markdown report, the table rows and the log lines -- all formatted for people."""
+
+    run_id: str
+    agent: str
+    suite: str
+    html_key: str
+    html_sha256: str
+    markdown: str
+    rows: list[dict[str, str]]
+    log: list[str]
+
+
+def publish_run(store: Union[Store, str, None], run_id: str) -> RunPublication:
+    """Write the run's HTML report beside its documents (``runs/<run_id>/report.html``, through
+    the store) and return it with the Markdown report, table rows and log lines of the run."""
+    st = open_store(store)
+    run = load_runs(st, [run_id])[0]
+    key = run_file_key(run_id, REPORT_FILE)
+    digest = st.write_bytes(key, render_html([run]).encode("utf-8"))
+    markdown = render_markdown([run]) + f"\nHTML report: `{st.url}/{key}`\n"
+    return RunPublication(run_id=run.run_id, agent=run.agent, suite=run.suite, html_key=key,
+                          html_sha256=digest, markdown=markdown, rows=table_rows(run),
+                          log=log_lines(run))

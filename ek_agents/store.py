@@ -8,7 +8,9 @@ and are never written to the store). Layout under the root::
     artifacts/<sha256>.json                     content-addressed JSON (put_artifact)
     runs/<run_id>/manifest.json                 a run's manifest (write_manifest)
     runs/<run_id>/episodes/<task>/<trial>.json  one episode per finished trial (harness)
+    runs/<run_id>/report.html                   the run's HTML report (the pipeline's publish step)
     baselines/<name>.json                       named agent baselines (save_baseline)
+    reports/<name>.html                         a report comparing runs (the demo's)
 
 Writes are atomic: temp file + rename on a local disk, a single ``pipe`` (one PUT) on object
 stores and ``memory://``; a reader never sees half an artifact. Everything is JSON -- nothing
@@ -50,10 +52,10 @@ from .errors import (ArtifactNotFound, BucketNotFound, EkAgentsError, IntegrityE
                      StoreUnreachable, did_you_mean)
 
 __all__ = ["Store", "StoreSettings", "open_store", "canonical_json", "sha256_hex", "parse_json",
-           "episode_key", "run_key", "task_key", "read_url", "write_url", "DEFAULT_STORE",
-           "TMP_MAX_AGE_S", "run_prefix", "episodes_prefix", "cache_key", "artifact_key",
-           "baseline_key", "Lease", "lease_key", "acquire_lease", "release_lease", "break_lease",
-           "read_lease"]
+           "episode_key", "run_key", "run_file_key", "report_key", "task_key", "read_url",
+           "write_url", "DEFAULT_STORE", "TMP_MAX_AGE_S", "run_prefix", "episodes_prefix",
+           "cache_key", "artifact_key", "baseline_key", "Lease", "lease_key", "acquire_lease",
+           "release_lease", "break_lease", "read_lease"]
 
 #: Store used when neither ``url`` nor the ``EK_STORE`` environment variable is given.
 DEFAULT_STORE = "./.ek"
@@ -116,6 +118,16 @@ def run_key(run_id: str, name: str) -> str:
     return f"runs/{Store.validate_name(run_id, what='run id')}/{name}.json"
 
 
+def run_file_key(run_id: str, filename: str) -> str:
+    """Store key of a file a run keeps beside its documents: ``runs/<run_id>/<filename>``
+    (``filename`` a safe name with its extension, e.g. ``report.html``).
+
+    >>> run_file_key("r1", "report.html")
+    'runs/r1/report.html'
+    """
+    return f"{run_prefix(run_id)}/{Store.validate_name(filename, what='run file name')}"
+
+
 def run_prefix(run_id: str) -> str:
     """Store prefix of everything a run wrote: ``runs/<run_id>``."""
     return f"runs/{Store.validate_name(run_id, what='run id')}"
@@ -147,6 +159,15 @@ def baseline_key(name: str) -> str:
     'baselines/main.json'
     """
     return f"baselines/{Store.validate_name(name, what='baseline name')}.json"
+
+
+def report_key(name: str) -> str:
+    """Store key of a report comparing runs: ``reports/<name>.html`` (e.g. the demo's).
+
+    >>> report_key("demo")
+    'reports/demo.html'
+    """
+    return f"reports/{Store.validate_name(name, what='report name')}.html"
 
 
 @dataclasses.dataclass(frozen=True)

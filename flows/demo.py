@@ -1,5 +1,6 @@
 """The demo: two agents on the shop world, a baseline, a gate that passes and one that fails,
-and an audit -- every step a flow run, every artifact in the store."""
+and an audit -- every step a flow run, every artifact in the store -- and the HTML report
+comparing its runs (``reports/demo.html`` in the store; the path is printed last)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +11,9 @@ import ek_agents_examples
 from ek_agents import record
 from ek_agents.errors import CheckFailed
 from ek_agents.harness import new_run_id
-from ek_agents.store import Store, baseline_key, run_key
+from ek_agents.htmlreport import REPORT_FILE, render_html
+from ek_agents.runsummary import load_runs
+from ek_agents.store import Store, baseline_key, report_key, run_file_key, run_key
 
 from ek_agents_examples.shop.world import SUITE_PATH
 
@@ -56,4 +59,8 @@ def run_demo(store: str, *, k: int = 4, say: Callable[[str], None] = print) -> d
         f"{'passed' if result['passed'] else 'FAILED'}")
     pattern = run_key(runs["small"], "manifest").replace(runs["small"], "<run_id>")
     say(f"\nmanifests: {st.url}/{pattern} for " + ", ".join(runs.values()))
+    say(f"each run's HTML report: {st.url}/{run_file_key('ID', REPORT_FILE).replace('ID', '<run_id>')}")
+    key = report_key("demo")
+    st.write_bytes(key, render_html(load_runs(st, list(runs.values()))).encode("utf-8"))
+    say(f"\nHTML report comparing the demo's runs (open it in a browser): {st.url}/{key}")
     return runs

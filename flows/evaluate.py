@@ -18,11 +18,17 @@ from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate
                                       metrics, plan_trials, publish_report, run_trial_chunk,
                                       write_manifest)
 
-from .context import run_context, run_parameters, scheduled_seed
+from .context import evaluate_run_name, rename_flow_run, run_context, run_parameters, scheduled_seed
+from .outcome import fails_as_state
 from .runners import make_task_runner
 
+#: A flow run that has not finished after this long is failed (TimedOut) by Prefect.
+EVALUATE_TIMEOUT_S = 6 * 3600
 
-@flow(name="run-trials", persist_result=False)
+
+@flow(name="run-trials", persist_result=False, timeout_seconds=EVALUATE_TIMEOUT_S,
+      flow_run_name="trials-{request.run_id}")
+@fails_as_state
 def run_trials_flow(request: TrialRequest) -> StageRef:
     """k trials per task in chunks on this flow's task runner; cached episodes when the same
     inputs ran before (then no agent is called at all). A failed chunk fails this flow, and
@@ -42,7 +48,9 @@ def run_trials_flow(request: TrialRequest) -> StageRef:
     return collect_episodes(plan, wait_for=chunks)
 
 
-@flow(name="evaluate-agent", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=4))
+@flow(name="evaluate-agent", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=4),
+      timeout_seconds=EVALUATE_TIMEOUT_S, flow_run_name=evaluate_run_name)
+@fails_as_state
 def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: int = 1,
                    seed: Optional[int] = 0, store: Optional[str] = None,
                    run_id: Optional[str] = None,
@@ -77,7 +85,9 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     removes a dead writer's).
     """
     st = Store(store).url
-    run_id = run_id or new_run_id()
+    if not run_id:
+        run_id = new_run_id()
+        rename_flow_run(evaluate_run_name(run_id))
     pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path)
     seed = scheduled_seed() if seed is None else seed
     lease = acquire_lease(Store(st), run_id, wait_s=lease_wait_s, force=break_lease)

@@ -1,22 +1,24 @@
-"""Record a run (manifest), publish its report to Prefect, audit it, promote it."""
+"""Record a run (manifest), publish its report (store + Prefect artifacts + run log), audit it,
+promote it."""
 from __future__ import annotations
 
 import re
 from typing import Optional
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.runtime import deployment
 
 from ek_agents import audit as audit_mod
-from ek_agents import record
+from ek_agents import htmlreport, record, runsummary
 from ek_agents.manifest import RunInputs
 from ek_agents.record import ManifestRef
 from ek_agents.store import Store
 
-from .common import IO_RETRIES, TASK_DEFAULTS
+from .common import IO_RETRIES, TASK_DEFAULTS, run_name
 
 
-@task(name="write-manifest", **TASK_DEFAULTS, **IO_RETRIES)
+@task(name="write-manifest", task_run_name="manifest-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
 def write_manifest(store_url: str, run_id: str, refs: dict, inputs: RunInputs,
                    agent: Optional[str], source: Optional[dict], parameters: dict,
                    orchestrator: dict) -> ManifestRef:
@@ -25,36 +27,65 @@ def write_manifest(store_url: str, run_id: str, refs: dict, inputs: RunInputs,
                              source=source, parameters=parameters, orchestrator=orchestrator)
 
 
-def artifact_key(name: str, suffix: str) -> str:
-    """A Prefect artifact key (``^[a-z0-9-]*$``) for a suite name: ``shop`` -> ``shop-report``."""
-    slug = re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-") or "suite"
-    return f"{slug}-{suffix}"
+def series_key(*parts: Optional[str]) -> str:
+    """A Prefect artifact key (``^[a-z0-9-]*$``) of a tracked series: the parts slugged and
+    joined, ``("nightly", "examples.shop.agents:small_agent", "report")`` ->
+    ``nightly-examples-shop-agents-small-agent-report`` (one key per series, one version per run)."""
+    slugs = [re.sub(r"[^a-z0-9]+", "-", str(p).lower()).strip("-") for p in parts if p]
+    return "-".join(s for s in slugs if s) or "ek-agents"
 
 
-@task(name="publish-report", **TASK_DEFAULTS)
+def series_name(suite: Optional[str]) -> Optional[str]:
+    """The first part of a series key: the deployment's name when a deployment runs the flow
+    (``nightly``), else the suite's name."""
+    return deployment.name or suite
+
+
+@task(name="publish-report", task_run_name="report-{run_id}", **TASK_DEFAULTS)
 def publish_report(store_url: str, run_id: str, manifest: ManifestRef) -> dict:
-    """The report as a Prefect markdown artifact and the per-slice figures as a table artifact,
-    keyed by suite (``<suite>-report``, ``<suite>-slices``): one version per run."""
-    shown = record.report_views(Store(store_url), run_id, manifest.manifest)
-    keys = {"report": artifact_key(shown["suite"], "report"),
-            "table": artifact_key(shown["suite"], "slices")}
-    create_markdown_artifact(shown["markdown"], key=keys["report"],
-                             description=f"ek-agents report of run {run_id}")
-    create_table_artifact(shown["rows"], key=keys["table"],
+    """``htmlreport.publish_run``: the HTML report into the store (``runs/<id>/report.html``),
+    the Markdown report and the per-slice table as Prefect artifacts keyed per tracked series
+    (``<deployment or suite>-<agent>-report`` and ``-slices``: one version per run), and the
+    run's figures in the run log."""
+    shown = htmlreport.publish_run(Store(store_url), run_id)
+    logger = get_run_logger()
+    for line in shown.log:
+        logger.info(line)
+    logger.info("HTML report: %s/%s", store_url, shown.html_key)
+    series = series_name(shown.suite)
+    keys = {"report": series_key(series, shown.agent, "report"),
+            "table": series_key(series, shown.agent, "slices"), "html": shown.html_key}
+    create_markdown_artifact(shown.markdown, key=keys["report"],
+                             description=f"ek-agents report of run {run_id} ({shown.agent})")
+    create_table_artifact(shown.rows, key=keys["table"],
                           description=f"per-slice success, pass^k and dollars of run {run_id}")
     return keys
 
 
-@task(name="audit", **TASK_DEFAULTS, **IO_RETRIES)
+@task(name="audit", task_run_name=run_name("audit", against="baseline"), **TASK_DEFAULTS, **IO_RETRIES)
 def audit(store_url: str, run_id: Optional[str], baseline: Optional[str]) -> dict:
-    """``audit.audit``: verify every artifact's sha256 and recompute every figure."""
+    """``audit.audit``: verify every artifact's sha256 and recompute every figure; the verdict
+    in the run log."""
     result = audit_mod.audit(Store(store_url), run_id, baseline=baseline)
-    create_markdown_artifact(result.markdown(), key=artifact_key(result.run_id, "audit"),
-                             description="ek-agents audit")
+    get_run_logger().info(result.summary())
     return result.to_dict()
 
 
-@task(name="promote", **TASK_DEFAULTS, **IO_RETRIES)
+@task(name="publish-audit", task_run_name="audit-report-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
+def publish_audit(store_url: str, run_id: str, baseline: Optional[str], markdown: str) -> str:
+    """The audit's Markdown as a Prefect artifact keyed per baseline (``baseline-<name>-audit``)
+    or, for a run audited by id, per the run's series (``<deployment or suite>-<agent>-audit``,
+    ``runsummary.load_runs`` names them): one version per audit, never one key per run."""
+    if baseline:
+        key = series_key("baseline", baseline, "audit")
+    else:
+        run = runsummary.load_runs(Store(store_url), [run_id])[0]
+        key = series_key(series_name(run.suite), run.agent, "audit")
+    create_markdown_artifact(markdown, key=key, description=f"ek-agents audit of run {run_id}")
+    return key
+
+
+@task(name="promote", task_run_name="promote-{run_id}-to-{name}", **TASK_DEFAULTS, **IO_RETRIES)
 def promote(store_url: str, run_id: str, name: str, replace: bool = False) -> dict:
     """``record.promote_baseline``: the run becomes the named baseline (an existing one only
     when ``replace``)."""

@@ -1,27 +1,14 @@
-"""Deployments: prefect.yaml and serve.py define what they say; a real Prefect server runs one.
-
-The integration test starts ``prefect server start`` on 127.0.0.1 (temporary PREFECT_HOME,
-analytics off), serves ``evaluate-agent/manual`` with ``deployments/serve.py`` in a
-subprocess, triggers it with parameters through ``run_deployment``, and checks the flow run
-Completed and wrote its manifest into the store.
-"""
+"""Deployments: prefect.yaml and serve.py define what they say (the real-server runs of them
+are in ``test_prefect_ui.py``, beside the UI conventions, on one server)."""
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
-import pytest
 import yaml
 
-from ek_agents.store import Store
+from .conftest import ROOT
 
-from .conftest import AGENT, ROOT
+LOCAL = {"nightly", "manual", "audit", "promote"}
 
 
 def test_prefect_yaml_names_real_flows_and_valid_parameters():
@@ -29,131 +16,48 @@ def test_prefect_yaml_names_real_flows_and_valid_parameters():
 
     spec = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())
     names = {d["name"]: d for d in spec["deployments"]}
-    assert set(names) == {"nightly", "manual", "audit"}
+    # two groups of the same four: the checkout on this box, and a clone on a remote worker
+    assert set(names) == LOCAL | {f"{n}-remote" for n in LOCAL}
     assert names["nightly"]["schedules"][0]["cron"] == "0 3 * * *"
-    assert all(d["work_pool"]["name"] == "ek-agents" for d in names.values())
+    assert names["nightly-remote"]["schedules"] == names["nightly"]["schedules"]
+    assert all(names[n]["work_pool"]["name"] == "ek-agents" for n in LOCAL)
+    assert all(names[f"{n}-remote"]["work_pool"]["name"] == "ek-agents-remote" for n in LOCAL)
     for d in names.values():
         path, _, fn = d["entrypoint"].partition(":")
         flow = load_flow_from_entrypoint(str(ROOT / path) + ":" + fn)
-        flow.validate_parameters(d.get("parameters") or {})  # raises on a bad parameter
+        given = {name: "r1" for name in flow.parameters.required}  # the run form asks for these
+        flow.validate_parameters({**given, **(d.get("parameters") or {})})  # raises on a bad one
+        assert flow.parameters.required == (["run_id", "name"] if "promote" in d["name"] else [])
+        assert flow.timeout_seconds and flow.timeout_seconds > 0
     assert (ROOT / names["nightly"]["parameters"]["suite"]).exists()
+    assert names["promote"]["entrypoint"].endswith(":promote_baseline")
 
 
-def test_serve_builds_the_three_deployments():
+def test_prefect_yaml_pull_steps_local_and_git():
+    text = (ROOT / "deployments" / "prefect.yaml").read_text()
+    spec = yaml.safe_load(text)
+    assert "definitions" in spec and "&pull_git" in text and "*pull_local" in text  # anchors
+    local = spec["pull"]
+    assert [next(iter(s)) for s in local] == ["prefect.deployments.steps.set_working_directory"]
+    remote = {d["name"]: d for d in spec["deployments"]}["manual-remote"]["pull"]
+    assert [next(iter(s)) for s in remote] == ["prefect.deployments.steps.git_clone",
+                                              "prefect.deployments.steps.run_shell_script",
+                                              "prefect.deployments.steps.set_working_directory"]
+    clone, install, cd = (next(iter(s.values())) for s in remote)
+    assert clone["repository"] == "{{ $EK_AGENTS_REPO }}"  # read on the worker, at run time
+    assert install["directory"] == cd["directory"] == "{{ clone.directory }}"
+    assert "pip install" in install["script"]
+
+
+def test_serve_builds_the_four_deployments_under_names_prefect_deploy_never_uses():
     sys.path.insert(0, str(ROOT / "deployments"))
     try:
         import serve
     finally:
         sys.path.pop(0)
     deps = serve.deployments()
-    assert {d.name for d in deps.values()} == {"nightly", "manual", "audit"}
+    assert set(deps) == LOCAL
+    assert {d.name for d in deps.values()} == {f"{n}-served" for n in LOCAL}
+    spec = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())
+    assert not {d.name for d in deps.values()} & {d["name"] for d in spec["deployments"]}
     assert deps["nightly"].schedules and deps["manual"].parameters == {"k": 1}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(what: str, ok, timeout: float, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"{what}: the process exited with {proc.returncode}")
-        try:
-            if ok():
-                return
-        except Exception:  # noqa: BLE001 -- not up yet
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"{what}: not ready after {timeout} s")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-@pytest.mark.integration
-def test_deployments_run_on_a_real_server(tmp_path, suite):
-    """Serve ``evaluate-agent/manual`` (flow.serve) and run it with parameters; then deploy
-    prefect.yaml to a process work pool and run ``audit-run/audit`` on a process worker."""
-    port = _free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"),
-           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
-           "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_RUNNER_POLL_FREQUENCY": "2",
-           "PREFECT_WORKER_QUERY_SECONDS": "2", "EK_AGENTS_HOME": str(ROOT)}
-    env.pop("PREFECT_API_URL", None)
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    procs: list = []
-
-    def start(name: str, *cmd: str, **kw) -> subprocess.Popen:
-        p = subprocess.Popen(list(cmd), stdout=open(logs / f"{name}.log", "wb"),
-                             stderr=subprocess.STDOUT, start_new_session=True, **kw)
-        procs.append(p)
-        return p
-
-    prefect = [sys.executable, "-m", "prefect"]
-    server = start("server", *prefect, "server", "start", "--host", "127.0.0.1", "--port",
-                   str(port), env=env)
-    client_env = {**env, "PREFECT_API_URL": api}
-    try:
-        _wait("prefect server", lambda: urllib.request.urlopen(f"{api}/health", timeout=2).status == 200,
-              120, server)
-        served = start("serve", sys.executable, str(ROOT / "deployments" / "serve.py"), "--only",
-                       "manual", env=client_env, cwd=str(ROOT))
-
-        from prefect.client.orchestration import get_client
-        from prefect.deployments import run_deployment
-        from prefect.settings import PREFECT_API_URL, temporary_settings
-
-        def deployed(name: str):
-            def ok() -> bool:
-                with get_client(sync_client=True) as c:
-                    return c.read_deployment_by_name(name) is not None
-            return ok
-
-        store = str(tmp_path / "store")
-        with temporary_settings(updates={PREFECT_API_URL: api}):
-            _wait("served deployment", deployed("evaluate-agent/manual"), 120, served)
-            fr = run_deployment("evaluate-agent/manual", timeout=180, parameters={
-                "suite": suite, "agent": AGENT, "k": 2, "seed": 4, "store": store,
-                "run_id": "served"})
-            with get_client(sync_client=True) as c:
-                run = c.read_flow_run(fr.id)
-            assert run.state.name == "Completed", (logs / "serve.log").read_text()[-3000:]
-            assert run.parameters["k"] == 2
-            man = Store(store).read_manifest("served")
-            assert man["orchestrator"]["flow_run_id"] == str(fr.id)
-            assert man["orchestrator"]["deployment_id"] == str(run.deployment_id)
-            assert man["results"]["n_trials"] == 12
-            _stop(served)
-
-            # prefect.yaml on a process work pool, run by a worker
-            for cmd in (["work-pool", "create", "ek-agents", "--type", "process"],
-                        ["--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml"]):
-                r = subprocess.run(prefect + cmd, env=client_env, cwd=str(ROOT), capture_output=True,
-                                   text=True, timeout=120)
-                assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-            with get_client(sync_client=True) as c:
-                nightly = c.read_deployment_by_name("evaluate-agent/nightly")
-            assert nightly.schedules[0].schedule.cron == "0 3 * * *"
-            worker = start("worker", *prefect, "worker", "start", "--pool", "ek-agents", "--limit", "1",
-                           env=client_env, cwd=str(ROOT))
-            fr = run_deployment("audit-run/audit", timeout=180,
-                                parameters={"run_id": "served", "baseline": None, "store": store})
-            with get_client(sync_client=True) as c:
-                run = c.read_flow_run(fr.id)
-            assert worker.poll() is None
-        assert run.state.name == "Completed", (logs / "worker.log").read_text()[-3000:]
-    finally:
-        for p in reversed(procs):
-            _stop(p)

@@ -42,14 +42,19 @@ def test_evaluate_records_a_complete_manifest(tmp_path, suite, calls):
     assert report["cost"]["total_dollars"] > 0
     assert man["results"]["success_rate"] == report["success_rate"]
     assert man["gate"] is None
-    # the report and the per-slice table, published as Prefect artifacts keyed by suite
+    # the report and the per-slice table, published as Prefect artifacts keyed per series
+    # (suite and agent), and the HTML report beside the run in the store
     from prefect.artifacts import Artifact
 
-    md, table = Artifact.get("tiny-report", _sync=True), Artifact.get("tiny-slices", _sync=True)
-    assert md.type == "markdown" and "run `r1`" in md.data
+    series = "tiny-tests-pipeline-pipeline-agents-counting-agent"
+    md, table = Artifact.get(f"{series}-report", _sync=True), Artifact.get(f"{series}-slices", _sync=True)
+    assert md.type == "markdown" and "## Run `r1`" in md.data and "runs/r1/report.html" in md.data
     assert str(md.flow_run_id) == man["orchestrator"]["flow_run_id"]
     rows = json.loads(table.data)
-    assert [r["slice"] for r in rows] == ["all", "easy", "hard"] and rows[0]["trials"] == 18
+    assert [r["slice"] for r in rows] == ["all", "easy", "hard"] and rows[0]["trials"] == "18"
+    assert {r["run_id"] for r in rows} == {"r1"} and {r["agent"] for r in rows} == {AGENT}
+    assert all(v.endswith("%") for r in rows for v in (r["success"], r["pass^3"]))
+    assert st.read_bytes("runs/r1/report.html").startswith(b"<!DOCTYPE html>")
 
 
 def test_second_identical_run_makes_zero_agent_calls(tmp_path, suite, calls):
