@@ -223,10 +223,14 @@ def _check_figures(store: Any, run_id: str, manifest: Mapping, seen: Mapping, tr
     problems += _limited(differences(results, recomputed_results, "results"))
     if manifest.get("gate"):
         checked.append("recomputed gate verdict")
-        verdict = record.guarded_gate(report, read("baseline"), tolerance=inputs.tolerance,
-                                      cost_tolerance=inputs.cost_tolerance,
-                                      baseline_name=manifest["gate"].get("baseline"))
+        verdict = record.regate(report, graded, read("baseline"), manifest["gate"], k=inputs.k,
+                                tolerance=inputs.tolerance, cost_tolerance=inputs.cost_tolerance,
+                                baseline_name=manifest["gate"].get("baseline"))
         problems += _limited(differences(manifest["gate"], verdict, "gate"))
+        if manifest.get("sequential"):  # the typed copy of the sequential verdict
+            again = {k: v for k, v in (verdict.get("sequential") or {}).items()
+                     if k in manifest["sequential"] or k != "schema_version"}  # nested: unversioned
+            problems += _limited(differences(manifest["sequential"], again, "sequential"))
 
 
 #: The figures of ``results`` that come from the cost report.

@@ -54,7 +54,7 @@ from .gate import ALPHA
 from .stats import group_sequential_bounds, paired_difference, t_quantile
 
 __all__ = ["SequentialVerdict", "sequential_look", "sequential_gate", "baseline_task_counts",
-           "per_check_alpha",
+           "per_check_alpha", "replay_sequential", "gate_document",
            "SEQUENTIAL_METHOD", "DEFAULT_MIN_EFFECT"]
 
 #: How the sequential gate controls its false alarms (recorded on every verdict).
@@ -233,3 +233,39 @@ def sequential_gate(run_batch: Callable[[list], Sequence[Any]], task_ids: Sequen
         underpowered=not failed and last["diff"] < -tolerance, alpha=alpha,
         tolerance=tolerance, min_effect=min_effect, looks=tuple(looks))
     return episodes, verdict
+
+
+def replay_sequential(episodes: Sequence[Any], baseline: Any, *, k: int, alpha: float,
+                      tolerance: float = 0.0,
+                      min_effect: float = DEFAULT_MIN_EFFECT) -> SequentialVerdict:
+    """The verdict :func:`sequential_gate` reached, recomputed from the graded episodes it
+    ran (``meta["trial"]`` says each one's batch): the looks are replayed in order over the
+    stored outcomes, so an audit (or ``ek-agents gate``) of a sequential run reproduces its
+    decision, its reason and the trials it cost without calling the agent."""
+    by_pair = {(str(e.task_id), (e.meta or {}).get("trial")): e for e in episodes}
+    tids = sorted({t for t, _ in by_pair})
+
+    def stored(pairs: list) -> list:
+        missing = [p for p in pairs if p not in by_pair]
+        if missing:
+            raise InvalidInput(f"replay_sequential: the run stored no episode for {missing[:3]}, "
+                               "but the sequential gate needed that batch; the run is incomplete "
+                               "-- re-run it")
+        return [by_pair[p] for p in pairs]
+
+    return sequential_gate(stored, tids, k=k, baseline=baseline, success=lambda ep: bool(ep.success),
+                           alpha=alpha, tolerance=tolerance, min_effect=min_effect)[1]
+
+
+def gate_document(verdict: SequentialVerdict, baseline: Optional[str] = None) -> dict:
+    """A sequential verdict as a run records its gate: the fixed gate's keys (``passed``,
+    ``reasons``, ``warnings``, ``underpowered``, ``baseline``) -- so reports, exit codes and
+    ``raise_for_verdict`` read it alike -- plus ``test: "sequential"`` and the whole verdict
+    under ``sequential``."""
+    warnings = []
+    if verdict.underpowered:
+        warnings.append("underpowered: the success rate got worse, but not beyond the sequential "
+                        "boundary; this pass is not evidence of no regression")
+    return {"passed": verdict.passed, "reasons": [verdict.reason] if not verdict.passed else [],
+            "warnings": warnings, "underpowered": verdict.underpowered, "test": "sequential",
+            "sequential": verdict.to_dict(), "baseline": baseline}
