@@ -39,7 +39,8 @@ from .manifest import (RunInputs, RunManifest, as_plain, input_digest, report_ma
 from .metrics import grade
 from .prices import ModelPrice, load_prices
 from .reporting import ReliabilityReport, reliability_with_run, with_cost
-from .sequential import SequentialVerdict, gate_document, replay_sequential
+from .sequential import (DEFAULT_MIN_EFFECT, SequentialVerdict, gate_document, per_check_alpha,
+                         replay_sequential)
 from .store import (Store, baseline_key, cache_key, canonical_json, episodes_prefix, open_store,
                     read_url, run_key, sha256_hex)
 from .suite import load_suite
@@ -52,7 +53,7 @@ __all__ = [
     "load_baseline", "gate_run", "promote", "UNSTORED", "save_agent_baseline",
     "load_agent_baseline", "agent_regression_gate", "BASELINE_KIND", "record_suite",
     "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
-    "run_gate", "write_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
+    "run_gate", "write_gate", "run_sequential_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
     "ManifestRef",
 ]
 
@@ -583,6 +584,21 @@ def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str],
     doc = load_baseline(store, baseline)
     verdict = guarded_gate(store.read_json(report.key), doc, tolerance=tolerance,
                            cost_tolerance=cost_tolerance, baseline_name=baseline)
+    return write_gate(store, run_id, doc, verdict)
+
+
+def run_sequential_gate(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
+                        baseline: str, *, k: int, check: Optional[str] = None,
+                        tolerance: float = 0.0, priced: bool = False) -> GateRef:
+    """The verdict of a sequentially gated run (the pipeline's): its episodes graded as
+    :func:`run_grade` grades them, the looks replayed against the named baseline
+    (:func:`sequential_stage`, at ``sequential.per_check_alpha(k, priced)``) -> the run's gate
+    document and the baseline it used (:func:`write_gate`)."""
+    doc = load_baseline(store, baseline)
+    graded = grade_stage(store.read_json(episodes.key), store.read_json(tasks.key), check=check)
+    verdict = sequential_stage(graded, doc, k=k, alpha=per_check_alpha(k, priced),
+                               tolerance=tolerance, min_effect=DEFAULT_MIN_EFFECT,
+                               baseline_name=baseline)
     return write_gate(store, run_id, doc, verdict)
 
 

@@ -20,6 +20,7 @@ from ek_agents_pipeline.tasks import (collect_episodes, cost, gate, grade, inges
 
 from .context import run_context, run_parameters
 from .runners import make_task_runner
+from .sequential import sequential_trials_flow
 
 
 @flow(name="run-trials", persist_result=False)
@@ -44,7 +45,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    cost_tolerance: float = 0.0, chunk_size: Optional[int] = None,
                    max_concurrency: int = 8, timeout_s: Optional[float] = None, retries: int = 0,
                    task_runner: str = "threads", max_workers: int = 4,
-                   dask_address: Optional[str] = None) -> dict:
+                   dask_address: Optional[str] = None, sequential: bool = False) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -53,10 +54,14 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     the run's manifest records provenance, parameters, digests, results and the
     verdict against ``baseline``. A regression fails the flow run (GateFailed); so does a
     baseline the gate refuses (IncomparableRuns), after the manifest is written.
+    ``sequential=True`` (with ``baseline``) runs the trials batch by batch and stops once the
+    sequential gate has decided (``flows/sequential.py``); the manifest says why and at what cost.
     """
     st = Store(store).url
     run_id = run_id or new_run_id()
-    pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path)
+    pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
+                                   sequential=sequential, baseline=baseline)
+    decided = None
     if ingest:
         episodes = ingest_bridge(st, run_id, ingest, ingest_path)
         tasks = load_suite(st, run_id, suite) if suite else ingest_tasks(st, run_id, episodes)
@@ -65,15 +70,20 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
         tasks = load_suite(st, run_id, suite)
         run = RunProvenance(seed, temperature, model, simulator, tasks.version, scaffold).to_dict()
         runner = make_task_runner(task_runner, max_workers=max_workers, dask_address=dask_address)
-        episodes = run_trials_flow.with_options(task_runner=runner)(TrialRequest(
+        request = TrialRequest(
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
-            retries=retries))
+            retries=retries)
+        if sequential:  # batches until the sequential gate has decided
+            episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
+                request, baseline, check, tolerance, prices is not None)
+        else:
+            episodes = run_trials_flow.with_options(task_runner=runner)(request)
     price_list = load_prices(st, run_id, prices)
     graded = grade(st, run_id, episodes, tasks, check)
     reliability = metrics(st, run_id, graded, tasks, k, seed, run)
     report = cost(st, run_id, graded, reliability, price_list, seed)
-    verdict = gate(st, run_id, report, baseline, tolerance, cost_tolerance)
+    verdict = decided or gate(st, run_id, report, baseline, tolerance, cost_tolerance)
     manifest = write_manifest(
         st, run_id,
         refs={"tasks": tasks, "prices": price_list, "episodes": episodes, "graded": graded,
