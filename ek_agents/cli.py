@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
     p.add_argument("--max-workers", type=int, default=4, help="chunks at once (default 4)")
     p.add_argument("--dask-address", default=None, help="an existing Dask cluster (tcp://...)")
+    p.add_argument("--sequential", action="store_true", help="with --baseline: stop once the gate has decided")
 
     p = sub.add_parser("ingest", help="evaluate a recorded run (Inspect log, tau-bench results, "
                                       "messages JSONL)")
@@ -161,7 +162,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         params.update(suite=a.suite, agent=a.agent, temperature=a.temperature,
                       chunk_size=a.chunk_size, max_concurrency=a.max_concurrency,
                       timeout_s=a.timeout_s, retries=a.retries, task_runner=a.task_runner,
-                      max_workers=a.max_workers, dask_address=a.dask_address)
+                      max_workers=a.max_workers, dask_address=a.dask_address, sequential=a.sequential)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
     from .pipeline_support import check_request

@@ -39,6 +39,17 @@ def test_sequential_flow_stops_early_on_a_worse_agent_and_records_why(tmp_path, 
     md = Artifact.get("tiny-report", _sync=True)
     assert "run `seq`" in md.data and "stopped early" in md.data and "regression at look" in md.data
     assert audit(st, "seq").passed, audit(st, "seq").problems
+    # from the command line: the same verdict, exit 1; gate and audit reproduce it
+    from ek_agents.cli import main
+
+    calls.clear()
+    assert main(["run", "--suite", suite, "--agent", FLAKY_AGENT, "--k", "4", "--seed", "2",
+                 "--store", store, "--run-id", "cli-seq", "--baseline", "good",
+                 "--sequential"]) == 1
+    assert len(calls) == sequential_calls
+    assert st.read_manifest("cli-seq")["sequential"]["trials_run"] == sequential_calls
+    assert main(["gate", "cli-seq", "--baseline", "good", "--store", store]) == 1
+    assert main(["audit", "cli-seq", "--store", store]) == 0
     # the fixed design of the same agent calls it for every planned trial
     calls.clear()
     with pytest.raises(GateFailed):
