@@ -50,7 +50,7 @@ from .manifest import RunInputs
 from .metrics import grade
 from .reporting import build_report as build_report
 from .reporting import graded_report
-from .sequential import gate_document, sequential_gate
+from .sequential import check_baseline_comparable, gate_document, sequential_gate
 from .store import Store, episode_key, episodes_prefix, open_store
 
 __all__ = ["run_suite", "run_trials", "build_report", "new_run_id",
@@ -499,6 +499,7 @@ def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential:
                                f"with save_agent_baseline(report, {baseline!r})")
         baseline = doc
     base_doc = baseline if isinstance(baseline, Mapping) else baseline.to_dict()
+    check_baseline_comparable(run, base_doc)
     if isinstance(baseline, Mapping) and "report" in baseline:
         baseline = baseline["report"]
     specs = task_table(tasks)

@@ -29,7 +29,8 @@ from .manifest import input_digest
 from .metrics import grade
 from .record import (SOURCES, StageRef, SuiteRef, episodes_doc, load_baseline, stage_output,
                      tasks_of, write_doc)
-from .sequential import DEFAULT_MIN_EFFECT, baseline_task_counts, per_check_alpha, sequential_look
+from .sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
+                         per_check_alpha, sequential_look)
 from .store import Store, sha256_hex
 
 __all__ = ["check_request", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
@@ -262,7 +263,9 @@ def batch_look(request: TrialRequest, baseline: str, look: int, *, check: Option
     ``sequential.per_check_alpha(k, priced)``). Its ``decision`` is ``"regression"``,
     ``"pass"`` or ``"continue"``."""
     st = Store(request.store)
-    base = baseline_task_counts(load_baseline(st, baseline).get("report") or {})
+    doc = load_baseline(st, baseline)
+    check_baseline_comparable(request.run, doc)
+    base = baseline_task_counts(doc.get("report") or {})
     tasks = st.read_json(request.tasks.key)
     graded = grade(_trials(request, only=_batch_pairs(request, look)), tasks_of(tasks),
                    check=check if check is not None else tasks.get("checker"))

@@ -50,11 +50,11 @@ from pydantic import Field
 from .base import NonFiniteJson
 from .core import shape
 from .errors import InvalidInput
-from .gate import ALPHA
+from .gate import ALPHA, as_run, check_comparable
 from .stats import group_sequential_bounds, paired_difference, t_quantile
 
 __all__ = ["SequentialVerdict", "sequential_look", "sequential_gate", "baseline_task_counts",
-           "per_check_alpha", "replay_sequential", "gate_document",
+           "per_check_alpha", "replay_sequential", "gate_document", "check_baseline_comparable",
            "SEQUENTIAL_METHOD", "DEFAULT_MIN_EFFECT"]
 
 #: How the sequential gate controls its false alarms (recorded on every verdict).
@@ -269,3 +269,17 @@ def gate_document(verdict: SequentialVerdict, baseline: Optional[str] = None) ->
     return {"passed": verdict.passed, "reasons": [verdict.reason] if not verdict.passed else [],
             "warnings": warnings, "underpowered": verdict.underpowered, "test": "sequential",
             "sequential": verdict.to_dict(), "baseline": baseline}
+
+
+def check_baseline_comparable(run: Any, baseline: Any) -> None:
+    """Refuse (:class:`~ek_agents.errors.IncomparableRuns`) a sequential gate of a run with
+    provenance ``run`` (a RunProvenance, its dict or None) against a baseline (a saved
+    baseline document or a report) whose simulator, suite version or scaffold differ -- the
+    fixed gate's rule, checked before any trial runs."""
+    if isinstance(baseline, Mapping):
+        base_run = baseline.get("run") if "report" in baseline else \
+            (baseline.get("detail") or {}).get("run")
+    else:
+        base_run = (getattr(baseline, "detail", None) or {}).get("run")
+    check_comparable(as_run(run, "the current run"), as_run(base_run, "the baseline"),
+                     "the baseline")

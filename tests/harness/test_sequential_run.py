@@ -66,3 +66,17 @@ def test_persisted_sequential_run_of_the_same_agent_passes_and_audits(tmp_path):
     assert r.detail["sequential"]["passed"] and man["gate"]["passed"]
     assert man["sequential"]["trials_run"] == r.n_trials
     assert audit(st, "same").passed
+
+
+def test_sequential_run_refuses_an_incomparable_baseline_before_calling_the_agent(tmp_path):
+    from ek_agents.base import RunProvenance
+    from ek_agents.errors import IncomparableRuns
+    import pytest
+
+    base = run_suite(_agent(0.8), TASKS, k=2, seed=0, check="output",
+                     run=RunProvenance(suite_version="1"))
+    calls: list = []
+    with pytest.raises(IncomparableRuns, match="suite_version"):
+        run_suite(_agent(0.8, calls), TASKS, k=2, seed=1, check="output", baseline=base,
+                  sequential=True, run=RunProvenance(suite_version="2"))
+    assert calls == []
