@@ -294,11 +294,17 @@ def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
     if manifest.gate is not None or gate_key in manifest.artifacts:
         checked.append("recomputed gate verdict (manifest.gate and gate.json)")
         name = (manifest.gate or {}).get("baseline") or manifest.parameters.get("baseline")
-        verdict = record.guarded_gate(report, read("baseline"), tolerance=inputs.tolerance,
-                                      cost_tolerance=inputs.cost_tolerance, baseline_name=name)
+        verdict = record.regate(report, graded, read("baseline"), manifest.gate, k=inputs.k,
+                                tolerance=inputs.tolerance, cost_tolerance=inputs.cost_tolerance,
+                                baseline_name=name)
         problems += _limited(differences(manifest.gate, verdict, "manifest.gate"))
         if gate_key in seen or store.exists(gate_key):
             problems += _limited(differences(read("gate"), verdict, "gate.json"))
+        if manifest.sequential is not None:  # the typed copy of the sequential verdict
+            seq = manifest.sequential.to_dict()
+            again = {k: v for k, v in (verdict.get("sequential") or {}).items()
+                     if k in seq or k != "schema_version"}  # nested: unversioned
+            problems += _limited(differences(seq, again, "manifest.sequential"))
 
 
 def _check_manifest_fields(run_id: str, manifest: RunManifest, tasks: Mapping, report: Mapping,
@@ -367,6 +373,8 @@ def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: 
     if ingested:
         return  # an ingested run has the trials its source had
     k = manifest.inputs.k
+    if manifest.sequential is not None:  # stopped after some batches: trial j of every task each
+        k = len(manifest.sequential.looks) or k
     per_task: dict = {}
     for task_id, trial in trials:
         per_task.setdefault(task_id, []).append(trial)

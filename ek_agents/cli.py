@@ -222,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="remove the run id's writer lease first (its writer died)")
     p.add_argument("--wait-lease", type=float, default=0.0, metavar="SECONDS",
                    help="wait up to SECONDS for another writer of the run id to finish")
+    p.add_argument("--sequential", action="store_true", help="with --baseline: stop once the gate has decided")
 
     p = sub.add_parser("ingest", help="evaluate a recorded run (Inspect log, tau-bench results, "
                                       "messages JSONL)")
@@ -297,7 +298,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       max_workers=a.max_workers, dask_address=a.dask_address,
                       refresh=a.refresh, retry_errored=a.retry_errored,
                       max_error_rate=a.max_error_rate, break_lease=a.break_lease,
-                      lease_wait_s=a.wait_lease)
+                      lease_wait_s=a.wait_lease,
+                      sequential=a.sequential)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
     clock.mark("load ek_agents")

@@ -61,7 +61,8 @@ from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput
 from .reporting import ReliabilityReport
 
-__all__ = ["AgentGateResult", "regression_gate", "as_report", "as_run", "ALPHA", "POWER", "Z"]
+__all__ = ["AgentGateResult", "regression_gate", "as_report", "as_run", "check_comparable", "ALPHA",
+           "POWER", "Z"]
 #: The gate's family-wise one-sided false-alarm rate: each of its m checks runs at ALPHA / m.
 ALPHA = 0.025
 #: z of the bound when a single check is made (the spec's 95% two-sided intervals).
@@ -192,7 +193,7 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
     _check_counts(base, label, BaselineError)
     _check_counts(cur, "the current run", InvalidInput)
     cur_run = as_run(cur.detail.get("run"), "the current report")
-    _check_comparable(cur_run, base_run, label)
+    check_comparable(cur_run, base_run, label)
 
     warnings: list[str] = []
     # which checks apply decides the per-check level (Bonferroni over the checks made)
@@ -290,7 +291,9 @@ def _num(x: Any) -> Optional[float]:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
-def _check_comparable(cur: Optional[RunProvenance], base: Optional[RunProvenance], label: str) -> None:
+def check_comparable(cur: Optional[RunProvenance], base: Optional[RunProvenance], label: str) -> None:
+    """:class:`~ek_agents.errors.IncomparableRuns` when the simulator, suite version or
+    scaffold of two runs differ (the fixed and the sequential gate refuse such a pair)."""
     a, b = cur or RunProvenance(), base or RunProvenance()
     diffs = [f"{f}: {getattr(b, f)!r} in {label}, {getattr(a, f)!r} now"
              for f in ("simulator", "suite_version", "scaffold") if getattr(a, f) != getattr(b, f)]

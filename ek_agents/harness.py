@@ -57,7 +57,7 @@ from .metrics import grade
 from .parsing import MAX_DEPTH, check_tree
 from .reporting import build_report as build_report
 from .reporting import graded_report
-from .sequential import sequential_gate
+from .sequential import check_baseline_comparable, gate_document, sequential_gate
 from .store import (Store, acquire_lease, episode_key, episodes_prefix, open_store,
                     release_lease, sha256_hex)
 
@@ -500,13 +500,16 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     stops calling the agent once the sequential gate has decided
     (:mod:`ek_agents.sequential`); the report covers the trials that ran and records the
     verdict -- stopped early or not, why, and how many trials it cost -- in
-    ``report.detail["sequential"]``. (Not with ``persist``/``run_id`` yet.)
+    ``report.detail["sequential"]``. With ``persist``/``run_id`` each trial is stored as it
+    finishes and the run is recorded like any other; its gate document and manifest
+    (``RunManifest.sequential``) say whether it stopped early, why, and the trials it cost,
+    and ``ek-agents audit`` / ``gate`` replay the looks from the stored episodes.
     """
     if sequential or baseline is not None:
         return _sequential_suite(agent, tasks, baseline=baseline, sequential=sequential, k=k,
                                  check=check, metrics=metrics, price=price, prices=prices,
                                  run=run, seed=seed, persisting=persist or run_id is not None,
-                                 rootdir=rootdir, max_concurrency=max_concurrency,
+                                 run_id=run_id, rootdir=rootdir, max_concurrency=max_concurrency,
                                  timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
                                  progress=progress)
     persisting = persist or run_id is not None
@@ -547,62 +550,98 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run)
-    ep_ref = record.write_doc(st, run_id, "episodes", record.episodes_doc(episodes))
-    refs = {"tasks": record.write_tasks(st, run_id, tasks_doc),
-            "prices": None if prices is None else record.write_doc(st, run_id, "prices",
-                                                                   record.prices_doc(prices)),
-            "episodes": dataclasses.replace(ep_ref, reused=reuse.kept, reused_from=run_id),
-            "graded": record.write_doc(st, run_id, "graded", record.episodes_doc(graded)),
-            "metrics": record.write_doc(st, run_id, "metrics", reliability.to_dict()),
-            "report": record.write_doc(st, run_id, "report", report.to_dict())}
-    inputs = RunInputs(k=k, seed=seed, run=None if run is None else run.to_dict(),
-                       check=check if check is None or isinstance(check, str) else record.UNSTORED,
-                       price=None if price is None else record.UNSTORED,
-                       metrics=tuple(sorted(metrics or ())))
-    record.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
-                      agent=record.agent_name(agent),
-                      parameters={"k": k, "seed": seed, "max_concurrency": max_concurrency,
-                                  "timeout_s": timeout_s, "retries": retries,
-                                  "backoff_s": backoff_s, "refresh": refresh,
-                                  "retry_errored": retry_errored},
-                      orchestrator={"orchestrator": "ek_agents.harness.run_suite"})
+    _record(st, run_id, agent, tasks_doc, episodes, (graded, reliability, report), k=k,
+            check=check, metrics=metrics, price=price, prices=prices, run=run, seed=seed,
+            runner={"max_concurrency": max_concurrency, "timeout_s": timeout_s,
+                    "retries": retries, "backoff_s": backoff_s, "refresh": refresh,
+                    "retry_errored": retry_errored}, reuse=reuse)
     reused = {"episodes": reuse.kept, "from_run": run_id, **reuse.to_dict()}
     reused.pop("schema_version", None)
     return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url,
                                                "reused": reused})
 
 
+def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episodes: list,
+            scored: tuple, *, k: int, check: Any, metrics: Optional[Mapping], price: Any,
+            prices: Optional[Mapping], run: Optional[RunProvenance], seed: Optional[int],
+            runner: Mapping, gate: Optional[record.GateRef] = None,
+            reuse: Optional[record.RunReuse] = None) -> None:
+    """Record a persisted ``run_suite`` run as the pipeline records one: its stage documents
+    and its manifest (``record.record_run``); ``gate`` a verdict already written
+    (``record.write_gate``: the sequential gate's); ``reuse`` what the run kept of its stored
+    trials (recorded on the episodes stage)."""
+    graded, reliability, report = scored
+    ep_ref = record.write_doc(st, run_id, "episodes", record.episodes_doc(episodes))
+    if reuse is not None:
+        ep_ref = dataclasses.replace(ep_ref, reused=reuse.kept, reused_from=run_id)
+    refs = {"tasks": record.write_tasks(st, run_id, tasks_doc),
+            "prices": None if prices is None else record.write_doc(st, run_id, "prices",
+                                                                   record.prices_doc(prices)),
+            "episodes": ep_ref,
+            "graded": record.write_doc(st, run_id, "graded", record.episodes_doc(graded)),
+            "metrics": record.write_doc(st, run_id, "metrics", reliability.to_dict()),
+            "report": record.write_doc(st, run_id, "report", report.to_dict()),
+            "gate": gate}
+    inputs = RunInputs(k=k, seed=seed, run=None if run is None else run.to_dict(),
+                       check=check if check is None or isinstance(check, str) else record.UNSTORED,
+                       price=None if price is None else record.UNSTORED,
+                       metrics=tuple(sorted(metrics or ())))
+    record.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
+                      agent=record.agent_name(agent),
+                      parameters={"k": k, "seed": seed, **runner,
+                                  **({"sequential": True} if gate is not None else {})},
+                      orchestrator={"orchestrator": "ek_agents.harness.run_suite"})
+
+
 def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential: bool, k: int,
                       check: Any, metrics: Optional[Mapping], price: Any, prices: Optional[Mapping],
                       run: Optional[RunProvenance], seed: Optional[int], persisting: bool,
-                      rootdir: Any, **runner: Any) -> Any:
+                      run_id: Optional[str], rootdir: Any, **runner: Any) -> Any:
     """``run_suite(..., baseline=..., sequential=True)``: the sequential gate drives
     :func:`run_trials` one batch at a time; the report of the trials that ran carries the
-    verdict in ``detail["sequential"]``."""
+    verdict in ``detail["sequential"]``. Persisted, each trial is stored as it finishes and
+    the run is recorded as a fixed-design one is (:func:`_record`), its gate document being the
+    sequential verdict (``sequential.gate_document``) and the baseline it used."""
     if not sequential or baseline is None:
         raise InvalidInput("run_suite: baseline= and sequential=True go together (a sequential "
                            "gate against that baseline); for the fixed-design gate run the suite "
                            "and call agent_regression_gate(report, baseline)")
-    if persisting:
-        raise InvalidInput("run_suite(sequential=True) does not persist a run yet; drop "
-                           "persist/run_id, or run the fixed design and gate it")
+    name = baseline if isinstance(baseline, str) else None
     if isinstance(baseline, str):
         doc = load_agent_baseline(baseline, rootdir=rootdir)
         if doc is None:
             raise InvalidInput(f"run_suite: no baseline named {baseline!r} in the store; save one "
                                f"with save_agent_baseline(report, {baseline!r})")
         baseline = doc
+    base_doc = baseline if isinstance(baseline, Mapping) else baseline.to_dict()
+    check_baseline_comparable(run, base_doc)
     if isinstance(baseline, Mapping) and "report" in baseline:
         baseline = baseline["report"]
     specs = task_table(tasks)
+    st = open_store(rootdir) if persisting else None
+    if persisting and run_id is None:
+        run_id = new_run_id()
+    tasks_doc = record.tasks_doc(tasks) if st is not None else None  # unstorable tasks fail now
+    ran: list = []
 
     def run_batch(pairs: list) -> list:
-        eps = run_trials(agent, specs, k=k, seed=seed, run=run, only=pairs, **runner)
+        eps = run_trials(agent, specs, k=k, seed=seed, run=run, only=pairs, store=st,
+                         run_id=run_id, **runner)
+        ran.extend(eps)
         return grade(eps, specs, check=check)
 
     graded, verdict = sequential_gate(run_batch, list(specs), k=k, baseline=baseline,
                                       success=lambda ep: bool(ep.success),
                                       priced=price is not None or prices is not None)
-    report = graded_report(graded, specs, k=k, check=check, metrics=metrics, price=price,
-                     prices=prices, seed=0 if seed is None else seed, run=run)[2]
-    return dataclasses.replace(report, detail={**report.detail, "sequential": verdict.to_dict()})
+    scored = graded_report(graded, specs, k=k, check=check, metrics=metrics, price=price,
+                           prices=prices, seed=0 if seed is None else seed, run=run)
+    report = scored[2]
+    detail = {**report.detail, "sequential": verdict.to_dict()}
+    if st is not None:
+        if "kind" not in base_doc:  # a report given as the baseline: record it as one
+            base_doc = record.baseline_document(base_doc, name or "baseline")
+        gate = record.write_gate(st, run_id, base_doc, gate_document(verdict, name))
+        _record(st, run_id, agent, tasks_doc, ran, scored, k=k, check=check, metrics=metrics,
+                price=price, prices=prices, run=run, seed=seed, runner=runner, gate=gate)
+        detail.update(run_id=run_id, store=st.url)
+    return dataclasses.replace(report, detail=detail)

@@ -31,6 +31,7 @@ from .base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from .core import canonical_json, shape
 from .errors import BaselineError, DocumentError, EkAgentsError
 from .reporting import ReliabilityReport
+from .sequential import SequentialVerdict
 from .store import sha256_hex
 
 __all__ = ["RunManifest", "RunInputs", "package_info", "git_sha", "input_digest", "utc_now", "finite",
@@ -132,6 +133,9 @@ class RunManifest(JsonShape):
     fingerprint: Optional[dict] = None
     """What decided the run's episodes (``record.RunFingerprint``: agent, its code digest and
     declared configuration, suite, k, seed, provenance, limits); None for an ingested run."""
+    sequential: Optional[SequentialVerdict] = None
+    """A sequentially gated run: whether it stopped early, why, and the trials the verdict cost
+    (``trials_run`` of ``trials_planned``); None for a fixed-design run."""
 
     @classmethod
     def build(cls, run_id: str, **fields: Any) -> "RunManifest":
@@ -387,6 +391,11 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
         lines += ["", f"**Gate** vs baseline `{gate.get('baseline')}`: {verdict}"]
         lines += [f"- {r}" for r in gate.get("reasons") or []]
         lines += [f"- warning: {w}" for w in gate.get("warnings") or []]
+        seq = gate.get("sequential")
+        if seq:
+            why = "" if gate.get("reasons") else f": {seq.get('reason')}"
+            lines += [f"- sequential gate: {'stopped early' if seq.get('stopped_early') else 'ran every trial'}"
+                      f", {seq.get('trials_run')} of {seq.get('trials_planned')} planned trials{why}"]
     notes = list((report.get("detail") or {}).get("warnings") or []) + \
         list((report.get("cost") or {}).get("warnings") or [])
     if notes:

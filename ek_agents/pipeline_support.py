@@ -27,26 +27,34 @@ from .errors import InvalidInput, did_you_mean
 from .base import Episode
 from .harness import run_trials
 from .manifest import input_digest
-from .metrics import final_state_match, get_checker, output_match
+from .metrics import final_state_match, get_checker, grade, output_match
 from .prices import load_prices, price_of
 from .record import (SOURCES, RunFingerprint, StageRef, SuiteRef, agent_config, cache_origin,
                      claim_run, code_digest, episodes_doc, episodes_of, errored, index_output,
-                     load_baseline, lookup, stage_output, tasks_of)
+                     load_baseline, lookup, stage_output, tasks_of, write_doc)
+from .sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
+                         per_check_alpha, sequential_look)
 from .suite import load_suite
 from .store import Store, episode_key, sha256_hex
 
 __all__ = ["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
            "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "plan_trials",
            "run_trial_chunk", "collect_episodes", "request_fingerprint", "check_errors",
-           "MAX_ERROR_RATE"]
+           "MAX_ERROR_RATE", "plan_batch", "batch_look", "collect_batches"]
 
 #: A run's trials are split into about this many chunks (one Prefect task run each).
 DEFAULT_CHUNKS = 16
 
 
 def check_request(*, suite: Optional[str], agent: Optional[str], ingest: Optional[str],
-                  ingest_path: Optional[str]) -> None:
-    """Refuse an evaluation that names neither (or both) of its sources, before anything runs."""
+                  ingest_path: Optional[str], sequential: bool = False,
+                  baseline: Optional[str] = None) -> None:
+    """Refuse an evaluation that names neither (or both) of its sources, or a sequential gate
+    without a baseline or on an ingested run, before anything runs."""
+    if sequential and (not baseline or ingest is not None or ingest_path is not None):
+        raise InvalidInput(f"sequential=True gates an agent's trials against a baseline as they "
+                           f"run (baseline={baseline!r}, ingest={ingest!r}): give a baseline "
+                           "name (--baseline NAME) and a suite + agent, not a recorded run")
     if ingest is None and ingest_path is None:
         if not suite or not agent:
             raise InvalidInput("an evaluation needs a suite and an agent (--suite PATH --agent "
@@ -344,3 +352,57 @@ def check_errors(report: Mapping, *, max_error_rate: Optional[float] = MAX_ERROR
             f"max_error_rate {max_error_rate:.0%}; {', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))}). "
             "The manifest is written; fix the agent or its endpoint and re-run the errored "
             "trials with --retry-errored (same run id)")
+
+
+# --------------------------------------------------------------------------- sequential batches
+# A sequentially gated run (``evaluate_agent(sequential=True)``): batch j is trial j of every
+# task, run through the same chunks; after each batch the gate looks; the run stops once it
+# has decided (``ek_agents.sequential``).
+
+def _batch_pairs(request: TrialRequest, batches: int) -> list:
+    ids = [t["task_id"] for t in Store(request.store).read_json(request.tasks.key)["tasks"]]
+    return [(t, j) for j in range(batches) for t in ids]
+
+
+def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
+    """The chunks of batch ``batch`` (0-based) of a sequential run: trial ``batch`` of every
+    task, split as :func:`plan_chunks` splits a run (``request.chunk_size``)."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < request.k:
+        raise InvalidInput(f"plan_batch: batch must be in 0..{request.k - 1} (k={request.k}), "
+                           f"got {batch!r}")
+    ids = [t for t, _ in _batch_pairs(request, 1)]
+    chunks = plan_chunks(ids, k=1, chunk_size=request.chunk_size)
+    return tuple(TrialChunk(request=request, index=batch * len(chunks) + i,
+                            pairs=tuple((t, batch) for t, _ in pairs))
+                 for i, pairs in enumerate(chunks))
+
+
+def batch_look(request: TrialRequest, baseline: str, look: int, *, check: Optional[str] = None,
+               tolerance: float = 0.0, priced: bool = False) -> dict:
+    """The sequential gate's look after batch ``look`` (1-based): the stored trials
+    ``0..look-1`` of every task (loaded; none is run), graded as the run's grade stage grades
+    them, against the named baseline's per-task counts (``sequential.sequential_look``, at
+    ``sequential.per_check_alpha(k, priced)``). Its ``decision`` is ``"regression"``,
+    ``"pass"`` or ``"continue"``."""
+    st = Store(request.store)
+    doc = load_baseline(st, baseline)
+    check_baseline_comparable(request.run, doc)
+    base = baseline_task_counts(doc.get("report") or {})
+    tasks = st.read_json(request.tasks.key)
+    graded = grade(_trials(request, only=_batch_pairs(request, look)), tasks_of(tasks),
+                   check=check if check is not None else tasks.get("checker"))
+    counts: dict = {}
+    for ep in graded:
+        c, n = counts.get(str(ep.task_id), (0, 0))
+        counts[str(ep.task_id)] = (c + bool(ep.success), n + 1)
+    return sequential_look(counts, base, look=look, n_looks=request.k,
+                           alpha=per_check_alpha(request.k, priced), tolerance=tolerance,
+                           min_effect=DEFAULT_MIN_EFFECT)
+
+
+def collect_batches(request: TrialRequest, batches: int) -> StageRef:
+    """The stored trials of the first ``batches`` batches -> the run's episodes document. Not
+    indexed in the stage cache: which trials ran depends on the baseline, so a later run with
+    the same inputs must not take these for its full set."""
+    episodes = _trials(request, only=_batch_pairs(request, batches))
+    return write_doc(Store(request.store), request.run_id, "episodes", episodes_doc(episodes))

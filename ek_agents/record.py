@@ -43,6 +43,8 @@ from .manifest import (DOCUMENTS, RunInputs, RunManifest, as_plain, check_baseli
 from .metrics import grade
 from .prices import ModelPrice, load_prices
 from .reporting import ReliabilityReport, reliability_with_run, with_cost
+from .sequential import (DEFAULT_MIN_EFFECT, SequentialVerdict, gate_document, per_check_alpha,
+                         replay_sequential)
 from .store import (Store, baseline_key, cache_key, canonical_json, episode_key, episodes_prefix,
                     open_store, parse_json, read_url, run_key, sha256_hex)
 from .suite import load_suite
@@ -51,11 +53,11 @@ __all__ = [
     "lookup", "cached", "stage_output", "write_doc", "write_tasks", "source_digest",
     "episodes_doc", "episodes_of", "tasks_doc", "tasks_of", "tasks_for_episodes", "read_source",
     "SOURCES", "prices_doc", "prices_of", "grade_stage", "metrics_stage", "cost_stage",
-    "gate_stage", "guarded_gate", "results_of", "trial_digests", "record_run", "run_report",
+    "gate_stage", "guarded_gate", "sequential_stage", "regate", "results_of", "trial_digests", "record_run", "run_report",
     "load_baseline", "gate_run", "promote", "UNSTORED", "save_agent_baseline",
     "load_agent_baseline", "agent_regression_gate", "BASELINE_KIND", "record_suite",
     "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
-    "run_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
+    "run_gate", "write_gate", "run_sequential_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
     "ManifestRef", "read_manifest", "read_run_doc", "check_run_doc", "read_ref",
     "ManifestRef", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
     "claim_run", "index_output", "trial_matches", "errored", "cache_origin", "EK_CONFIG",
@@ -353,6 +355,32 @@ def guarded_gate(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
     return {**verdict, "baseline": baseline_name}
 
 
+def sequential_stage(graded: Mapping, baseline: Mapping, *, k: int, alpha: float,
+                     tolerance: float = 0.0, min_effect: float,
+                     baseline_name: Optional[str] = None) -> dict:
+    """The gate document of a sequentially gated run, recomputed from its graded episodes and
+    the baseline it used (``sequential.replay_sequential`` -> ``sequential.gate_document``)."""
+    base = baseline.get("report", baseline) if isinstance(baseline, Mapping) else baseline
+    verdict = replay_sequential(episodes_of(graded), base, k=k, alpha=alpha, tolerance=tolerance,
+                                min_effect=min_effect)
+    return gate_document(verdict, baseline_name)
+
+
+def regate(report: Mapping, graded: Mapping, baseline: Mapping, recorded: Optional[Mapping], *,
+           k: int, tolerance: float = 0.0, cost_tolerance: float = 0.0,
+           baseline_name: Optional[str] = None) -> dict:
+    """The gate verdict of a stored run, recomputed the way the run was gated: a sequential
+    run (its ``recorded`` verdict has ``sequential``) replays its looks with the recorded
+    level and minimum effect (:func:`sequential_stage`); any other is :func:`guarded_gate`."""
+    seq = (recorded or {}).get("sequential")
+    if not seq:
+        return guarded_gate(report, baseline, tolerance=tolerance, cost_tolerance=cost_tolerance,
+                            baseline_name=baseline_name)
+    v = SequentialVerdict.from_dict(seq)
+    return sequential_stage(graded, baseline, k=k, alpha=v.alpha, tolerance=tolerance,
+                            min_effect=v.min_effect, baseline_name=baseline_name)
+
+
 def results_of(report: Mapping) -> dict:
     """The headline figures of a report document (what a manifest records as ``results``)."""
     cost = report.get("cost") or {}
@@ -418,7 +446,8 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
                 for name, ref in refs.items()
                 if ref.input_digest is not None or ref.reused is not None},
         results=results_of(report), fingerprint=fingerprint,
-        gate=gate.verdict if gate is not None else None)
+        gate=gate.verdict if gate is not None else None,
+        sequential=(gate.verdict or {}).get("sequential") if gate is not None else None)
     return ManifestRef(stage="manifest", key=run_key(run_id, "manifest"),
                        sha256=store.write_manifest(run_id, manifest), manifest=manifest.to_dict())
 
@@ -515,19 +544,25 @@ def save_agent_baseline(report: Any, name: str, *, rootdir: Union[Store, str, No
     ``replaced`` (set by :func:`promote`) records the baseline this one overwrote.
     """
     Store.validate_name(name, what="baseline name")
+    doc = baseline_document(report, name, run=run)
+    if replaced is not None:
+        doc["replaced"] = dict(replaced)
+    open_store(rootdir).save_baseline(name, doc)
+    return doc
+
+
+def baseline_document(report: Any, name: str, *, run: Optional[RunProvenance] = None) -> dict:
+    """The baseline document of ``report`` (what :func:`save_agent_baseline` stores, and what a
+    run records as the baseline its gate used): ``{"kind", "name", "created", "report", "run"}``.
+    Raises :class:`~ek_agents.errors.BaselineError` for a report of 0 trials."""
     rep = as_report(report, "save_agent_baseline: report")
     if rep.n_trials <= 0:
         raise BaselineError(
             f"save_agent_baseline({name!r}): the report evaluated nothing (0 trials); an empty "
             "baseline is a permanent free pass -- run the suite first")
     prov = as_run(run if run is not None else rep.detail.get("run"), "save_agent_baseline")
-    doc = {"schema_version": 1, "kind": BASELINE_KIND, "name": name,
-           "created": utc_now(),
-           "report": rep.to_dict(), "run": None if prov is None else prov.to_dict()}
-    if replaced is not None:
-        doc["replaced"] = dict(replaced)
-    open_store(rootdir).save_baseline(name, doc)
-    return doc
+    return {"schema_version": 1, "kind": BASELINE_KIND, "name": name, "created": utc_now(),
+            "report": rep.to_dict(), "run": None if prov is None else prov.to_dict()}
 
 
 def load_agent_baseline(name: str, *, rootdir: Union[Store, str, None] = None) -> Optional[dict]:
@@ -596,9 +631,13 @@ def load_baseline(store: Any, name: str) -> dict:
 def gate_run(store: Any, run_id: str, baseline: str, *, tolerance: float = 0.0,
              cost_tolerance: float = 0.0) -> dict:
     """The gate's verdict on a stored run against the named baseline (nothing is written);
-    the run's report is a verified read (:func:`run_report`)."""
-    return guarded_gate(run_report(store, run_id)[1], load_baseline(store, baseline),
-                        tolerance=tolerance, cost_tolerance=cost_tolerance, baseline_name=baseline)
+    the run's report is a verified read (:func:`run_report`); a sequentially gated run is gated
+    sequentially again (:func:`regate`)."""
+    manifest, report = run_report(store, run_id)
+    graded = store.read_json(run_key(run_id, "graded")) if manifest.get("sequential") else None
+    return regate(report, graded, load_baseline(store, baseline), manifest.get("gate"),
+                  k=(manifest.get("inputs") or {}).get("k", 1), tolerance=tolerance,
+                  cost_tolerance=cost_tolerance, baseline_name=baseline)
 
 
 def promote(store: Any, run_id: str, name: str, *, replace: bool = False) -> dict:
@@ -710,11 +749,33 @@ def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str],
     if baseline is None:
         return None
     doc = load_baseline(store, baseline)
-    used = write_doc(store, run_id, "baseline", doc)
     verdict = guarded_gate(read_ref(store, report), doc, tolerance=tolerance,
                            cost_tolerance=cost_tolerance, baseline_name=baseline)
+    return write_gate(store, run_id, doc, verdict)
+
+
+def run_sequential_gate(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
+                        baseline: str, *, k: int, check: Optional[str] = None,
+                        tolerance: float = 0.0, priced: bool = False) -> GateRef:
+    """The verdict of a sequentially gated run (the pipeline's): its episodes graded as
+    :func:`run_grade` grades them, the looks replayed against the named baseline
+    (:func:`sequential_stage`, at ``sequential.per_check_alpha(k, priced)``) -> the run's gate
+    document and the baseline it used (:func:`write_gate`)."""
+    doc = load_baseline(store, baseline)
+    graded = grade_stage(store.read_json(episodes.key), store.read_json(tasks.key), check=check)
+    verdict = sequential_stage(graded, doc, k=k, alpha=per_check_alpha(k, priced),
+                               tolerance=tolerance, min_effect=DEFAULT_MIN_EFFECT,
+                               baseline_name=baseline)
+    return write_gate(store, run_id, doc, verdict)
+
+
+def write_gate(store: Any, run_id: str, baseline: Mapping, verdict: Mapping) -> GateRef:
+    """Write the baseline a gate used (``baseline``: the audit re-checks against it) and its
+    verdict (``gate``) into the run; the :class:`GateRef` :func:`record_run` takes."""
+    used = write_doc(store, run_id, "baseline", baseline)
     ref = write_doc(store, run_id, "gate", verdict)
-    return GateRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, baseline=used, verdict=verdict)
+    return GateRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, baseline=used,
+                   verdict=dict(verdict))
 
 
 def promote_baseline(store: Any, run_id: str, name: str, replace: bool = False) -> dict:

@@ -50,11 +50,11 @@ from pydantic import Field
 from .base import NonFiniteJson
 from .core import shape
 from .errors import InvalidInput
-from .gate import ALPHA
+from .gate import ALPHA, as_run, check_comparable
 from .stats import group_sequential_bounds, paired_difference, t_quantile
 
 __all__ = ["SequentialVerdict", "sequential_look", "sequential_gate", "baseline_task_counts",
-           "per_check_alpha",
+           "per_check_alpha", "replay_sequential", "gate_document", "check_baseline_comparable",
            "SEQUENTIAL_METHOD", "DEFAULT_MIN_EFFECT"]
 
 #: How the sequential gate controls its false alarms (recorded on every verdict).
@@ -233,3 +233,53 @@ def sequential_gate(run_batch: Callable[[list], Sequence[Any]], task_ids: Sequen
         underpowered=not failed and last["diff"] < -tolerance, alpha=alpha,
         tolerance=tolerance, min_effect=min_effect, looks=tuple(looks))
     return episodes, verdict
+
+
+def replay_sequential(episodes: Sequence[Any], baseline: Any, *, k: int, alpha: float,
+                      tolerance: float = 0.0,
+                      min_effect: float = DEFAULT_MIN_EFFECT) -> SequentialVerdict:
+    """The verdict :func:`sequential_gate` reached, recomputed from the graded episodes it
+    ran (``meta["trial"]`` says each one's batch): the looks are replayed in order over the
+    stored outcomes, so an audit (or ``ek-agents gate``) of a sequential run reproduces its
+    decision, its reason and the trials it cost without calling the agent."""
+    by_pair = {(str(e.task_id), (e.meta or {}).get("trial")): e for e in episodes}
+    tids = sorted({t for t, _ in by_pair})
+
+    def stored(pairs: list) -> list:
+        missing = [p for p in pairs if p not in by_pair]
+        if missing:
+            raise InvalidInput(f"replay_sequential: the run stored no episode for {missing[:3]}, "
+                               "but the sequential gate needed that batch; the run is incomplete "
+                               "-- re-run it")
+        return [by_pair[p] for p in pairs]
+
+    return sequential_gate(stored, tids, k=k, baseline=baseline, success=lambda ep: bool(ep.success),
+                           alpha=alpha, tolerance=tolerance, min_effect=min_effect)[1]
+
+
+def gate_document(verdict: SequentialVerdict, baseline: Optional[str] = None) -> dict:
+    """A sequential verdict as a run records its gate: the fixed gate's keys (``passed``,
+    ``reasons``, ``warnings``, ``underpowered``, ``baseline``) -- so reports, exit codes and
+    ``raise_for_verdict`` read it alike -- plus ``test: "sequential"`` and the whole verdict
+    under ``sequential``."""
+    warnings = []
+    if verdict.underpowered:
+        warnings.append("underpowered: the success rate got worse, but not beyond the sequential "
+                        "boundary; this pass is not evidence of no regression")
+    return {"passed": verdict.passed, "reasons": [verdict.reason] if not verdict.passed else [],
+            "warnings": warnings, "underpowered": verdict.underpowered, "test": "sequential",
+            "sequential": verdict.to_dict(), "baseline": baseline}
+
+
+def check_baseline_comparable(run: Any, baseline: Any) -> None:
+    """Refuse (:class:`~ek_agents.errors.IncomparableRuns`) a sequential gate of a run with
+    provenance ``run`` (a RunProvenance, its dict or None) against a baseline (a saved
+    baseline document or a report) whose simulator, suite version or scaffold differ -- the
+    fixed gate's rule, checked before any trial runs."""
+    if isinstance(baseline, Mapping):
+        base_run = baseline.get("run") if "report" in baseline else \
+            (baseline.get("detail") or {}).get("run")
+    else:
+        base_run = (getattr(baseline, "detail", None) or {}).get("run")
+    check_comparable(as_run(run, "the current run"), as_run(base_run, "the baseline"),
+                     "the baseline")

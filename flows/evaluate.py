@@ -21,6 +21,7 @@ from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate
 from .context import evaluate_run_name, rename_flow_run, run_context, run_parameters, scheduled_seed
 from .outcome import fails_as_state
 from .runners import make_task_runner
+from .sequential import sequential_trials_flow
 
 #: A flow run that has not finished after this long is failed (TimedOut) by Prefect.
 EVALUATE_TIMEOUT_S = 6 * 3600
@@ -63,7 +64,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    task_runner: str = "threads", max_workers: int = 4,
                    dask_address: Optional[str] = None, refresh: bool = False,
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
-                   break_lease: bool = False, lease_wait_s: float = 0.0) -> dict:
+                   break_lease: bool = False, lease_wait_s: float = 0.0,
+                   sequential: bool = False) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -82,13 +84,16 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     More than ``max_error_rate`` errored trials fail the run (TooManyErrors) after the
     manifest is written (None: never). One writer per run id: the run holds its lease while
     it writes (RunInUse names another holder; ``lease_wait_s`` waits for it, ``break_lease``
-    removes a dead writer's).
+    removes a dead writer's). ``sequential=True`` (with ``baseline``) runs the trials batch
+    by batch and stops once the sequential gate has decided (``flows/sequential.py``); the
+    manifest says why and at what cost.
     """
     st = Store(store).url
     if not run_id:
         run_id = new_run_id()
         rename_flow_run(evaluate_run_name(run_id))
-    pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path)
+    pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
+                                   sequential=sequential, baseline=baseline)
     seed = scheduled_seed() if seed is None else seed
     lease = acquire_lease(Store(st), run_id, wait_s=lease_wait_s, force=break_lease)
     try:
@@ -99,7 +104,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             tolerance=tolerance, cost_tolerance=cost_tolerance, chunk_size=chunk_size,
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
-            refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate)
+            refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
+            sequential=sequential)
     finally:
         release_lease(Store(st), lease)
 
@@ -111,8 +117,9 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               cost_tolerance: float, chunk_size: Optional[int], max_concurrency: int,
               timeout_s: Optional[float], retries: int, task_runner: str, max_workers: int,
               dask_address: Optional[str], refresh: bool, retry_errored: bool,
-              max_error_rate: Optional[float]) -> dict:
+              max_error_rate: Optional[float], sequential: bool) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease."""
+    decided = None
     if ingest:
         episodes = ingest_bridge(st, run_id, ingest, ingest_path)
         tasks = load_suite(st, run_id, suite) if suite else ingest_tasks(st, run_id, episodes)
@@ -121,15 +128,20 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
         tasks = load_suite(st, run_id, suite)
         run = RunProvenance(seed, temperature, model, simulator, tasks.version, scaffold).to_dict()
         runner = make_task_runner(task_runner, max_workers=max_workers, dask_address=dask_address)
-        episodes = run_trials_flow.with_options(task_runner=runner)(TrialRequest(
+        request = TrialRequest(
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
-            retries=retries, refresh=refresh, retry_errored=retry_errored))
+            retries=retries, refresh=refresh, retry_errored=retry_errored)
+        if sequential:  # batches until the sequential gate has decided
+            episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
+                request, baseline, check, tolerance, prices is not None)
+        else:
+            episodes = run_trials_flow.with_options(task_runner=runner)(request)
     price_list = load_prices(st, run_id, prices)
     graded = grade(st, run_id, episodes, tasks, check)
     reliability = metrics(st, run_id, graded, tasks, k, seed, run)
     report = cost(st, run_id, graded, reliability, price_list, seed)
-    verdict = gate(st, run_id, report, baseline, tolerance, cost_tolerance)
+    verdict = decided or gate(st, run_id, report, baseline, tolerance, cost_tolerance)
     manifest = write_manifest(
         st, run_id,
         refs={"tasks": tasks, "prices": price_list, "episodes": episodes, "graded": graded,

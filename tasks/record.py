@@ -11,6 +11,7 @@ from prefect.runtime import deployment
 
 from ek_agents import audit as audit_mod
 from ek_agents import htmlreport, record, runsummary
+from ek_agents.errors import EkAgentsError
 from ek_agents.manifest import RunInputs
 from ek_agents.record import ManifestRef
 from ek_agents.store import Store
@@ -79,8 +80,11 @@ def publish_audit(store_url: str, run_id: str, baseline: Optional[str], markdown
     if baseline:
         key = series_key("baseline", baseline, "audit")
     else:
-        run = runsummary.load_runs(Store(store_url), [run_id])[0]
-        key = series_key(series_name(run.suite), run.agent, "audit")
+        try:
+            run = runsummary.load_runs(Store(store_url), [run_id])[0]
+            key = series_key(series_name(run.suite), run.agent, "audit")
+        except EkAgentsError:  # a run too damaged to name its series: the audit says why
+            key = series_key("run", run_id, "audit")
     create_markdown_artifact(markdown, key=key, description=f"ek-agents audit of run {run_id}")
     return key
 

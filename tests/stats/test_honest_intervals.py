@@ -159,8 +159,6 @@ def test_run_suite_sequential_stops_calling_the_agent_once_decided():
     assert same.detail["sequential"]["passed"]
     with pytest.raises(InvalidInput, match="go together"):
         run_suite(worse, TASKS, k=4, check="output", sequential=True)
-    with pytest.raises(InvalidInput, match="does not persist"):
-        run_suite(worse, TASKS, k=4, check="output", baseline=base, sequential=True, persist=True)
 
 
 def test_sequential_gate_needs_per_task_counts_of_the_same_tasks():
