@@ -866,6 +866,14 @@ class Lease:
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.acquired_at))
         return f"pid {self.pid} on host {self.host!r} since {when}"
 
+    def orphaned(self) -> bool:
+        """True when the holder provably writes nothing any more: a process of this host that
+        no longer exists, or this very process, which no longer holds it (its run ended while
+        the store was unreachable, so the release could not delete it)."""
+        if self.host == socket.gethostname() and self.pid == os.getpid():
+            return self.token not in _HELD
+        return self.is_stale()
+
     def is_stale(self) -> bool:
         """True when the holder is a process of this host that no longer exists."""
         if self.host != socket.gethostname() or self.pid <= 0:
@@ -877,6 +885,10 @@ class Lease:
         except PermissionError:
             return False
         return False
+
+
+#: Tokens of the leases this process holds (acquired and not yet released).
+_HELD: set = set()
 
 
 def lease_key(run_id: str) -> str:
@@ -940,7 +952,10 @@ def acquire_lease(store: Store, run_id: str, *, wait_s: float = 0.0,
     naming its holder.
 
     ``wait_s`` > 0 waits up to that many seconds for the holder to release it; ``force``
-    first removes any lease there (explicitly asked, for a holder that died: ``--break-lease``).
+    first removes any lease there (explicitly asked: ``--break-lease``). A lease whose holder
+    provably writes nothing any more (:meth:`Lease.orphaned`: a dead process of this host, or
+    this process after a run whose release failed in an outage) is taken over without asking;
+    one of another host is only ever broken explicitly.
     """
     lease = Lease(run_id=Store.validate_name(run_id, what="run id"), token=uuid.uuid4().hex,
                   host=socket.gethostname(), pid=os.getpid(), acquired_at=time.time())
@@ -950,9 +965,13 @@ def acquire_lease(store: Store, run_id: str, *, wait_s: float = 0.0,
     deadline = time.monotonic() + max(0.0, float(wait_s))
     while True:
         if _create_exclusive(store, key, _lease_doc(lease)):
+            _HELD.add(lease.token)
             return lease
         holder = read_lease(store, run_id)
         if holder is None:  # released between our attempt and the read: try again
+            continue
+        if holder.orphaned():
+            break_lease(store, run_id)
             continue
         if time.monotonic() >= deadline:
             stale = " (its process is gone: pass --break-lease / break_lease=True)" if holder.is_stale() else ""
@@ -963,11 +982,17 @@ def acquire_lease(store: Store, run_id: str, *, wait_s: float = 0.0,
 
 
 def release_lease(store: Store, lease: Lease) -> bool:
-    """Give the lease back (only while it is still ``lease``); whether it was removed."""
-    held = read_lease(store, lease.run_id)
-    if held is None or held.token != lease.token:
+    """Give the lease back (only while it is still ``lease``); whether it was removed. A store
+    that fails now leaves the lease behind (False): it is orphaned, and the next run of this
+    host takes it over (:func:`acquire_lease`)."""
+    _HELD.discard(lease.token)
+    try:
+        held = read_lease(store, lease.run_id)
+        if held is None or held.token != lease.token:
+            return False
+        return store.delete(lease_key(lease.run_id))
+    except StoreError:
         return False
-    return store.delete(lease_key(lease.run_id))
 
 
 def break_lease(store: Store, run_id: str) -> Optional[Lease]:

@@ -55,7 +55,7 @@ def flaky_agent(task, *, seed):
 
 def comparable(report) -> dict:
     d = report.to_dict()
-    d["detail"] = {k: v for k, v in d["detail"].items() if k not in ("run_id", "store")}
+    d["detail"] = {k: v for k, v in d["detail"].items() if k not in ("run_id", "store", "reused")}  # reuse: what a resume kept
     return d
 
 

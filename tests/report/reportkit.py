@@ -5,6 +5,8 @@ the same runs the tests use.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import shutil
 import subprocess
@@ -61,6 +63,10 @@ def _record_gate(st: Store, run_id: str, baseline: str) -> None:
                                   sha256=man["artifacts"][run_key(run_id, name)])
             for name in ("tasks", "prices", "episodes", "graded", "metrics", "report")
             if run_key(run_id, name) in man["artifacts"]}
+    ep = (man.get("stages") or {}).get("episodes") or {}
+    if "reused" in ep:  # what the run reused stays recorded
+        refs["episodes"] = dataclasses.replace(refs["episodes"], reused=ep["reused"],
+                                               reused_from=ep.get("reused_from"))
     refs["gate"] = record.run_gate(st, run_id, refs["report"], baseline, tolerance=0.0,
                                    cost_tolerance=0.0)
     record.record_run(st, run_id, refs=refs, inputs=RunInputs.from_dict(man["inputs"]),
