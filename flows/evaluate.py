@@ -31,6 +31,8 @@ def run_trials_flow(request: TrialRequest) -> StageRef:
         return plan.episodes
     chunks = run_trial_chunk.map(plan.chunks)
     wait(chunks)
+    chunks.result()  # a failed chunk fails the run with its own error (a StoreError: exit 3);
+    # Prefect would otherwise skip collect-episodes and hand the next stage None
     return collect_episodes(plan, wait_for=chunks)
 
 

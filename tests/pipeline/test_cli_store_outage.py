@@ -159,6 +159,7 @@ def test_outage_exits_3_in_one_line_and_the_run_resumes(endpoint, whole, mode, t
     r = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert_infrastructure_failure(r, f"run (outage after {stored} of 96 trials, run started "
                                   f"{broken - t0:.1f} s before)", time.monotonic() - broken, mode)
+    assert "manifest.json" not in err  # the run's own failure, not the CLI's look afterwards
     assert len(endpoint.direct.find(folder)) < 96  # it really stopped short
 
     # the endpoint is back: resume with the same run id, default settings, no gate
