@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -252,6 +253,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     a = build_parser().parse_args(argv)
     if not a.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
+        # aiohttp's writes cut by a reset endpoint end as "Task exception was never retrieved"
+        # tracebacks on asyncio's logger; the StoreError that follows says it in one line
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     try:
         return COMMANDS[a.command](a)
     except CheckFailed as exc:
