@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import math
 import os
 import sys
@@ -444,6 +445,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     warnings.showwarning = _one_line_warning
     if not a.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
+        # aiohttp's writes cut by a reset endpoint end as "Task exception was never retrieved"
+        # tracebacks on asyncio's logger; the StoreError that follows says it in one line
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     try:
         code = COMMANDS[a.command](a)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
