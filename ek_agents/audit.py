@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from .base import JsonShape, RunProvenance
 from .core import shape
-from .errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput
+from .errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput, StoreError
 from .manifest import RunManifest, check_baseline, finite
 from .store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
                     sha256_hex)
@@ -122,6 +122,8 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
             raise
         problems.append(f"baseline {baseline!r}: its run's manifest {key} is missing")
         manifest = None
+    except StoreError:  # the store failed, not the run: an infrastructure error (exit 3)
+        raise
     except EkAgentsError as exc:  # not JSON, or a wrong shape: a damaged manifest
         problems.append(f"manifest {key} is damaged: {exc}")
         manifest = None
@@ -130,6 +132,10 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
         _check_artifact_set(store, run_id, manifest, checked, problems)
         try:
             _check_figures(store, run_id, manifest, seen, trial_keys, checked, problems)
+        except StoreError as exc:
+            if not isinstance(exc, ArtifactNotFound):
+                raise  # the store failed, not the run
+            problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
         except (EkAgentsError, KeyError, TypeError, ValueError, AttributeError) as exc:
             problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
     return AuditResult(run_id=run_id, passed=not problems, checked=tuple(checked),
@@ -141,6 +147,8 @@ def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> Op
     checked.append(key)
     try:
         raw = store.load_baseline(name)
+    except StoreError:  # the store failed, not the baseline
+        raise
     except EkAgentsError as exc:  # not JSON
         problems.append(f"baseline {name!r} ({key}) is damaged: {exc}")
         return None

@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 from .base import JsonShape
 from .core import shape
 from .errors import InvalidInput
+from .manifest import sequential_line
 from .reportplots import cost_vs_success_svg, pass_hat_svg, series_svg
 from .runsummary import (RunSummary, SliceSummary, fmt_count, fmt_dollars, fmt_interval, fmt_percent,
                          fmt_seconds, frontier_flags, group_index, group_label, load_runs,
@@ -238,6 +239,8 @@ def render_markdown(runs: Sequence[RunSummary]) -> str:
             lines += ["", f"**Gate** vs baseline `{r.gate.get('baseline', '?')}`: {_verdict(r.gate)}"]
             lines += [f"- {x}" for x in r.gate.get("reasons") or []]
             lines += [f"- warning: {w}" for w in r.gate.get("warnings") or []]
+            seq = sequential_line(r.gate)
+            lines += [f"- {seq}"] if seq else []
         lines += [""] + _md_table(["k", "pass^k", "95% CI"],
                                   [[str(k), fmt_percent(v), fmt_interval((lo, hi), fmt_percent)]
                                    for k, v, lo, hi in r.pass_hat])

@@ -37,7 +37,7 @@ from .store import sha256_hex
 __all__ = ["RunManifest", "RunInputs", "package_info", "git_sha", "input_digest", "utc_now", "finite",
            "as_plain", "report_rows", "report_markdown", "TasksDocument", "EpisodesDocument",
            "GateDocument", "BaselineDocument", "check_document", "check_manifest", "check_report",
-           "check_baseline", "DOCUMENTS", "reuse_lines"]
+           "check_baseline", "DOCUMENTS", "reuse_lines", "sequential_line"]
 
 
 def input_digest(stage: str, **inputs: Any) -> str:
@@ -391,13 +391,22 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
         lines += ["", f"**Gate** vs baseline `{gate.get('baseline')}`: {verdict}"]
         lines += [f"- {r}" for r in gate.get("reasons") or []]
         lines += [f"- warning: {w}" for w in gate.get("warnings") or []]
-        seq = gate.get("sequential")
+        seq = sequential_line(gate)
         if seq:
-            why = "" if gate.get("reasons") else f": {seq.get('reason')}"
-            lines += [f"- sequential gate: {'stopped early' if seq.get('stopped_early') else 'ran every trial'}"
-                      f", {seq.get('trials_run')} of {seq.get('trials_planned')} planned trials{why}"]
+            lines.append(f"- {seq}")
     notes = list((report.get("detail") or {}).get("warnings") or []) + \
         list((report.get("cost") or {}).get("warnings") or [])
     if notes:
         lines += ["", "Warnings:"] + [f"- {w}" for w in notes]
     return "\n".join(lines) + "\n"
+
+
+def sequential_line(gate: Mapping) -> Optional[str]:
+    """How a sequentially gated run ended, one line (None for a fixed-design verdict):
+    ``sequential gate: stopped early, 40 of 160 planned trials: regression at look 1 ...``."""
+    seq = gate.get("sequential")
+    if not isinstance(seq, Mapping):
+        return None
+    why = "" if gate.get("reasons") else f": {seq.get('reason')}"
+    return (f"sequential gate: {'stopped early' if seq.get('stopped_early') else 'ran every trial'}"
+            f", {seq.get('trials_run')} of {seq.get('trials_planned')} planned trials{why}")

@@ -36,8 +36,8 @@ def test_sequential_flow_stops_early_on_a_worse_agent_and_records_why(tmp_path, 
     assert man.sequential.trials_planned == 160 and sequential_calls < 160
     assert man.gate["test"] == "sequential" and man.gate["reasons"] == [man.sequential.reason]
     assert man.parameters["sequential"] is True
-    md = Artifact.get("tiny-report", _sync=True)
-    assert "run `seq`" in md.data and "stopped early" in md.data and "regression at look" in md.data
+    md = Artifact.get("tiny-tests-pipeline-pipeline-agents-worse-agent-report", _sync=True)  # its series
+    assert "Run `seq`" in md.data and "stopped early" in md.data and "regression at look" in md.data
     assert audit(st, "seq").passed, audit(st, "seq").problems
     # from the command line: the same verdict, exit 1; gate and audit reproduce it
     from ek_agents.cli import main
