@@ -37,7 +37,7 @@ from .store import sha256_hex
 __all__ = ["RunManifest", "RunInputs", "package_info", "git_sha", "input_digest", "utc_now", "finite",
            "as_plain", "report_rows", "report_markdown", "TasksDocument", "EpisodesDocument",
            "GateDocument", "BaselineDocument", "check_document", "check_manifest", "check_report",
-           "check_baseline", "DOCUMENTS", "reuse_lines"]
+           "check_baseline", "DOCUMENTS", "REPORT_COUNTS", "reuse_lines"]
 
 
 def input_digest(stage: str, **inputs: Any) -> str:
@@ -253,6 +253,10 @@ def _number(x: Any) -> bool:
     return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
 
 
+#: The counts every stored report document records (nothing defaults them on a read).
+REPORT_COUNTS = ("n_trials", "n_success", "success_rate")
+
+
 def check_report(data: Any, where: str, *, error: type = DocumentError) -> ReliabilityReport:
     """A report document read from a store, validated: its shape (``ReliabilityReport``), its
     cost figures (numbers or None) and its counts (``success_rate`` = ``n_success / n_trials``).
@@ -263,6 +267,10 @@ def check_report(data: Any, where: str, *, error: type = DocumentError) -> Relia
     ek_agents.errors.DocumentError: stored report.json is inconsistent: field 'success_rate' is 0.75 but n_success / n_trials = 1/4 = 0.25; it was edited or damaged: re-create it from its run (or restore the file)
     """
     rep = check_document(ReliabilityReport, data, where, error=error)
+    missing = [f for f in REPORT_COUNTS if f not in data]
+    if missing:  # the model's defaults would pass an empty {} off as a run of 0 trials
+        raise error(f"stored {where} is malformed: field {missing[0]!r} is missing (a report "
+                    f"records {', '.join(REPORT_COUNTS)}); re-create it from its run")
     for f in ("total_dollars", "cost_per_success"):
         if not _number(rep.cost.get(f)):
             raise error(f"stored {where} is malformed: field 'cost.{f}' must be a number or "
