@@ -244,8 +244,25 @@ def check_document(model: type, data: Any, where: str, *, error: type = Document
 
 
 def check_manifest(data: Any, where: str) -> RunManifest:
-    """A manifest read from a store, validated (:class:`~ek_agents.errors.DocumentError`)."""
-    return check_document(RunManifest, data, where)
+    """A manifest read from a store, validated (:class:`~ek_agents.errors.DocumentError`),
+    its recorded gate verdict too (a :class:`GateDocument`; ``sequential`` an object)."""
+    manifest = check_document(RunManifest, data, where)
+    if manifest.gate is not None:
+        check_document(GateDocument, manifest.gate, f"{where} (field 'gate')")
+        _check_object(manifest.gate.get("sequential"), f"{where}", "gate.sequential")
+    return manifest
+
+
+def _check_object(x: Any, where: str, field: str, *, error: type = DocumentError) -> None:
+    if x is not None and not isinstance(x, Mapping):
+        raise error(f"stored {where} is malformed: field {field!r} must be an object or null, "
+                    f"got {type(x).__name__} {x!r:.60}; re-create it from its run")
+
+
+def _check_strings(x: Any, where: str, field: str, *, error: type = DocumentError) -> None:
+    if x is not None and not (isinstance(x, (list, tuple)) and all(isinstance(s, str) for s in x)):
+        raise error(f"stored {where} is malformed: field {field!r} must be a list of strings, "
+                    f"got {type(x).__name__} {x!r:.60}; re-create it from its run")
 
 
 def _number(x: Any) -> bool:
@@ -275,6 +292,8 @@ def check_report(data: Any, where: str, *, error: type = DocumentError) -> Relia
         if not _number(rep.cost.get(f)):
             raise error(f"stored {where} is malformed: field 'cost.{f}' must be a number or "
                         f"null, got {rep.cost.get(f)!r:.60}; re-create it from its run")
+    _check_strings(rep.cost.get("warnings"), where, "cost.warnings", error=error)
+    _check_strings(rep.detail.get("warnings"), where, "detail.warnings", error=error)
     ci = rep.cost.get("cost_per_success_ci")
     if ci is not None and not (isinstance(ci, (list, tuple)) and len(ci) == 2
                                and all(_number(c) for c in ci)):

@@ -251,3 +251,18 @@ def test_audit_of_a_manifest_with_a_malformed_provenance_fails_in_one_line():
     inputs = {**doc["inputs"], "run": {**doc["inputs"]["run"], "seed": 1.5}}
     data = b"manifest\0" + json.dumps({**doc, "inputs": inputs}).encode()
     assert bl.run_case("cli_audit", data, random.Random(0)) == ("typed", "CliRefused")
+
+
+@pytest.mark.parametrize("where, patch, field", [
+    ("manifest", {"gate": {"passed": True, "reasons": 1.5}}, "field 'gate'.* field 'reasons'"),
+    ("manifest", {"gate": {"passed": True, "sequential": 3}}, "field 'gate.sequential' must be an object"),
+    ("report", {"detail": {"warnings": 7}}, "field 'detail.warnings' must be a list of strings"),
+])
+def test_wrong_nested_types_the_report_renders_are_refused_naming_the_field(where, patch, field):
+    from ek_agents import record
+    from ek_agents.errors import DocumentError
+
+    store = bl._store_with(random.Random(0), where, _doc(where, **patch))
+    with pytest.raises(DocumentError, match=field):
+        record.run_report(store, bl.RUN)
+    bl._clear_memory_fs()
