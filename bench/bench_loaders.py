@@ -4,7 +4,13 @@ Run: ``.venv/bin/python -m bench.bench_loaders [--n 10000] [--seed 11]``. Feeds 
 inputs (byte flips, truncation, type swaps, deleted keys, 5000-digit integers, NaN/Infinity,
 200-50,000-deep nesting, lone surrogates, wrong top-level types, YAML payloads, tau2 ids that
 leave the results folder, compression bombs) round-robin to the loaders in :data:`LOADERS`, and
-counts each outcome:
+counts each outcome. Besides the input files, the stored documents of a real run (the shop
+agents, ``run_suite(persist=True)``, built once) are mutated: its manifest
+(``record.read_manifest``), its report and ``gate.json`` (``record.read_run_doc``, the mutated
+bytes' sha256 patched into the manifest so the shape check answers), a baseline
+(``record.load_baseline``; a ``success_rate`` contradicting ``n_success / n_trials`` is nonsense
+if accepted), and the ``report`` / ``gate`` / ``audit`` commands in-process (``cli.main``: exit
+0, 1 or 2 with one stderr line, never an exception; no Prefect API, so the library path):
 
 - ``parsed``: the loader returned and the result passed the nonsense checks;
 - ``typed``: an :class:`~ek_agents.errors.EkAgentsError`;

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 import ek_agents
 
@@ -184,7 +184,7 @@ class GateDocument(JsonShape):
     """``runs/<id>/gate.json``: the verdict (``AgentGateResult.to_dict()`` + ``baseline``),
     or ``passed`` False with ``refused`` when the gate refused the baseline."""
 
-    passed: bool
+    passed: StrictBool  # a verdict is true or false, never 0.0 read as False
     baseline: Optional[str] = None
     refused: Optional[str] = None
     reasons: list[str] = Field(default_factory=list)
@@ -270,6 +270,8 @@ def _number(x: Any) -> bool:
     return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
 
 
+#: The per-task figures of a report (``per_task[task]``) that are numbers (or null).
+_PER_TASK_NUMBERS = ("c", "n", "pass_at_k", "pass_hat_k", "dollars", "n_success")
 #: The counts every stored report document records (nothing defaults them on a read).
 REPORT_COUNTS = ("n_trials", "n_success", "success_rate")
 
@@ -294,6 +296,12 @@ def check_report(data: Any, where: str, *, error: type = DocumentError) -> Relia
                         f"null, got {rep.cost.get(f)!r:.60}; re-create it from its run")
     _check_strings(rep.cost.get("warnings"), where, "cost.warnings", error=error)
     _check_strings(rep.detail.get("warnings"), where, "detail.warnings", error=error)
+    for task, row in rep.per_task.items():  # the gate resamples these columns
+        _check_object(row, where, f"per_task.{task}", error=error)
+        for f in _PER_TASK_NUMBERS:
+            if row and not _number(row.get(f)):
+                raise error(f"stored {where} is malformed: field 'per_task.{task}.{f}' must be a "
+                            f"number or null, got {row.get(f)!r:.60}; re-create it from its run")
     ci = rep.cost.get("cost_per_success_ci")
     if ci is not None and not (isinstance(ci, (list, tuple)) and len(ci) == 2
                                and all(_number(c) for c in ci)):

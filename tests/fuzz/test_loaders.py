@@ -2,7 +2,8 @@
 
 Hypothesis (seeded, derandomized) drives the loaders, seeds and mutators of
 ``bench/bench_loaders.py`` (suite YAML/JSONL, prices, tau-bench v1 / tau2 / tau2 dir format,
-messages JSONL, Inspect .json / .eval zstd and DEFLATE, store reads), plus arbitrary JSON
+messages JSONL, Inspect .json / .eval zstd and DEFLATE, store reads, a real run's manifest,
+report, gate.json and baseline, and the report / gate / audit commands in-process), plus arbitrary JSON
 documents and arbitrary bytes. A case that runs past 5 s is stopped by SIGALRM and fails the
 test as a hang (no wall-clock time is asserted otherwise); a parsed result that the pipeline
 must never see (empty task id, non-finite number, $0 rate without a warning, a file read from
@@ -265,4 +266,18 @@ def test_wrong_nested_types_the_report_renders_are_refused_naming_the_field(wher
     store = bl._store_with(random.Random(0), where, _doc(where, **patch))
     with pytest.raises(DocumentError, match=field):
         record.run_report(store, bl.RUN)
+    bl._clear_memory_fs()
+
+
+def test_a_gate_verdict_that_is_not_a_boolean_and_a_per_task_figure_that_is_not_a_number_are_refused():
+    from ek_agents.errors import BaselineError, DocumentError
+
+    with pytest.raises(DocumentError, match="field 'passed'"):
+        bl.load_gate_json(_doc("gate", passed=-0.0), random.Random(0))
+    doc = bl.stored_docs()["baseline"]
+    task = next(iter(doc["report"]["per_task"]))
+    per_task = {**doc["report"]["per_task"], task: {"pass_hat_k": {"n": 2}}}
+    data = json.dumps({**doc, "report": {**doc["report"], "per_task": per_task}}).encode()
+    with pytest.raises(BaselineError, match=f"field 'per_task.{task}.pass_hat_k' must be a number"):
+        bl.load_baseline_doc(data, random.Random(0))
     bl._clear_memory_fs()
