@@ -4,7 +4,13 @@ Run: ``.venv/bin/python -m bench.bench_loaders [--n 10000] [--seed 11]``. Feeds 
 inputs (byte flips, truncation, type swaps, deleted keys, 5000-digit integers, NaN/Infinity,
 200-50,000-deep nesting, lone surrogates, wrong top-level types, YAML payloads, tau2 ids that
 leave the results folder, compression bombs) round-robin to the loaders in :data:`LOADERS`, and
-counts each outcome:
+counts each outcome. Besides the input files, the stored documents of a real run (the shop
+agents, ``run_suite(persist=True)``, built once) are mutated: its manifest
+(``record.read_manifest``), its report and ``gate.json`` (``record.read_run_doc``, the mutated
+bytes' sha256 patched into the manifest so the shape check answers), a baseline
+(``record.load_baseline``; a ``success_rate`` contradicting ``n_success / n_trials`` is nonsense
+if accepted), and the ``report`` / ``gate`` / ``audit`` commands in-process (``cli.main``: exit
+0, 1 or 2 with one stderr line, never an exception; no Prefect API, so the library path):
 
 - ``parsed``: the loader returned and the result passed the nonsense checks;
 - ``typed``: an :class:`~ek_agents.errors.EkAgentsError`;
@@ -23,12 +29,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import hashlib
 import io
+import os
 import json
 import math
 import random
 import signal
 import struct
+import tempfile
 import time
 import traceback
 import warnings
@@ -39,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ek_agents import cli, record
 from ek_agents.base import Cost
 from ek_agents.bridge import read_inspect_log, read_messages_jsonl, read_tau_bench_results
 from ek_agents.cost import dollars
@@ -46,6 +56,7 @@ from ek_agents.errors import EkAgentsError
 from ek_agents.prices import load_prices
 from ek_agents.store import Store, write_url
 from ek_agents.suite import parse_suite
+from flows.local import configured_api
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests"
@@ -155,7 +166,60 @@ def seeds() -> dict[str, Any]:
             "inspect_eval_deflate": _eval_members(), "store_json": {"a": [1, 2.5, "x"], "b": {"c": None}},
             "store_baseline": {"schema_version": 1, "success_rate": 0.5, "n_trials": 4},
         })
+        docs = stored_docs()
+        SEEDS.update({"run_manifest": docs["manifest"], "run_report": docs["report"],
+                      "baseline": docs["baseline"], "gate_json": docs["gate"],
+                      "cli_report": docs, "cli_gate": docs, "cli_audit": docs})
     return SEEDS
+
+
+# ---------------------------------------------------------------- stored runs (built once)
+
+#: The run whose documents are mutated, the baseline it was gated against, and where each
+#: mutated document sits in the store.
+RUN, BASELINE = "small-2", "shop-small"
+DOC_KEYS = {"manifest": f"runs/{RUN}/manifest.json", "report": f"runs/{RUN}/report.json",
+            "gate": f"runs/{RUN}/gate.json", "baseline": f"baselines/{BASELINE}.json"}
+_STORE: dict[str, bytes] = {}
+
+
+def stored_run() -> dict[str, bytes]:
+    """Key -> bytes of a real store: the shop agents run with ``run_suite(persist=True)``
+    (``tests/report/reportkit.make_runs``, k=2), ``small-0`` promoted as baseline
+    ``shop-small`` and ``small-2`` gated against it; only what ``small-2`` and the baseline
+    need is kept (copied into a fresh ``memory://`` store for every case)."""
+    if not _STORE:
+        from tests.report.reportkit import make_runs
+
+        with tempfile.TemporaryDirectory() as tmp:
+            make_runs(tmp, k=2)
+            for path in sorted(Path(tmp).rglob("*")):
+                key = path.relative_to(tmp).as_posix()
+                if path.is_file() and (key.startswith(("runs/small-0/", f"runs/{RUN}/", "baselines/"))
+                                       or not key.startswith("runs/")):
+                    _STORE[key] = path.read_bytes()
+    return _STORE
+
+
+def stored_docs() -> dict[str, Any]:
+    """The four stored documents that are mutated: manifest, report, gate.json, baseline."""
+    return {name: json.loads(stored_run()[key]) for name, key in DOC_KEYS.items()}
+
+
+def _store_with(rnd: random.Random, doc: str, data: bytes) -> Store:
+    """A fresh store holding the real runs, document ``doc`` replaced by ``data``; a run
+    document's sha256 is patched into the manifest, so the shape check (not the digest check)
+    is what answers."""
+    store = Store(_uniq(rnd))
+    files = dict(stored_run())
+    files[DOC_KEYS[doc]] = data
+    if doc in ("report", "gate"):
+        man = json.loads(files[DOC_KEYS["manifest"]])
+        man["artifacts"][DOC_KEYS[doc]] = hashlib.sha256(data).hexdigest()
+        files[DOC_KEYS["manifest"]] = json.dumps(man).encode()
+    for key, blob in files.items():
+        store.write_bytes(key, blob)
+    return store
 
 
 # ------------------------------------------------------------------------- .eval writer
@@ -440,6 +504,102 @@ def load_store_baseline(data: bytes, rnd: random.Random) -> Any:
     return store.load_baseline("b1")
 
 
+def _check_report(rep: Any, what: str) -> None:
+    """A report the pipeline would use: finite figures, counts that agree."""
+    rep = rep.to_dict() if hasattr(rep, "to_dict") else rep
+    n, ok, rate = rep.get("n_trials"), rep.get("n_success"), rep.get("success_rate")
+    if not (isinstance(n, int) and isinstance(ok, int) and 0 <= ok <= n):
+        raise Nonsense(f"{what}: n_success {ok!r} of n_trials {n!r}")
+    if n and not (isinstance(rate, (int, float)) and math.isclose(rate, ok / n, abs_tol=1e-9)):
+        raise Nonsense(f"{what}: success_rate {rate!r} but n_success / n_trials = {ok}/{n}")
+    for f in ("total_dollars", "cost_per_success"):
+        v = (rep.get("cost") or {}).get(f)
+        if v is not None and not isinstance(v, (int, float, str)):
+            raise Nonsense(f"{what}: cost.{f} = {v!r}")
+        if isinstance(v, float) and (math.isnan(v) or v < 0):
+            raise Nonsense(f"{what}: cost.{f} = {v!r}")
+
+
+def load_run_manifest(data: bytes, rnd: random.Random) -> Any:
+    """``record.read_manifest`` of a real run whose manifest.json is ``data``, then the
+    report it lists (a verified read: a changed digest is a DigestMismatch)."""
+    store = _store_with(rnd, "manifest", data)
+    man = record.read_manifest(store, RUN)
+    if man.run_id != RUN:
+        raise Nonsense(f"manifest of run {man.run_id!r} read as {RUN!r}")
+    man.to_json()
+    _check_report(record.read_run_doc(store, man, "report"), "report")
+    return man
+
+
+def load_run_report(data: bytes, rnd: random.Random) -> Any:
+    store = _store_with(rnd, "report", data)
+    rep = record.read_run_doc(store, record.read_manifest(store, RUN), "report")
+    _check_report(rep, "report")
+    return rep
+
+
+def load_gate_json(data: bytes, rnd: random.Random) -> Any:
+    store = _store_with(rnd, "gate", data)
+    gate = record.read_run_doc(store, record.read_manifest(store, RUN), "gate")
+    if not isinstance(gate.get("passed"), bool):
+        raise Nonsense(f"gate.json with passed = {gate.get('passed')!r}")
+    return gate
+
+
+def load_baseline_doc(data: bytes, rnd: random.Random) -> Any:
+    """``record.load_baseline`` of a stored baseline (validated by ``check_baseline``)."""
+    store = _store_with(rnd, "baseline", data)
+    doc = record.load_baseline(store, BASELINE)
+    if not isinstance(doc, dict) or not isinstance(doc.get("report"), dict):
+        raise Nonsense(f"baseline {doc!r:.80}")
+    _check_report(doc["report"], "baseline report")
+    return doc
+
+
+_CLI_ARGS = {"cli_report": ["report", RUN], "cli_gate": ["gate", RUN, "--baseline", BASELINE],
+             "cli_audit": ["audit", RUN]}
+
+
+def _cli_from(name: str) -> Callable:
+    """A loader: ``data`` is ``<document>\0<bytes>`` (document: manifest, report, gate,
+    baseline; bytes without that prefix replace the report); the CLI command ``name`` runs
+    in-process on a store holding it. The invariant: exit 0, 1 or 2, and a refusal is one
+    line on stderr; an exception out of ``cli.main`` is untyped."""
+    def load(data: bytes, rnd: random.Random) -> Any:
+        doc, sep, rest = data.partition(b"\0")
+        doc = doc.decode("ascii", "replace")
+        if not sep or doc not in DOC_KEYS:
+            doc, rest = "report", data
+        if configured_api() is not None:
+            raise RuntimeError("a Prefect API is configured: unset PREFECT_API_URL to fuzz the CLI")
+        args = list(_CLI_ARGS[name])
+        if name == "cli_audit" and doc == "baseline":
+            args = ["audit", "--baseline", BASELINE]
+        store = _store_with(rnd, doc, rest)
+        out, err = io.StringIO(), io.StringIO()
+        shown = warnings.showwarning
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli.main(args + ["--store", store.url])
+        finally:
+            warnings.showwarning = shown
+        lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+        if code not in (0, 1, 2):
+            raise Nonsense(f"exit {code}: {err.getvalue()[:200]!r}")
+        if code and len(lines) != 1:
+            raise Nonsense(f"exit {code} with {len(lines)} stderr lines: {err.getvalue()[:200]!r}")
+        if code:
+            raise CliRefused(f"exit {code}")
+        return code
+
+    return load
+
+
+class CliRefused(EkAgentsError):
+    """The CLI refused the input the right way (exit 1 or 2, one line): counted as typed."""
+
+
 #: loader name -> (load(bytes, rnd), how a seed becomes mutated bytes)
 LOADERS: dict[str, Callable] = {
     "suite_yaml": load_suite_yaml, "suite_jsonl": load_suite_jsonl, "prices": load_prices_bytes,
@@ -447,11 +607,38 @@ LOADERS: dict[str, Callable] = {
     "messages_jsonl": load_messages, "inspect_json": load_inspect,
     "inspect_eval_zstd": load_inspect, "inspect_eval_deflate": load_inspect,
     "store_json": load_store_json, "store_baseline": load_store_baseline,
+    "run_manifest": load_run_manifest, "run_report": load_run_report, "baseline": load_baseline_doc,
+    "gate_json": load_gate_json, **{name: _cli_from(name) for name in _CLI_ARGS},
 }
+
+#: The stored document each loader's case mutates (the CLI loaders pick one per case).
+_DOC_OF = {"run_manifest": "manifest", "run_report": "report", "baseline": "baseline",
+           "gate_json": "gate"}
+
+
+def _stored_case(name: str, rnd: random.Random) -> bytes:
+    """A mutated stored document: byte damage, a structural mutation, or (report, baseline) a
+    success_rate / n_success that contradicts n_success / n_trials."""
+    doc = _DOC_OF.get(name) or rnd.choice(["manifest", "report", "gate", "baseline"])
+    seed = stored_docs()[doc]
+    how = rnd.random()
+    if how < 0.2:
+        data = mutate_bytes(json.dumps(seed).encode(), rnd)
+    elif how < 0.35 and doc in ("report", "baseline"):
+        d = copy.deepcopy(seed)
+        rep = d["report"] if doc == "baseline" else d
+        field = rnd.choice(["success_rate", "n_success", "n_trials"])
+        rep[field] = rnd.choice([0.0, 1.0, 0.99, rep["success_rate"] / 2, rep[field] + 1, -1])
+        data = to_bytes(json.dumps(d))
+    else:
+        data = to_bytes(mutate_doc(seed, rnd))
+    return (doc.encode() + b"\0" + data) if name.startswith("cli_") else data
 
 
 def make_case(name: str, rnd: random.Random) -> bytes:
     """One mutated input for loader ``name``."""
+    if name in _DOC_OF or name.startswith("cli_"):
+        return _stored_case(name, rnd)
     seed = seeds()[name]
     how = rnd.random()
     if name == "suite_yaml":

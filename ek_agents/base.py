@@ -83,7 +83,8 @@ class JsonShape:
         try:
             return _adapter(cls).validate_python(d)
         except Exception as exc:  # pydantic.ValidationError -> our tree, with the field named
-            raise InvalidInput(f"malformed {cls.__name__}: {exc}") from exc
+            # one line (pydantic's message spans several): a CLI refusal prints one line
+            raise InvalidInput(f"malformed {cls.__name__}: {' '.join(str(exc).split())}") from exc
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]):

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 import ek_agents
 
@@ -37,7 +37,7 @@ from .store import sha256_hex
 __all__ = ["RunManifest", "RunInputs", "package_info", "git_sha", "input_digest", "utc_now", "finite",
            "as_plain", "report_rows", "report_markdown", "TasksDocument", "EpisodesDocument",
            "GateDocument", "BaselineDocument", "check_document", "check_manifest", "check_report",
-           "check_baseline", "DOCUMENTS", "reuse_lines", "sequential_line"]
+           "check_baseline", "DOCUMENTS", "REPORT_COUNTS", "reuse_lines", "sequential_line"]
 
 
 def input_digest(stage: str, **inputs: Any) -> str:
@@ -184,7 +184,7 @@ class GateDocument(JsonShape):
     """``runs/<id>/gate.json``: the verdict (``AgentGateResult.to_dict()`` + ``baseline``),
     or ``passed`` False with ``refused`` when the gate refused the baseline."""
 
-    passed: bool
+    passed: StrictBool  # a verdict is true or false, never 0.0 read as False
     baseline: Optional[str] = None
     refused: Optional[str] = None
     reasons: list[str] = Field(default_factory=list)
@@ -244,13 +244,36 @@ def check_document(model: type, data: Any, where: str, *, error: type = Document
 
 
 def check_manifest(data: Any, where: str) -> RunManifest:
-    """A manifest read from a store, validated (:class:`~ek_agents.errors.DocumentError`)."""
-    return check_document(RunManifest, data, where)
+    """A manifest read from a store, validated (:class:`~ek_agents.errors.DocumentError`),
+    its recorded gate verdict too (a :class:`GateDocument`; ``sequential`` an object)."""
+    manifest = check_document(RunManifest, data, where)
+    if manifest.gate is not None:
+        check_document(GateDocument, manifest.gate, f"{where} (field 'gate')")
+        _check_object(manifest.gate.get("sequential"), f"{where}", "gate.sequential")
+    return manifest
+
+
+def _check_object(x: Any, where: str, field: str, *, error: type = DocumentError) -> None:
+    if x is not None and not isinstance(x, Mapping):
+        raise error(f"stored {where} is malformed: field {field!r} must be an object or null, "
+                    f"got {type(x).__name__} {x!r:.60}; re-create it from its run")
+
+
+def _check_strings(x: Any, where: str, field: str, *, error: type = DocumentError) -> None:
+    if x is not None and not (isinstance(x, (list, tuple)) and all(isinstance(s, str) for s in x)):
+        raise error(f"stored {where} is malformed: field {field!r} must be a list of strings, "
+                    f"got {type(x).__name__} {x!r:.60}; re-create it from its run")
 
 
 def _number(x: Any) -> bool:
     x = decode_nonfinite(x)
     return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+
+
+#: The per-task figures of a report (``per_task[task]``) that are numbers (or null).
+_PER_TASK_NUMBERS = ("c", "n", "pass_at_k", "pass_hat_k", "dollars", "n_success")
+#: The counts every stored report document records (nothing defaults them on a read).
+REPORT_COUNTS = ("n_trials", "n_success", "success_rate")
 
 
 def check_report(data: Any, where: str, *, error: type = DocumentError) -> ReliabilityReport:
@@ -263,10 +286,22 @@ def check_report(data: Any, where: str, *, error: type = DocumentError) -> Relia
     ek_agents.errors.DocumentError: stored report.json is inconsistent: field 'success_rate' is 0.75 but n_success / n_trials = 1/4 = 0.25; it was edited or damaged: re-create it from its run (or restore the file)
     """
     rep = check_document(ReliabilityReport, data, where, error=error)
+    missing = [f for f in REPORT_COUNTS if f not in data]
+    if missing:  # the model's defaults would pass an empty {} off as a run of 0 trials
+        raise error(f"stored {where} is malformed: field {missing[0]!r} is missing (a report "
+                    f"records {', '.join(REPORT_COUNTS)}); re-create it from its run")
     for f in ("total_dollars", "cost_per_success"):
         if not _number(rep.cost.get(f)):
             raise error(f"stored {where} is malformed: field 'cost.{f}' must be a number or "
                         f"null, got {rep.cost.get(f)!r:.60}; re-create it from its run")
+    _check_strings(rep.cost.get("warnings"), where, "cost.warnings", error=error)
+    _check_strings(rep.detail.get("warnings"), where, "detail.warnings", error=error)
+    for task, row in rep.per_task.items():  # the gate resamples these columns
+        _check_object(row, where, f"per_task.{task}", error=error)
+        for f in _PER_TASK_NUMBERS:
+            if row and not _number(row.get(f)):
+                raise error(f"stored {where} is malformed: field 'per_task.{task}.{f}' must be a "
+                            f"number or null, got {row.get(f)!r:.60}; re-create it from its run")
     ci = rep.cost.get("cost_per_success_ci")
     if ci is not None and not (isinstance(ci, (list, tuple)) and len(ci) == 2
                                and all(_number(c) for c in ci)):

@@ -2,7 +2,8 @@
 
 Hypothesis (seeded, derandomized) drives the loaders, seeds and mutators of
 ``bench/bench_loaders.py`` (suite YAML/JSONL, prices, tau-bench v1 / tau2 / tau2 dir format,
-messages JSONL, Inspect .json / .eval zstd and DEFLATE, store reads), plus arbitrary JSON
+messages JSONL, Inspect .json / .eval zstd and DEFLATE, store reads, a real run's manifest,
+report, gate.json and baseline, and the report / gate / audit commands in-process), plus arbitrary JSON
 documents and arbitrary bytes. A case that runs past 5 s is stopped by SIGALRM and fails the
 test as a hang (no wall-clock time is asserted otherwise); a parsed result that the pipeline
 must never see (empty task id, non-finite number, $0 rate without a warning, a file read from
@@ -194,3 +195,89 @@ def test_windows_reserved_and_dot_ending_names_are_refused(name):
     with pytest.raises(InvalidInput, match=f"invalid run id {name!r}"):
         Store.validate_name(name, what="run id")
     assert Store.validate_name("console", what="run id") == "console"
+
+
+# ------------------------------------------------- stored documents: manifests, reports, baselines
+
+def _doc(name: str, **patch) -> bytes:
+    doc = bl.stored_docs()[name]
+    return json.dumps({**doc, **patch}).encode()
+
+
+def test_a_report_that_is_an_empty_object_is_not_a_run_of_zero_trials():
+    from ek_agents.errors import DocumentError
+
+    with pytest.raises(DocumentError, match=r"report.json is malformed: field 'n_trials' is missing"):
+        bl.load_run_report(b"{}", random.Random(0))  # digest patched: the shape check answers
+    bl._clear_memory_fs()
+
+
+@pytest.mark.parametrize("field, value", [("success_rate", 0.99), ("n_success", 1), ("n_trials", 1000)])
+def test_a_baseline_whose_success_rate_contradicts_its_counts_is_refused(field, value):
+    from ek_agents.errors import BaselineError
+
+    doc = bl.stored_docs()["baseline"]
+    data = json.dumps({**doc, "report": {**doc["report"], field: value}}).encode()
+    with pytest.raises(BaselineError, match="shop-small.json .field 'report'. is inconsistent"):
+        bl.load_baseline_doc(data, random.Random(0))
+    bl._clear_memory_fs()
+
+
+def test_a_report_whose_bytes_differ_from_the_manifest_is_a_digest_mismatch():
+    from ek_agents import record
+    from ek_agents.errors import DigestMismatch
+
+    store = bl._store_with(random.Random(0), "manifest", bl.stored_run()[bl.DOC_KEYS["manifest"]])
+    store.write_bytes(bl.DOC_KEYS["report"], _doc("report", n_success=0))
+    with pytest.raises(DigestMismatch, match="report.json has sha256"):
+        record.read_run_doc(store, record.read_manifest(store, bl.RUN), "report")
+    bl._clear_memory_fs()
+
+
+@pytest.mark.parametrize("loader, data, code", [
+    ("cli_report", b"manifest\0[]", 2),
+    ("cli_audit", b"manifest\0[]", 2),
+    ("cli_gate", b"baseline\0" + b"1.5", 2),
+    ("cli_gate", b"gate\0{}", 0),  # gate recomputes the verdict; gate.json is not what it reads
+    ("cli_report", b"report\0" + json.dumps({"k": 1, "n_trials": 4, "n_success": 1,
+                                              "success_rate": 0.75}).encode(), 2),
+])
+def test_the_cli_answers_a_damaged_document_with_an_exit_code_and_one_line(loader, data, code, capsys):
+    outcome = "parsed" if code == 0 else "typed"
+    assert bl.run_case(loader, data, random.Random(0)) == (outcome, "" if code == 0 else "CliRefused")
+
+
+def test_audit_of_a_manifest_with_a_malformed_provenance_fails_in_one_line():
+    doc = bl.stored_docs()["manifest"]
+    inputs = {**doc["inputs"], "run": {**doc["inputs"]["run"], "seed": 1.5}}
+    data = b"manifest\0" + json.dumps({**doc, "inputs": inputs}).encode()
+    assert bl.run_case("cli_audit", data, random.Random(0)) == ("typed", "CliRefused")
+
+
+@pytest.mark.parametrize("where, patch, field", [
+    ("manifest", {"gate": {"passed": True, "reasons": 1.5}}, "field 'gate'.* field 'reasons'"),
+    ("manifest", {"gate": {"passed": True, "sequential": 3}}, "field 'gate.sequential' must be an object"),
+    ("report", {"detail": {"warnings": 7}}, "field 'detail.warnings' must be a list of strings"),
+])
+def test_wrong_nested_types_the_report_renders_are_refused_naming_the_field(where, patch, field):
+    from ek_agents import record
+    from ek_agents.errors import DocumentError
+
+    store = bl._store_with(random.Random(0), where, _doc(where, **patch))
+    with pytest.raises(DocumentError, match=field):
+        record.run_report(store, bl.RUN)
+    bl._clear_memory_fs()
+
+
+def test_a_gate_verdict_that_is_not_a_boolean_and_a_per_task_figure_that_is_not_a_number_are_refused():
+    from ek_agents.errors import BaselineError, DocumentError
+
+    with pytest.raises(DocumentError, match="field 'passed'"):
+        bl.load_gate_json(_doc("gate", passed=-0.0), random.Random(0))
+    doc = bl.stored_docs()["baseline"]
+    task = next(iter(doc["report"]["per_task"]))
+    per_task = {**doc["report"]["per_task"], task: {"pass_hat_k": {"n": 2}}}
+    data = json.dumps({**doc, "report": {**doc["report"], "per_task": per_task}}).encode()
+    with pytest.raises(BaselineError, match=f"field 'per_task.{task}.pass_hat_k' must be a number"):
+        bl.load_baseline_doc(data, random.Random(0))
+    bl._clear_memory_fs()
