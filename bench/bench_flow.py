@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from tests.harness.faultproxy import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOP_SUITE = ROOT / "examples" / "shop" / "suite.yaml"
@@ -107,15 +108,10 @@ def harness_rows(trials: int) -> dict:
             "asyncio_gather_vs_ideal": t_gather / ideal}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def start_server(home: Path, timeout: float = 180.0) -> tuple[subprocess.Popen, str, float]:
     """A temporary Prefect server on a free 127.0.0.1 port: (process, API URL, start-up s)."""
-    port = _free_port()
+    port = free_port()
     log = open(home / "server.log", "w")
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,21 +29,16 @@ COMMANDS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def main(argv: list[str] | None = None) -> dict:
     modes = list(sys.argv[1:] if argv is None else argv) or ["refuse", "stall"]
     sys.path.insert(0, str(ROOT))
     from moto.server import ThreadedMotoServer
 
-    from tests.harness.faultproxy import FaultProxy
+    from tests.harness.faultproxy import FaultProxy, free_port
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     figures: dict = {}

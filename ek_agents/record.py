@@ -39,7 +39,7 @@ from .errors import (ArtifactNotFound, BaselineError, DigestMismatch, DocumentEr
 from .gate import AgentGateResult, as_report, as_run, regression_gate
 from .manifest import (DOCUMENTS, RunInputs, RunManifest, as_plain, check_baseline,
                        check_document, check_manifest, check_report, input_digest,
-                       report_markdown, report_rows, utc_now)
+                       utc_now)
 from .metrics import grade
 from .prices import ModelPrice, load_prices
 from .reporting import ReliabilityReport, reliability_with_run, with_cost
@@ -57,7 +57,7 @@ __all__ = [
     "load_baseline", "gate_run", "promote", "UNSTORED", "save_agent_baseline",
     "load_agent_baseline", "agent_regression_gate", "BASELINE_KIND", "record_suite",
     "record_prices", "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
-    "run_gate", "write_gate", "run_sequential_gate", "promote_baseline", "report_views", "StageRef", "SuiteRef", "GateRef",
+    "run_gate", "write_gate", "run_sequential_gate", "promote_baseline", "StageRef", "SuiteRef", "GateRef",
     "ManifestRef", "read_manifest", "read_run_doc", "check_run_doc", "read_ref",
     "ManifestRef", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
     "claim_run", "index_output", "trial_matches", "errored", "cache_origin", "EK_CONFIG",
@@ -608,14 +608,6 @@ def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
         baseline = doc
     return regression_gate(report, baseline, tolerance=tolerance, cost_tolerance=cost_tolerance,
                            label=label, paired=paired)
-
-
-def report_views(store: Any, run_id: str, manifest: Mapping) -> dict:
-    """How a run is shown: ``{"suite": its name, "markdown": manifest.report_markdown,
-    "rows": manifest.report_rows}`` of the stored report (a verified read: :func:`read_run_doc`)."""
-    report = read_run_doc(store, check_manifest(manifest, run_key(run_id, "manifest")), "report")
-    return {"suite": (manifest.get("suite") or {}).get("name", "suite"),
-            "markdown": report_markdown(manifest, report), "rows": report_rows(report)}
 
 
 def load_baseline(store: Any, name: str) -> dict:

@@ -2,16 +2,12 @@
 from __future__ import annotations
 
 import logging
-import socket
 import uuid
 
 import pytest
 
+from .faultproxy import free_port
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +17,7 @@ def moto_s3():
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     env = {

@@ -26,6 +26,13 @@ MODES = ("pass", "refuse", "reset", "stall")
 _TICK = 0.05
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a server a test or bench starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _rst(sock: socket.socket) -> None:
     """Close ``sock`` with an RST (SO_LINGER 0) instead of a FIN."""
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,15 +11,11 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
+from tests.harness.faultproxy import free_port
+
 from .conftest import ROOT
 
 PREFECT = [sys.executable, "-m", "prefect"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(what: str, ok: Callable[[], bool], timeout: float, proc: subprocess.Popen) -> None:

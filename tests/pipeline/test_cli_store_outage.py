@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ import pytest
 
 from ek_agents.store import Store, episode_key, run_key
 
-from tests.harness.faultproxy import FaultProxy
+from tests.harness.faultproxy import FaultProxy, free_port
 
 from .conftest import ROOT
 
@@ -38,11 +37,6 @@ FAST = {"EK_STORE_CONNECT_TIMEOUT": "2", "EK_STORE_READ_TIMEOUT": "3", "EK_STORE
 HANG_GUARD_S = 600
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def endpoint():
@@ -51,7 +45,7 @@ def endpoint():
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     creds = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",

@@ -2,21 +2,16 @@
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 
 from ek_agents.store import Store
+from tests.harness.faultproxy import free_port
 
 from .conftest import AGENT, PRICES
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_api")]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -24,7 +19,7 @@ def s3_bucket(monkeypatch):
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
