@@ -62,6 +62,8 @@ ROWS: tuple = (
      "toolcalls.deepeval_tool_correctness_vs_ek", "x faster", ">= 10x"),
     ("`import ek_agents` vs `import prefect`", "flow.import_ek_agents_s", "flow.import_prefect_s",
      "flow.import_ek_agents_vs_prefect", "x", "keep"),
+    ("  the same with every public name resolved", "flow.import_ek_agents_names_s", "flow.import_prefect_s",
+     "flow.import_ek_agents_names_vs_prefect", "x", "keep"),
     ("`ek-agents audit RUN` (wall, whole command)", "flow.cli_audit_s", None, None, "", "< 2 s"),
     ("`ek-agents promote RUN --name N` (wall, whole command)", "flow.cli_promote_s", None, None, "", "< 2 s"),
     ("`ek-agents run`, shop suite k=4, no Prefect API, vs `run_suite` on the same", "flow.cli_run_shop_s",
