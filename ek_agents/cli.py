@@ -177,6 +177,10 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--simulator", default="", help="user simulator recorded in the provenance")
     p.add_argument("--scaffold", default="", help="agent scaffold recorded in the provenance")
     _tolerance_args(p)
+    p.add_argument("--prefect-server", action="store_true",
+                   help="with no Prefect API configured, start a temporary local Prefect server "
+                        "and run the flow there, recording the flow run in $PREFECT_HOME's "
+                        "database (default: run in this process, without Prefect)")
 
 
 def _tolerance_args(p: argparse.ArgumentParser) -> None:
@@ -314,19 +318,24 @@ def _cmd_run(a: argparse.Namespace) -> int:
     check_inputs(st, run_id=run_id, k=a.k, suite=a.suite, check=a.check, baseline=a.baseline,
                  prices=a.prices, models=models)
     stored = st.exists(run_key(run_id, "manifest"))  # the store answers (else exit 3), now
-    clock.mark("checks")  # then: import of the flows (Prefect), the server (overlapped), the flow
+    clock.mark("checks")
     local = _local()
-    if local is not None:
-        local.start_server()  # a temporary server (none configured) boots while Prefect imports
+    here = _runs_here(a, params, local)
+    if not here and local is not None:  # the flow, recorded by the configured API, else by
+        local.start_server()  # a temporary server that boots while Prefect imports
     ok = False
     try:
-        _flows().call_flow("evaluate_agent", **params)
+        if here:
+            _run_here(params, clock, verbose=a.verbose)
+        else:  # then: import of the flows (Prefect), the server (overlapped), the flow
+            _flows().call_flow("evaluate_agent", **params)
         ok = True
     finally:
-        if local is not None:
+        if local is not None and not here:
             local.stop_server()
-        clock.say(local.TIMINGS if local is not None else None,
-                  where=local.LAST_SERVER if local is not None else None)
+        _say_path(a.verbose, here, local)
+        clock.say(None if here or local is None else local.TIMINGS,
+                  where=None if here or local is None else local.LAST_SERVER)
         if not isinstance(sys.exc_info()[1], StoreError):  # no second wait on a failing store
             if st.exists(run_key(run_id, "manifest")):
                 _print_report(st, run_id)
@@ -335,6 +344,44 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       f"command with --run-id {run_id} to resume it")
     print(f"run {run_id}: manifest at {st.url}/{run_key(run_id, 'manifest')}")
     return 0
+
+
+def _runs_here(a: argparse.Namespace, params: dict, local: Any) -> bool:
+    """Whether ``run``/``ingest`` runs the evaluate plan in this process, without Prefect: when
+    no Prefect API is configured to record the flow run, ``--prefect-server`` was not asked
+    for, and the trials need no Prefect task runner (``--task-runner dask``)."""
+    if a.prefect_server or params.get("task_runner", "threads") != "threads":
+        return False
+    return local is None or local.configured_api() is None
+
+
+def _run_here(params: dict, clock: _Clock, *, verbose: bool) -> None:
+    """``localrun.evaluate_agent``: the flow's plan, the flow's stage documents, no Prefect;
+    its run-log lines on stderr with ``-v``."""
+    from .localrun import evaluate_agent
+
+    clock.mark("import plan")
+    try:
+        evaluate_agent(**params, log=(lambda line: print(f"ek-agents: {line}", file=sys.stderr))
+                       if verbose else (lambda line: None))
+    finally:
+        clock.mark("plan (in-process)")
+
+
+def _say_path(verbose: bool, here: bool, local: Any) -> None:
+    """On ``-v``: which way ``run`` went, and how to take the other."""
+    if not verbose:
+        return
+    if here:
+        print("ek-agents: no Prefect API configured: ran in-process; set PREFECT_API_URL or pass "
+              "--prefect-server to record the flow run", file=sys.stderr)
+    elif local is not None and local.LAST_SERVER:
+        print(f"ek-agents: ran the evaluate-agent flow on a temporary Prefect server "
+              f"({local.LAST_SERVER}); its flow run is in $PREFECT_HOME's database", file=sys.stderr)
+    else:
+        api = local.configured_api() if local is not None else None
+        print(f"ek-agents: ran the evaluate-agent flow; its flow run is recorded by the Prefect "
+              f"API at {api}", file=sys.stderr)
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
