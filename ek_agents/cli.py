@@ -9,9 +9,13 @@ Prefect API is configured (then they run as flows there, recorded like any deplo
 Every option is checked before Prefect starts or an agent is called -- bounds in the parser,
 then the run id, the store, the baseline, the suite (each task's gold for its checker), the
 agent's import path and the price catalog -- and a refusal is one line on stderr, exit 2.
-``run`` starts the lightest Prefect context that records the flow run (``flows/local.py``:
-the configured API, else a temporary local server started before Prefect is imported, so the
-two overlap, and stopped on exit or SIGTERM/SIGHUP/SIGINT); ``-v`` says where the time went.
+``run`` (and ``ingest``) with a Prefect API configured run the flow there (recorded); with none
+they run the same plan in this process without importing Prefect (``ek_agents.localrun``: the
+same stage documents, lease, identity rules and exit codes), since a Prefect server only to
+record the flow run takes longer to start than the run takes. ``--prefect-server`` (and
+``--task-runner dask``) take the flow's way with no API configured: a temporary local server
+(``flows/local.py``), started before Prefect is imported so the two overlap, and stopped on
+exit or SIGTERM/SIGHUP/SIGINT. ``-v`` says which way ran and where the time went.
 
 The library modules a command needs are imported inside the command, for a measured
 import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_support``
@@ -198,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="show Prefect's logs, and where a command's time went")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("run", help="run an agent over a suite through the evaluate-agent flow")
+    p = sub.add_parser("run", help="run an agent over a suite: the evaluate-agent flow "
+                                       "(in this process when no Prefect API is configured)")
     p.add_argument("--suite", required=True, metavar="PATH", help="suite file (YAML or JSONL)")
     p.add_argument("--agent", required=True, metavar="MODULE:CALLABLE", help="the agent's import path")
     _eval_args(p)
