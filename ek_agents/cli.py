@@ -122,8 +122,9 @@ def _local() -> Any:
 class _Clock:
     """Where a command's time went, said on ``-v``."""
 
-    def __init__(self, verbose: bool) -> None:
-        self.verbose, self.t0, self.last, self.parts = verbose, time.perf_counter(), time.perf_counter(), []
+    def __init__(self, verbose: bool, since: Optional[float] = None) -> None:
+        now = time.perf_counter() if since is None else since
+        self.verbose, self.t0, self.last, self.parts = verbose, now, now, []
 
     def mark(self, what: str) -> None:
         now = time.perf_counter()
@@ -295,7 +296,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
     from .pipeline_support import check_inputs, check_request, load_agent
     from .store import run_key
 
-    clock = _Clock(a.verbose)
+    clock = _Clock(a.verbose, since=getattr(a, "started", None))  # from main(): the parsing too
     st = _store(a.store)
     run_id = a.run_id or new_run_id()
     params = dict(k=a.k, seed=a.seed, store=st.url, run_id=run_id, baseline=a.baseline,
@@ -312,7 +313,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       sequential=a.sequential)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
-    clock.mark("load ek_agents")
+    clock.mark("parse, load ek_agents")
     # bad input: exit 2 before Prefect starts or an agent is called
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
                   ingest_path=params.get("ingest_path"))
@@ -493,7 +494,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     3 infrastructure failed, 4 too many errored trials).
 
     Output cut short by its reader (``ek-agents report ID | head``) is not an error (exit 0)."""
+    started = time.perf_counter()
     a = build_parser().parse_args(argv)
+    a.started = started
     warnings.showwarning = _one_line_warning
     if not a.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
