@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     audit = min(_wall([*cli, "audit", "r", "--store", s], env) for s in stores)
     promote = min(_wall([*cli, "promote", "r", "--name", "b", "--store", s], env) for s in stores)
     load = max(load, os.getloadavg()[0])
+    shutil.rmtree(tmp, ignore_errors=True)
     floor = min(lib)
     figures = {"run_suite_process_s": floor, "cli_run_s": min(here),
                "cli_run_vs_run_suite": min(here) / floor, "cli_audit_s": audit,

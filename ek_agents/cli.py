@@ -212,14 +212,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=_int_in(1, MAX_K * MAX_CONCURRENCY), default=None,
                    help="trials per Prefect task run (>= 1)")
     p.add_argument("--max-concurrency", type=_int_in(1, MAX_CONCURRENCY), default=8,
-                   help=f"trials at once per chunk, 1..{MAX_CONCURRENCY} (default 8)")
+                   help=f"trials at once per chunk, 1..{MAX_CONCURRENCY} (default 8; in-process, "
+                        "with no Prefect API, trials at once in all)")
     p.add_argument("--timeout", type=_number(0.0, above=True), default=None, dest="timeout_s",
                    help="seconds per trial (> 0)")
     p.add_argument("--retries", type=_int_in(0, MAX_RETRIES), default=0,
                    help=f"retries of a transient agent error, 0..{MAX_RETRIES} (default 0)")
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
     p.add_argument("--max-workers", type=_int_in(1, 1024), default=4,
-                   help="chunks at once, 1..1024 (default 4)")
+                   help="chunks at once on the flow's task runner, 1..1024 (default 4; "
+                        "in-process one loop runs every chunk)")
     p.add_argument("--dask-address", default=None, help="an existing Dask cluster (tcp://...)")
     p.add_argument("--refresh", action="store_true",
                    help="run every trial afresh: no cached episodes, the run id's stored trials "
