@@ -329,8 +329,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
     clock.mark("checks")
     local = _local()
     here = _runs_here(a, params, local)
+    server = None
     if not here and local is not None:  # the flow, recorded by the configured API, else by
-        local.start_server()  # a temporary server that boots while Prefect imports
+        server = local.start_server()  # a temporary server that boots while Prefect imports
     ok = False
     try:
         if here:
@@ -341,9 +342,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
     finally:
         if local is not None and not here:
             local.stop_server()
-        _say_path(a.verbose, here, local)
+        _say_path(a.verbose, here, local, server)
         clock.say(None if here or local is None else local.TIMINGS,
-                  where=None if here or local is None else local.LAST_SERVER)
+                  where=server.api_url if server is not None else None)
         if not isinstance(sys.exc_info()[1], StoreError):  # no second wait on a failing store
             if st.exists(run_key(run_id, "manifest")):
                 _print_report(st, run_id)
@@ -376,16 +377,16 @@ def _run_here(params: dict, clock: _Clock, *, verbose: bool) -> None:
         clock.mark("plan (in-process)")
 
 
-def _say_path(verbose: bool, here: bool, local: Any) -> None:
+def _say_path(verbose: bool, here: bool, local: Any, server: Any) -> None:
     """On ``-v``: which way ``run`` went, and how to take the other."""
     if not verbose:
         return
     if here:
         print("ek-agents: no Prefect API configured: ran in-process; set PREFECT_API_URL or pass "
               "--prefect-server to record the flow run", file=sys.stderr)
-    elif local is not None and local.LAST_SERVER:
+    elif server is not None:
         print(f"ek-agents: ran the evaluate-agent flow on a temporary Prefect server "
-              f"({local.LAST_SERVER}); its flow run is in $PREFECT_HOME's database", file=sys.stderr)
+              f"({server.api_url}); its flow run is in $PREFECT_HOME's database", file=sys.stderr)
     else:
         api = local.configured_api() if local is not None else None
         print(f"ek-agents: ran the evaluate-agent flow; its flow run is recorded by the Prefect "
