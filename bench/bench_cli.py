@@ -1,19 +1,23 @@
 """The ``ek-agents`` command's wall time vs the library doing the same work, same run.
 
-- ``run`` of the shop suite at k=4 (96 trials) with no Prefect API configured (a temporary
-  local server, started before Prefect is imported so the two overlap) vs a process calling
-  ``harness.run_suite`` on the same suite, agent and prices (the floor: Python, imports,
-  trials, grading, no Prefect). Each the min of ``--repeat`` runs, after one warm-up run that
-  creates Prefect's database.
+- ``run`` of the shop suite at k=4 (96 trials) with no Prefect API configured: the evaluate
+  plan runs in the command's own process, without Prefect (``ek_agents.localrun``) -- vs a
+  process calling ``harness.run_suite`` on the same suite, agent and prices (the floor:
+  Python, imports, trials, grading, no Prefect). Interleaved, min of ``--repeat``.
+- the same ``run --prefect-server``: the old way, a temporary local Prefect server that
+  records the flow run (min of ``--repeat``, after one warm-up run that creates its database).
 - the same ``run`` with a Prefect API already configured (``PREFECT_API_URL``: a server
   started once, outside the measurement): the flow run is recorded there, nothing starts.
-- ``audit`` and ``promote`` of that run (no Prefect: the library does the work), vs the same
-  ``run_suite`` process (the goal is absolute: < 2 s).
+- ``audit`` and ``promote`` of the in-process runs (no Prefect: the library does the work).
+
+Every run writes into a store of its own, so each is a fresh run (96 agent calls), never a
+cache hit of the one before. The load average is printed beside the figures (2 shared cores).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,38 +55,48 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(PREFECT_HOME=os.path.join(tmp, "prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                DO_NOT_TRACK="1")
-    store = os.path.join(tmp, "store")
     cli = [sys.executable, "-m", "ek_agents.cli"]
-    run = [*cli, "run", "--suite", SUITE, "--agent", AGENT, "--k", str(args.k), "--prices", PRICES,
-           "--store", store]
-    _wall([*run, "--run-id", "warmup"], env)  # creates Prefect's database
-    lib, cmd = [], []
+
+    def run(name: str, env: dict, *extra: str) -> float:
+        return _wall([*cli, "run", "--suite", SUITE, "--agent", AGENT, "--k", str(args.k),
+                      "--prices", PRICES, "--store", os.path.join(tmp, name), "--run-id", "r",
+                      *extra], env)
+
+    load = os.getloadavg()[0]
+    lib, here = [], []
     for i in range(args.repeat):  # interleaved, so both see the same machine load
         lib.append(_wall([sys.executable, "-c", LIBRARY, AGENT, SUITE, str(args.k), PRICES], env))
-        cmd.append(_wall([*run, "--run-id", f"r{i}"], env))
+        here.append(run(f"here{i}", env))
+    run("warmup", env, "--prefect-server")  # creates the temporary server's database
+    server = [run(f"server{i}", env, "--prefect-server") for i in range(args.repeat)]
     # the other option: a Prefect API already configured (a server started once, outside)
     from ek_agents_pipeline.flows.local import LocalServer
 
-    server = LocalServer()  # uses this process's environment: point it at the bench's home
+    srv = LocalServer()  # uses this process's environment: point it at the bench's home
     try:
-        server.wait_ready(180)
-        api = [_wall([*run, "--run-id", f"api{i}"], {**env, "PREFECT_API_URL": server.api_url})
-               for i in range(args.repeat)]
+        srv.wait_ready(180)
+        api = [run(f"api{i}", {**env, "PREFECT_API_URL": srv.api_url}) for i in range(args.repeat)]
     finally:
-        server.stop()
-    audit = min(_wall([*cli, "audit", f"r{i}", "--store", store], env) for i in range(args.repeat))
-    promote = min(_wall([*cli, "promote", f"r{i}", "--name", f"b{i}", "--store", store], env)
-                  for i in range(args.repeat))
-    figures = {"run_suite_process_s": min(lib), "cli_run_s": min(cmd),
-               "cli_run_vs_run_suite": min(cmd) / min(lib), "cli_audit_s": audit,
-               "cli_promote_s": promote, "cli_audit_vs_run_suite": audit / min(lib),
+        srv.stop()
+    stores = [os.path.join(tmp, f"here{i}") for i in range(args.repeat)]
+    audit = min(_wall([*cli, "audit", "r", "--store", s], env) for s in stores)
+    promote = min(_wall([*cli, "promote", "r", "--name", "b", "--store", s], env) for s in stores)
+    load = max(load, os.getloadavg()[0])
+    shutil.rmtree(tmp, ignore_errors=True)
+    floor = min(lib)
+    figures = {"run_suite_process_s": floor, "cli_run_s": min(here),
+               "cli_run_vs_run_suite": min(here) / floor, "cli_audit_s": audit,
+               "cli_promote_s": promote, "cli_audit_vs_run_suite": audit / floor,
+               "cli_run_prefect_server_s": min(server),
+               "cli_run_prefect_server_vs_run_suite": min(server) / floor,
                "cli_run_api_configured_s": min(api),
-               "cli_run_api_configured_vs_run_suite": min(api) / min(lib)}
-    print(f"shop suite, k={args.k} ({args.k * 24} trials), no Prefect API configured, min of "
-          f"{args.repeat}: ek-agents run {min(cmd):.2f} s vs run_suite in a process "
-          f"{min(lib):.2f} s (x{min(cmd) / min(lib):.1f}); audit {audit:.2f} s, "
-          f"promote {promote:.2f} s; with a Prefect API already configured: run {min(api):.2f} s "
-          f"(x{min(api) / min(lib):.1f})")
+               "cli_run_api_configured_vs_run_suite": min(api) / floor, "load_1min": load}
+    print(f"shop suite, k={args.k} ({args.k * 24} trials), min of {args.repeat} [load {load:.1f}, "
+          f"{os.cpu_count()} cores]: ek-agents run (no Prefect API: in-process) {min(here):.2f} s "
+          f"vs run_suite in a process {floor:.2f} s (x{min(here) / floor:.1f}); "
+          f"run --prefect-server (temporary server) {min(server):.2f} s "
+          f"(x{min(server) / floor:.1f}); with a Prefect API already configured {min(api):.2f} s "
+          f"(x{min(api) / floor:.1f}); audit {audit:.2f} s, promote {promote:.2f} s")
     return figures
 
 

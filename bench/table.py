@@ -68,6 +68,8 @@ ROWS: tuple = (
     ("`ek-agents promote RUN --name N` (wall, whole command)", "flow.cli_promote_s", None, None, "", "< 2 s"),
     ("`ek-agents run`, shop suite k=4, no Prefect API, vs `run_suite` on the same", "flow.cli_run_shop_s",
      "flow.run_suite_shop_s", "flow.cli_run_vs_run_suite", "x run_suite", "<= 5 s wall"),
+    ("  the same with a Prefect API configured (the flow run recorded there)",
+     "flow.cli_run_api_configured_s", None, None, "", "recorded"),
 )
 
 

@@ -9,9 +9,13 @@ Prefect API is configured (then they run as flows there, recorded like any deplo
 Every option is checked before Prefect starts or an agent is called -- bounds in the parser,
 then the run id, the store, the baseline, the suite (each task's gold for its checker), the
 agent's import path and the price catalog -- and a refusal is one line on stderr, exit 2.
-``run`` starts the lightest Prefect context that records the flow run (``flows/local.py``:
-the configured API, else a temporary local server started before Prefect is imported, so the
-two overlap, and stopped on exit or SIGTERM/SIGHUP/SIGINT); ``-v`` says where the time went.
+``run`` (and ``ingest``) with a Prefect API configured run the flow there (recorded); with none
+they run the same plan in this process without importing Prefect (``ek_agents.localrun``: the
+same stage documents, lease, identity rules and exit codes), since a Prefect server only to
+record the flow run takes longer to start than the run takes. ``--prefect-server`` (and
+``--task-runner dask``) take the flow's way with no API configured: a temporary local server
+(``flows/local.py``), started before Prefect is imported so the two overlap, and stopped on
+exit or SIGTERM/SIGHUP/SIGINT. ``-v`` says which way ran and where the time went.
 
 The library modules a command needs are imported inside the command, for a measured
 import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_support``
@@ -118,8 +122,9 @@ def _local() -> Any:
 class _Clock:
     """Where a command's time went, said on ``-v``."""
 
-    def __init__(self, verbose: bool) -> None:
-        self.verbose, self.t0, self.last, self.parts = verbose, time.perf_counter(), time.perf_counter(), []
+    def __init__(self, verbose: bool, since: Optional[float] = None) -> None:
+        now = time.perf_counter() if since is None else since
+        self.verbose, self.t0, self.last, self.parts = verbose, now, now, []
 
     def mark(self, what: str) -> None:
         now = time.perf_counter()
@@ -177,6 +182,10 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--simulator", default="", help="user simulator recorded in the provenance")
     p.add_argument("--scaffold", default="", help="agent scaffold recorded in the provenance")
     _tolerance_args(p)
+    p.add_argument("--prefect-server", action="store_true",
+                   help="with no Prefect API configured, start a temporary local Prefect server "
+                        "and run the flow there, recording the flow run in $PREFECT_HOME's "
+                        "database (default: run in this process, without Prefect)")
 
 
 def _tolerance_args(p: argparse.ArgumentParser) -> None:
@@ -194,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="show Prefect's logs, and where a command's time went")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("run", help="run an agent over a suite through the evaluate-agent flow")
+    p = sub.add_parser("run", help="run an agent over a suite: the evaluate-agent flow "
+                                       "(in this process when no Prefect API is configured)")
     p.add_argument("--suite", required=True, metavar="PATH", help="suite file (YAML or JSONL)")
     p.add_argument("--agent", required=True, metavar="MODULE:CALLABLE", help="the agent's import path")
     _eval_args(p)
@@ -202,14 +212,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=_int_in(1, MAX_K * MAX_CONCURRENCY), default=None,
                    help="trials per Prefect task run (>= 1)")
     p.add_argument("--max-concurrency", type=_int_in(1, MAX_CONCURRENCY), default=8,
-                   help=f"trials at once per chunk, 1..{MAX_CONCURRENCY} (default 8)")
+                   help=f"trials at once per chunk, 1..{MAX_CONCURRENCY} (default 8; in-process, "
+                        "with no Prefect API, trials at once in all)")
     p.add_argument("--timeout", type=_number(0.0, above=True), default=None, dest="timeout_s",
                    help="seconds per trial (> 0)")
     p.add_argument("--retries", type=_int_in(0, MAX_RETRIES), default=0,
                    help=f"retries of a transient agent error, 0..{MAX_RETRIES} (default 0)")
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
     p.add_argument("--max-workers", type=_int_in(1, 1024), default=4,
-                   help="chunks at once, 1..1024 (default 4)")
+                   help="chunks at once on the flow's task runner, 1..1024 (default 4; "
+                        "in-process one loop runs every chunk)")
     p.add_argument("--dask-address", default=None, help="an existing Dask cluster (tcp://...)")
     p.add_argument("--refresh", action="store_true",
                    help="run every trial afresh: no cached episodes, the run id's stored trials "
@@ -286,7 +298,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
     from .pipeline_support import check_inputs, check_request, load_agent
     from .store import run_key
 
-    clock = _Clock(a.verbose)
+    clock = _Clock(a.verbose, since=getattr(a, "started", None))  # from main(): the parsing too
     st = _store(a.store)
     run_id = a.run_id or new_run_id()
     params = dict(k=a.k, seed=a.seed, store=st.url, run_id=run_id, baseline=a.baseline,
@@ -303,7 +315,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       sequential=a.sequential)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
-    clock.mark("load ek_agents")
+    clock.mark("parse, load ek_agents")
     # bad input: exit 2 before Prefect starts or an agent is called
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
                   ingest_path=params.get("ingest_path"))
@@ -314,19 +326,25 @@ def _cmd_run(a: argparse.Namespace) -> int:
     check_inputs(st, run_id=run_id, k=a.k, suite=a.suite, check=a.check, baseline=a.baseline,
                  prices=a.prices, models=models)
     stored = st.exists(run_key(run_id, "manifest"))  # the store answers (else exit 3), now
-    clock.mark("checks")  # then: import of the flows (Prefect), the server (overlapped), the flow
+    clock.mark("checks")
     local = _local()
-    if local is not None:
-        local.start_server()  # a temporary server (none configured) boots while Prefect imports
+    here = _runs_here(a, params, local)
+    server = None
+    if not here and local is not None:  # the flow, recorded by the configured API, else by
+        server = local.start_server()  # a temporary server that boots while Prefect imports
     ok = False
     try:
-        _flows().call_flow("evaluate_agent", **params)
+        if here:
+            _run_here(params, clock, verbose=a.verbose)
+        else:  # then: import of the flows (Prefect), the server (overlapped), the flow
+            _flows().call_flow("evaluate_agent", **params)
         ok = True
     finally:
-        if local is not None:
+        if local is not None and not here:
             local.stop_server()
-        clock.say(local.TIMINGS if local is not None else None,
-                  where=local.LAST_SERVER if local is not None else None)
+        _say_path(a.verbose, here, local, server)
+        clock.say(None if here or local is None else local.TIMINGS,
+                  where=server.api_url if server is not None else None)
         if not isinstance(sys.exc_info()[1], StoreError):  # no second wait on a failing store
             if st.exists(run_key(run_id, "manifest")):
                 _print_report(st, run_id)
@@ -335,6 +353,44 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       f"command with --run-id {run_id} to resume it")
     print(f"run {run_id}: manifest at {st.url}/{run_key(run_id, 'manifest')}")
     return 0
+
+
+def _runs_here(a: argparse.Namespace, params: dict, local: Any) -> bool:
+    """Whether ``run``/``ingest`` runs the evaluate plan in this process, without Prefect: when
+    no Prefect API is configured to record the flow run, ``--prefect-server`` was not asked
+    for, and the trials need no Prefect task runner (``--task-runner dask``)."""
+    if a.prefect_server or params.get("task_runner", "threads") != "threads":
+        return False
+    return local is None or local.configured_api() is None
+
+
+def _run_here(params: dict, clock: _Clock, *, verbose: bool) -> None:
+    """``localrun.evaluate_agent``: the flow's plan, the flow's stage documents, no Prefect;
+    its run-log lines on stderr with ``-v``."""
+    from .localrun import evaluate_agent
+
+    clock.mark("import plan")
+    try:
+        evaluate_agent(**params, log=(lambda line: print(f"ek-agents: {line}", file=sys.stderr))
+                       if verbose else (lambda line: None))
+    finally:
+        clock.mark("plan (in-process)")
+
+
+def _say_path(verbose: bool, here: bool, local: Any, server: Any) -> None:
+    """On ``-v``: which way ``run`` went, and how to take the other."""
+    if not verbose:
+        return
+    if here:
+        print("ek-agents: no Prefect API configured: ran in-process; set PREFECT_API_URL or pass "
+              "--prefect-server to record the flow run", file=sys.stderr)
+    elif server is not None:
+        print(f"ek-agents: ran the evaluate-agent flow on a temporary Prefect server "
+              f"({server.api_url}); its flow run is in $PREFECT_HOME's database", file=sys.stderr)
+    else:
+        api = local.configured_api() if local is not None else None
+        print(f"ek-agents: ran the evaluate-agent flow; its flow run is recorded by the Prefect "
+              f"API at {api}", file=sys.stderr)
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
@@ -441,7 +497,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     3 infrastructure failed, 4 too many errored trials).
 
     Output cut short by its reader (``ek-agents report ID | head``) is not an error (exit 0)."""
+    started = time.perf_counter()
     a = build_parser().parse_args(argv)
+    a.started = started
     warnings.showwarning = _one_line_warning
     if not a.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")

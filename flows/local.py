@@ -1,5 +1,7 @@
 """Calling a flow from this process (the CLI's one way in), on the lightest Prefect context
-that still records the flow run.
+that still records the flow run. (With no API configured, ``ek-agents run`` runs the plan
+without Prefect, ``ek_agents.localrun``; it comes here for ``--prefect-server``, a Dask task
+runner, and ``demo``.)
 
 - A Prefect API configured (``PREFECT_API_URL`` in the environment or the active profile):
   the flow run is recorded there; nothing is started.

@@ -185,7 +185,7 @@ def test_a_killed_run_leaves_no_prefect_server_behind(tmp_path, sig):
     env.pop("PREFECT_API_URL")
     p = subprocess.Popen([sys.executable, "-m", "ek_agents.cli", "run", "--suite", suite,
                           "--agent", SLOW_AGENT, "--k", "4", "--max-concurrency", "1",
-                          "--store", str(tmp_path / "st")], cwd=str(ROOT), env=env,
+                          "--store", str(tmp_path / "st"), "--prefect-server"], cwd=str(ROOT), env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         servers: list[int] = []
@@ -209,11 +209,13 @@ def test_a_killed_run_leaves_no_prefect_server_behind(tmp_path, sig):
 
 @pytest.mark.integration
 def test_run_says_where_its_time_went_and_stops_its_server(tmp_path):
+    """``--prefect-server``: the flow run recorded by a temporary local server."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["PREFECT_HOME"] = str(tmp_path / "ph")
     r = subprocess.run([sys.executable, "-m", "ek_agents.cli", "-v", "run", "--suite",
                         write_suite(tmp_path / "s.jsonl"), "--agent", MARKING_AGENT, "--k", "2",
-                        "--store", str(tmp_path / "st"), "--prices", PRICES, "--run-id", "r1"],
+                        "--store", str(tmp_path / "st"), "--prices", PRICES, "--run-id", "r1",
+                        "--prefect-server"],
                        cwd=str(ROOT), env={**env, "EK_TEST_CALLS": str(tmp_path / "c")},
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -224,6 +226,7 @@ def test_run_says_where_its_time_went_and_stops_its_server(tmp_path):
     url = line[0].split("temporary Prefect server ")[1].split(",")[0]
     assert not _port_open(url), "the temporary server still answers"
     assert "Error logging to API" not in r.stderr
+    assert "ek-agents: ran the evaluate-agent flow on a temporary Prefect server" in r.stderr
     assert len((tmp_path / "c").read_text().splitlines()) == 12
 
 
