@@ -575,22 +575,34 @@ def _resampled_sums(columns: Sequence[Any], resamples: int, seed: int) -> list:
 
     Resample ``r`` is row ``r`` of ``numpy.random.default_rng(seed).integers(0, g, (resamples,
     g))`` -- the same indices, drawn by :class:`_TaskIndices` -- but that matrix is never held
-    whole: a cache-sized sub-block of rows at a time (``_COUNT_ELEMENTS`` indices) becomes each
-    row's counts of every task (one weighted ``bincount``, the weights ones, so the counts come
-    out as floats), and the rows' sums are those counts times the columns (``einsum``). The
-    counts are exact, so the sums are those of the gathered values up to floating-point
-    summation order; gathering every column at every index instead costs several times more
-    (bench/bench_bootstrap.py)."""
+    whole: a cache-sized sub-block of rows at a time (``_COUNT_ELEMENTS`` indices). One or two
+    columns are gathered as one complex column (``num + 1j * den``: one 16-byte read per index)
+    and summed along each row. More columns go through counts: each row's count of every task
+    (one weighted ``bincount``, the weights ones, so the counts come out as floats) times the
+    columns (``einsum``), which beats a gather per column pair from three columns on
+    (bench/bench_bootstrap.py). Either way the sums are those of the gathered values up to
+    floating-point summation order."""
     import numpy as np
 
     table = np.ascontiguousarray(np.vstack([np.asarray(c, dtype=float) for c in columns]))
-    g = table.shape[1]
+    k, g = table.shape
     draws = _TaskIndices(seed, g)
     sub = max(1, min(resamples, _COUNT_ELEMENTS // max(1, g)))
     slots = np.empty(sub * g, dtype=np.uint64)  # resample r's task i counts in slot r * g + i
+    out = np.empty((resamples, k))
+    if k <= 2:
+        pair = table[0] + 1j * (table[1] if k == 2 else 0.0)
+        for start in range(0, resamples, sub):
+            m = min(sub, resamples - start)
+            part = slots[:m * g]
+            draws.fill(part)
+            sums = pair[part.view(np.int64).reshape(m, g)].sum(axis=1)
+            out[start:start + m, 0] = sums.real
+            if k == 2:
+                out[start:start + m, 1] = sums.imag
+        return [np.ascontiguousarray(out[:, j]) for j in range(k)]
     offsets = np.arange(sub, dtype=np.uint64)[:, None] * np.uint64(g)
     ones = np.ones(sub * g)
-    out = np.empty((resamples, table.shape[0]))
     for start in range(0, resamples, sub):
         m = min(sub, resamples - start)
         part = slots[:m * g]
@@ -600,7 +612,7 @@ def _resampled_sums(columns: Sequence[Any], resamples: int, seed: int) -> list:
         # einsum's own loops, not BLAS: a threaded BLAS on a busy 2-core machine measured
         # 3-15x slower than this for these thin products
         np.einsum("ij,kj->ik", counts.reshape(m, g), table, out=out[start:start + m])
-    return [np.ascontiguousarray(out[:, j]) for j in range(table.shape[0])]
+    return [np.ascontiguousarray(out[:, j]) for j in range(k)]
 
 
 _COUNT_ELEMENTS = 1 << 16  # indices per sub-block: its slots, counts and ones stay in L2
