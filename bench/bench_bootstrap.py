@@ -11,20 +11,25 @@ of any numpy bootstrap of this size, drawing the ``resamples x n`` indices with
 machine hits them alike); the 1-minute load average before and after is printed beside them.
 Goal from the issue: under 0.2 s.
 
-**What limits it** (profiled on the shared 2-core machine, CPU time at load 5-7; the wall figures
-there are about twice these): both bootstraps resample the very indices ``integers`` draws, so
-the draws themselves can't be skipped, only made cheaper. ``stats._TaskIndices`` takes the
-generator's raw 64-bit outputs (``random_raw``, ~25 ms for the 20M indices' 10M outputs) and applies numpy's own
-Lemire mapping with array operations (~25 ms), instead of ``integers``' per-index loop (70-100
-ms). Then, per 64k-index sub-block in L2: one weighted ``bincount`` of the indices (~35-50 ms in
-all) and one ``einsum`` of those counts with the columns -- ~35-70 ms for the bootstrap-t's five
-columns (``num, den, num^2, num*den, den^2``), about 15-30 ms for ``bootstrap_ci``'s two. The product is the part left
-on the table: OpenBLAS's ``dot`` does the five-column product in ~7-12 ms, but it threads once
-``m * n * k`` reaches 524288 (a sub-block of 11 rows at 10k tasks), and threaded it measured
-10-40x slower than ``einsum`` on this loaded machine (3.4 s instead of ~0.15 s at 26 rows); keeping
-each call under that size depends on one BLAS's internals, so ``einsum`` stays. ``cost_report``
-adds the pricing of 10k episodes in Python (``prices.ModelPrice.rates`` builds a dict per
-episode): ~10 us an episode, ~0.1 s -- not the bootstrap.
+**What limits it** (profiled on the shared 2-core machine, CPU time, min of 9, at load ~6; the
+wall figures there are up to twice these): both bootstraps resample the very indices
+``integers`` draws (84 ms for the 20M here), so the draws can't be skipped, only made cheaper:
+``stats._TaskIndices`` takes the generator's raw 64-bit outputs (``random_raw``: 24 ms) and
+applies numpy's own Lemire mapping with array operations (+26 ms) -- the same indices in the
+same order. Then, per 64k-index sub-block held in L2:
+
+- ``bootstrap_ci(..., "ratio")``: one gather of ``num + 1j * den`` per index and a sum along
+  each resample (+41 ms): ~91 ms in all, about the cost of ``integers`` alone.
+- ``cluster_bootstrap_ratio`` needs five sums per resample (``num, den, num^2, num*den,
+  den^2``): the indices offset into per-resample slots (+4 ms), one weighted ``bincount`` for
+  the counts (+46 ms) and one ``einsum`` of the counts with the five columns (+49 ms): ~149 ms.
+  Gathering the five as three columns measured slower. The product is the part left on the
+  table: OpenBLAS's ``dot`` does it in ~7-12 ms, but threads once ``m * n * k`` reaches 524288
+  (11 rows at 10k tasks), and threaded it measured 10-40x slower than ``einsum`` on this loaded
+  machine (3.4 s instead of ~0.15 s at 26 rows); keeping every call under that size would rest
+  on one BLAS's internals, so ``einsum`` stays.
+- ``cost_report`` adds ~45 ms for 10k episodes: pricing each in Python (~25 ms,
+  ``ModelPrice.rates`` builds a dict per episode) and the per-task totals (~6 ms).
 """
 from __future__ import annotations
 
