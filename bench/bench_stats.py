@@ -145,7 +145,7 @@ def bootstrap_speed(n: int = 10_000, resamples: int = 2000, repeat: int = 5) -> 
         "task": lambda: stats.cluster_bootstrap_ratio(num, den, resamples=resamples),
         "episode": lambda: stats.bootstrap_ci(np.c_[num, den], "ratio", resamples=resamples),
     }
-    best, _ = interleaved_min(cases, repeat)
+    best, _, _ = interleaved_min(cases, repeat)
     task, episode, draw = best["task"], best["episode"], best["draw"]
     return {"cluster_bootstrap_t_10k_s": task, "episode_bootstrap_10k_s": episode,
             "draw_indices_10k_s": draw,
