@@ -45,7 +45,8 @@ from ek_agents.cost import cost_report
 from ek_agents.stats import bootstrap_ci, cluster_bootstrap_ratio
 
 
-def interleaved_min(cases: dict[str, Callable[[], Any]], repeat: int) -> tuple[dict[str, float], dict[str, Any], dict[str, float]]:
+def interleaved_min(cases: dict[str, Callable[[], Any]],
+                    repeat: int) -> tuple[dict[str, float], dict[str, Any], dict[str, float]]:
     """(min wall seconds of each case over ``repeat`` rounds, each case's last result, min CPU
     seconds of this process); every round runs every case once, in order. On a machine shared
     past its cores the CPU time is the steadier figure: the wall time adds the waits."""

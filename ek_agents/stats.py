@@ -579,7 +579,7 @@ def _resampled_sums(columns: Sequence[Any], resamples: int, seed: int) -> list:
     columns are gathered as one complex column (``num + 1j * den``: one 16-byte read per index)
     and summed along each row. More columns go through counts: each row's count of every task
     (one weighted ``bincount``, the weights ones, so the counts come out as floats) times the
-    columns (``einsum``), which beats a gather per column pair from three columns on
+    columns (``einsum``), measured faster than gathering column pairs at four and five columns
     (bench/bench_bootstrap.py). Either way the sums are those of the gathered values up to
     floating-point summation order."""
     import numpy as np
@@ -588,7 +588,7 @@ def _resampled_sums(columns: Sequence[Any], resamples: int, seed: int) -> list:
     k, g = table.shape
     draws = _TaskIndices(seed, g)
     sub = max(1, min(resamples, _COUNT_ELEMENTS // max(1, g)))
-    slots = np.empty(sub * g, dtype=np.uint64)  # resample r's task i counts in slot r * g + i
+    slots = np.empty(sub * g, dtype=np.uint64)  # a sub-block's indices (counts: slot r * g + i)
     out = np.empty((resamples, k))
     if k <= 2:
         pair = table[0] + 1j * (table[1] if k == 2 else 0.0)
@@ -626,10 +626,10 @@ class _TaskIndices:
     the index is ``m >> 32``, and a word whose ``m mod 2**32`` falls below
     ``(2**32 - g) % g`` is rejected and the next word tried (fewer than ``g / 2**32`` of
     them). A 64-bit output supplies two words, its low half first. Done here in bulk:
-    ``random_raw`` for the words (a third to a half of the time numpy's per-index loop
-    takes), the rejected words (rare) dropped, and the rest mapped to indices -- the same indices in
-    the same order, so every interval computed from them is the one the plain
-    ``integers`` draws give (tests check this against loops over such draws)."""
+    ``random_raw`` for the words (a third of the time numpy's per-index loop takes; with the
+    mapping, about 60%), the rejected words (rare) dropped, and the rest mapped to indices --
+    the same indices in the same order, so every interval computed from them is the one the
+    plain ``integers`` draws give (tests check this against loops over such draws)."""
 
     def __init__(self, seed: int, g: int) -> None:
         import numpy as np
