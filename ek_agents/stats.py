@@ -356,8 +356,7 @@ def bootstrap_ci(values: Sequence[Any], statistic: Union[str, Callable[..., Any]
     # consumes the generator exactly as one (resamples, n) draw would.
     block = max(1, min(resamples, _BLOCK_ELEMENTS // max(1, data.size)))
     if statistic == "ratio":  # sums of resampled columns: counts x table, no 2-D gather
-        num, den = _resampled_sums([data[:, 0], data[:, 1]], resamples, seed,
-                                   index_dtype=np.int64, draw_elements=block * n)
+        num, den = _resampled_sums([data[:, 0], data[:, 1]], resamples, seed)
         return _percentile(_ratio(num, den), alpha)
     rng = np.random.default_rng(seed)
     out: list = []
@@ -569,44 +568,105 @@ def success_interval(successes: Sequence[int], trials: Sequence[int], *, method:
 
 # -- cluster bootstrap ----------------------------------------------------------------------
 
-def _resampled_sums(columns: Sequence[Any], resamples: int, seed: int, *,
-                    index_dtype: Any = None, draw_elements: int = 0) -> list:
+def _resampled_sums(columns: Sequence[Any], resamples: int, seed: int) -> list:
     """For each 1-D column (one value per task), its sum over ``resamples`` cluster
     resamples of the tasks (the same draws for every column): a list of ``(resamples,)``
     arrays.
 
-    The index matrix is drawn block by block (``draw_elements`` indices per draw, int32 by
-    default). Each resample's sums are then one matrix product: the resample's counts of each
-    task (a ``bincount`` over a cache-sized sub-block of rows) times the columns -- gathering
-    every column at every index instead costs several times more (bench/bench_bootstrap.py). The counts are exact, so the sums are those
-    of the gathered values up to floating-point summation order."""
+    Resample ``r`` is row ``r`` of ``numpy.random.default_rng(seed).integers(0, g, (resamples,
+    g))`` -- the same indices, drawn by :class:`_TaskIndices` -- but that matrix is never held
+    whole: a cache-sized sub-block of rows at a time (``_COUNT_ELEMENTS`` indices). One or two
+    columns are gathered as one complex column (``num + 1j * den``: one 16-byte read per index)
+    and summed along each row. More columns go through counts: each row's count of every task
+    (one weighted ``bincount``, the weights ones, so the counts come out as floats) times the
+    columns (``einsum``), measured faster than gathering column pairs at four and five columns
+    (bench/bench_bootstrap.py). Either way the sums are those of the gathered values up to
+    floating-point summation order."""
     import numpy as np
 
     table = np.ascontiguousarray(np.vstack([np.asarray(c, dtype=float) for c in columns]))
-    g = table.shape[1]
-    rng = np.random.default_rng(seed)
-    dtype = np.int32 if index_dtype is None else index_dtype
-    block = max(1, min(resamples, (draw_elements or _GATHER_ELEMENTS) // max(1, g)))
-    sub = max(1, min(block, _COUNT_ELEMENTS // max(1, g)))  # rows whose counts stay in cache
-    offsets = (np.arange(sub, dtype=np.int64) * g).astype(dtype)[:, None]
-    out = np.empty((resamples, table.shape[0]))
-    for start in range(0, resamples, block):
-        rows = min(block, resamples - start)
-        idx = rng.integers(0, g, size=(rows, g), dtype=dtype)
-        for s in range(0, rows, sub):
-            part = idx[s:s + sub]
-            m = part.shape[0]
-            part += offsets[:m]  # in place: each row's tasks get their own count slots
-            counts = np.bincount(part.ravel(), minlength=m * g)
-            # einsum's own loops, not BLAS: a threaded BLAS on a busy 2-core machine measured
-            # 3-15x slower than this for these thin products
-            np.einsum("ij,kj->ik", counts.reshape(m, g).astype(float), table,
-                      out=out[start + s:start + s + m])
-    return [np.ascontiguousarray(out[:, j]) for j in range(table.shape[0])]
+    k, g = table.shape
+    draws = _TaskIndices(seed, g)
+    sub = max(1, min(resamples, _COUNT_ELEMENTS // max(1, g)))
+    slots = np.empty(sub * g, dtype=np.uint64)  # a sub-block's indices (counts: slot r * g + i)
+    out = np.empty((resamples, k))
+    if k <= 2:
+        pair = table[0] + 1j * (table[1] if k == 2 else 0.0)
+        for start in range(0, resamples, sub):
+            m = min(sub, resamples - start)
+            part = slots[:m * g]
+            draws.fill(part)
+            sums = pair[part.view(np.int64).reshape(m, g)].sum(axis=1)
+            out[start:start + m, 0] = sums.real
+            if k == 2:
+                out[start:start + m, 1] = sums.imag
+        return [np.ascontiguousarray(out[:, j]) for j in range(k)]
+    offsets = np.arange(sub, dtype=np.uint64)[:, None] * np.uint64(g)
+    ones = np.ones(sub * g)
+    for start in range(0, resamples, sub):
+        m = min(sub, resamples - start)
+        part = slots[:m * g]
+        draws.fill(part)
+        np.add(part.reshape(m, g), offsets[:m], out=part.reshape(m, g))
+        counts = np.bincount(part.view(np.int64), weights=ones[:m * g], minlength=m * g)
+        # einsum's own loops, not BLAS: a threaded BLAS on a busy 2-core machine measured
+        # 3-15x slower than this for these thin products
+        np.einsum("ij,kj->ik", counts.reshape(m, g), table, out=out[start:start + m])
+    return [np.ascontiguousarray(out[:, j]) for j in range(k)]
 
 
-_COUNT_ELEMENTS = 1 << 18
-_GATHER_ELEMENTS = 1 << 20
+_COUNT_ELEMENTS = 1 << 16  # indices per sub-block: its slots, counts and ones stay in L2
+
+
+class _TaskIndices:
+    """The stream of ``numpy.random.default_rng(seed).integers(0, g, dtype=np.int32)``,
+    index for index, made from the generator's raw 64-bit outputs with array operations.
+
+    numpy draws each bounded integer by Lemire's method on 32-bit words: ``m = word * g``,
+    the index is ``m >> 32``, and a word whose ``m mod 2**32`` falls below
+    ``(2**32 - g) % g`` is rejected and the next word tried (fewer than ``g / 2**32`` of
+    them). A 64-bit output supplies two words, its low half first. Done here in bulk:
+    ``random_raw`` for the words (a third of the time numpy's per-index loop takes; with the
+    mapping, about 60%), the rejected words (rare) dropped, and the rest mapped to indices --
+    the same indices in the same order, so every interval computed from them is the one the
+    plain ``integers`` draws give (tests check this against loops over such draws)."""
+
+    def __init__(self, seed: int, g: int) -> None:
+        import numpy as np
+
+        if not 1 <= g <= 2 ** 31 - 1:
+            raise InvalidInput(f"bootstrap: cannot resample {g} tasks (from 1 to {2 ** 31 - 1}); "
+                               "group the values into fewer clusters")
+        self._bits = np.random.default_rng(seed).bit_generator
+        self._g = g
+        self._threshold = (2 ** 32 - g) % g
+        self._spare = np.empty(0, dtype=np.uint32)  # the unused high half of the last output
+
+    def _words(self, want: int) -> Any:
+        import numpy as np
+
+        if self._spare.size:
+            words, self._spare = self._spare[:want], self._spare[want:]
+            return words
+        # little-endian view: the low half of each output first, as numpy's next_uint32
+        words = np.asarray(self._bits.random_raw((want + 1) // 2), dtype="<u8").view("<u4")
+        words, self._spare = words[:want], words[want:]
+        return words
+
+    def fill(self, out: Any) -> None:
+        """Fill the 1-D uint64 array ``out`` with the next ``out.size`` indices."""
+        import numpy as np
+
+        g, done = self._g, 0
+        while done < out.size:
+            words = self._words(out.size - done)
+            if self._threshold and int(np.multiply(words, np.uint32(g)).min()) < self._threshold:
+                words = words[np.multiply(words, np.uint32(g)) >= self._threshold]
+            dst = out[done:done + words.size]
+            np.copyto(dst, words)
+            dst *= np.uint64(g)
+            dst >>= np.uint64(32)
+            done += words.size
 
 
 def _ratio(num: Any, den: Any) -> Any:

@@ -199,6 +199,10 @@ def test_module_doctests(name):
 
 def test_bench_speed_figures_are_ratios():
     figs = bench.bootstrap_speed(n=500, resamples=200, repeat=1)
-    assert set(figs) == {"cluster_bootstrap_t_10k_s", "episode_bootstrap_10k_s",
-                         "cluster_bootstrap_t_vs_episode_bootstrap"}
-    assert figs["cluster_bootstrap_t_vs_episode_bootstrap"] > 0
+    assert set(figs) == {"cluster_bootstrap_t_10k_s", "episode_bootstrap_10k_s", "draw_indices_10k_s",
+                         "cluster_bootstrap_t_vs_episode_bootstrap", "cluster_bootstrap_t_vs_draw_indices",
+                         "episode_bootstrap_vs_draw_indices"}
+    assert figs["cluster_bootstrap_t_vs_episode_bootstrap"] == pytest.approx(
+        figs["cluster_bootstrap_t_10k_s"] / figs["episode_bootstrap_10k_s"])
+    assert figs["cluster_bootstrap_t_vs_draw_indices"] == pytest.approx(
+        figs["cluster_bootstrap_t_10k_s"] / figs["draw_indices_10k_s"])

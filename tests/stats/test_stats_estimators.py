@@ -216,6 +216,50 @@ def test_bootstrap_ratio_rows_and_infinite_statistics():
     assert bootstrap_ci(all_fail, "ratio") == (math.inf, math.inf)
 
 
+def test_ratio_bootstraps_use_the_plain_integers_draws():
+    # bootstrap_ci(..., "ratio") and the task bootstrap resample row r as row r of
+    # default_rng(seed).integers(0, g, (resamples, g)): checked against a plain gather-and-sum
+    # loop over those draws, at an odd number of tasks beyond one sub-block per resample (so
+    # the draws straddle 64-bit outputs and blocks) and at a small one
+    from ek_agents.stats import cluster_bootstrap_ratio
+
+    for g, resamples, seed in ((70_001, 21, 5), (7, 301, 2)):
+        gen = np.random.default_rng(g)
+        num, den = gen.random(g) * 3, gen.integers(0, 3, g).astype(float)
+        idx = np.random.default_rng(seed).integers(0, g, (resamples, g))
+        s_num, s_den = num[idx].sum(1), den[idx].sum(1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(s_den > 0, s_num / s_den, np.inf)
+        lo, hi = bootstrap_ci(np.c_[num, den], "ratio", resamples=resamples, seed=seed)
+        ref_lo = np.quantile(ratios, 0.025, method="lower" if np.isinf(ratios).any() else "linear")
+        ref_hi = np.quantile(ratios, 0.975, method="higher" if np.isinf(ratios).any() else "linear")
+        assert (lo, hi) == pytest.approx((ref_lo, ref_hi), rel=1e-12)
+        r = num.sum() / den.sum()
+        res = num[idx] - ratios[:, None] * den[idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            se_star = np.sqrt(g / (g - 1) * (res ** 2).sum(1)) / s_den
+            t_star = np.where(s_den > 0, (ratios - r) / se_star, np.inf)
+        se = np.sqrt(g / (g - 1) * ((num - r * den) ** 2).sum()) / den.sum()
+        t_lo, t_hi = (np.quantile(t_star, q, method=m) for q, m in ((0.025, "lower"), (0.975, "higher"))) \
+            if np.isinf(t_star).any() else np.quantile(t_star, [0.025, 0.975])
+        assert cluster_bootstrap_ratio(num, den, resamples=resamples, seed=seed) == pytest.approx(
+            (max(0.0, r - t_hi * se), r - t_lo * se), rel=1e-9)
+
+
+@pytest.mark.parametrize("g", [1, 2, 10_000, 2 ** 30 + 1, 3 * 2 ** 29 + 1, 2 ** 31 - 1])
+def test_task_index_stream_is_numpys_integers_stream(g):
+    # the bootstraps' bulk draws (raw 64-bit outputs, Lemire's method with numpy arrays) give
+    # numpy's own indices; at g = 3 * 2**29 + 1 a quarter of the words are rejected
+    from ek_agents import stats
+
+    draws = stats._TaskIndices(4, g)
+    parts = [np.empty(k, dtype=np.uint64) for k in (1, 3, 65_536, 100_001, 2)]
+    for part in parts:
+        draws.fill(part)
+    ref = np.random.default_rng(4).integers(0, g, sum(p.size for p in parts), dtype=np.int32)
+    assert np.array_equal(np.concatenate(parts), ref)
+
+
 def test_bootstrap_rejects_bad_input():
     with pytest.raises(errors.InvalidInput, match="no values"):
         bootstrap_ci([], "mean")
