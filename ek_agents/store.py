@@ -476,8 +476,9 @@ class Store:
 
     # -- content-addressed artifacts ----------------------------------------------------------
     def put_artifact(self, obj: Any) -> str:
-        """Store ``obj`` at ``artifacts/<sha256>.json``; return the sha256 (idempotent)."""
-        data = canonical_json(obj)
+        """Store ``obj`` at ``artifacts/<sha256>.json``; return the sha256 (idempotent).
+        ``obj`` may be its canonical JSON bytes already."""
+        data = obj if isinstance(obj, bytes) else canonical_json(obj)
         digest = sha256_hex(data)
         key = f"artifacts/{digest}.json"
         if not self.exists(key):

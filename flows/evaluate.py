@@ -20,7 +20,7 @@ from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate
 
 from .context import evaluate_run_name, rename_flow_run, run_context, run_parameters, scheduled_seed
 from .outcome import fails_as_state
-from .runners import make_task_runner
+from .runners import as_data, make_task_runner
 from .sequential import sequential_trials_flow
 
 #: A flow run that has not finished after this long is failed (TimedOut) by Prefect.
@@ -43,10 +43,9 @@ def run_trials_flow(request: TrialRequest) -> StageRef:
     log.info("run %s: reused %d stored episodes (from run %s), running %d trials in %d chunks",
              request.run_id, plan.reused, plan.reused_from,
              sum(len(c.pairs) for c in plan.chunks), len(plan.chunks))
-    chunks = run_trial_chunk.map(plan.chunks)
-    for chunk in chunks:
-        chunk.result()  # raises the chunk's own error: the flow fails with it
-    return collect_episodes(plan, wait_for=chunks)
+    chunks = [run_trial_chunk.submit(as_data(chunk)) for chunk in plan.chunks]
+    ran = [chunk.result() for chunk in chunks]  # raises a chunk's own error: the flow fails with it
+    return collect_episodes(as_data(plan), as_data(ran))
 
 
 @flow(name="evaluate-agent", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=4),
@@ -127,11 +126,12 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
     else:
         tasks = load_suite(st, run_id, suite)
         run = RunProvenance(seed, temperature, model, simulator, tasks.version, scaffold).to_dict()
-        runner = make_task_runner(task_runner, max_workers=max_workers, dask_address=dask_address)
+        workers = pipeline_support.chunk_workers(max_workers, max_concurrency)
+        runner = make_task_runner(task_runner, max_workers=workers, dask_address=dask_address)
         request = TrialRequest(
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
-            chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
-            retries=retries, refresh=refresh, retry_errored=retry_errored)
+            chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
+            timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)
