@@ -146,9 +146,10 @@ def flow_rows(trials: int, tmp: Path) -> dict:
     home.mkdir()
     proc, url, t_start = start_server(home)
     try:
-        args = ["flow", suite, str(k), str(tmp / "flow-store"), "bench-flow-run"]
-        first = _child_json(args, _env(home, url))
-        again = _child_json(args, _env(home, url))
+        args = ["flow", suite, str(k), str(tmp / "flow-store")]
+        first = _child_json(args + ["bench-flow-run"], _env(home, url))
+        # the same inputs again as a new run (what a re-run gets: evaluate_agent makes a run id)
+        again = _child_json(args + ["bench-flow-rerun"], _env(home, url))
     finally:
         stop_server(proc)
     ideal = trials * AGENT_S / CONCURRENCY

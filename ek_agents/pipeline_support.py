@@ -295,12 +295,17 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
     pairs = [(t, i) for t in ids for i in range(request.k)]
     origin, found = None, None
+    if not request.refresh and not request.retry_errored:  # a hit is copied, never parsed
+        reused = stage_output(st, request.run_id, "episodes", digest)
+        if reused is not None:
+            origin = cache_origin(st, "episodes", digest)
+            return TrialPlan(request=request, digest=digest, reused=len(pairs),
+                             reused_from=origin, episodes=_with_reuse(reused, len(pairs), origin))
     if not request.refresh:
         found = lookup(st, "episodes", digest)
         origin = cache_origin(st, "episodes", digest) if found is not None else None
-        if found is not None and not (request.retry_errored
-                                      and any(e.get("meta", {}).get("error")
-                                              for e in found[0]["episodes"])):
+        if found is not None and not any(e.get("meta", {}).get("error")
+                                         for e in found[0]["episodes"]):
             reused = stage_output(st, request.run_id, "episodes", digest)
             if reused is not None:
                 return TrialPlan(request=request, digest=digest, reused=len(pairs),

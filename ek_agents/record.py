@@ -45,8 +45,8 @@ from .prices import ModelPrice, load_prices
 from .reporting import ReliabilityReport, reliability_with_run, with_cost
 from .sequential import (DEFAULT_MIN_EFFECT, SequentialVerdict, gate_document, per_check_alpha,
                          replay_sequential)
-from .store import (Store, baseline_key, cache_key, canonical_json, episode_key, episodes_prefix,
-                    open_store, parse_json, read_url, run_key, sha256_hex)
+from .store import (Store, artifact_key, baseline_key, cache_key, canonical_json, episode_key,
+                    episodes_prefix, open_store, parse_json, read_url, run_key, sha256_hex)
 from .suite import load_suite
 
 __all__ = [
@@ -151,10 +151,16 @@ def lookup(store: Any, stage: str, digest: str) -> Optional[tuple[Any, str]]:
     sha256 on load; an index whose artifact is gone or damaged is a miss (recomputed, never
     trusted).
     """
+    found = _lookup_bytes(store, stage, digest)
+    return None if found is None else (parse_json(found[0], artifact_key(found[1])), found[1])
+
+
+def _lookup_bytes(store: Any, stage: str, digest: str) -> Optional[tuple[bytes, str]]:
+    """:func:`lookup` without parsing: ``(the artifact's verified bytes, its sha256)``."""
     try:
         record = store.read_json(cache_key(stage, digest))
-        return store.get_artifact(record["artifact"]), record["artifact"]
-    except (ArtifactNotFound, IntegrityError, KeyError, TypeError):
+        return store.get_artifact_bytes(record["artifact"]), record["artifact"]
+    except (ArtifactNotFound, IntegrityError, KeyError, TypeError, InvalidInput):
         return None
 
 
@@ -193,16 +199,17 @@ def stage_output(store: Any, run_id: str, stage: str, digest: str,
     Returns the :class:`StageRef` the next stage takes. Without ``compute`` only a cache hit
     is used: None on a miss.
     """
-    if compute is None:
-        found = lookup(store, stage, digest)
-        if found is None:
-            return None
-        doc, artifact, hit = found[0], found[1], True
-    else:
-        doc, artifact, hit = cached(store, stage, digest, compute, run_id)
     key = run_key(run_id, stage)
+    found = _lookup_bytes(store, stage, digest)
+    if found is not None:  # a hit: the artifact's verified bytes, copied as they are
+        return StageRef(stage=stage, key=key, sha256=store.write_bytes(key, found[0]),
+                        artifact=found[1], input_digest=digest, cached=True)
+    if compute is None:
+        return None
+    doc = as_plain(compute())
+    artifact = _put_indexed(store, stage, digest, doc, run_id)
     return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=artifact,
-                    input_digest=digest, cached=hit)
+                    input_digest=digest, cached=False)
 
 
 def index_output(store: Any, run_id: str, stage: str, digest: str, doc: Any) -> StageRef:

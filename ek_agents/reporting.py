@@ -82,6 +82,9 @@ def _group(source: Any, slices: Optional[Mapping[str, str]]) -> tuple[dict, dict
                     "(one per trial)")
             row = []
             for v in vals:
+                if v is True or v is False:  # the common case, without the duck-typing below
+                    row.append(v)
+                    continue
                 if is_episode(v):
                     v = _episode_success(v)
                 if not isinstance(v, bool) and v not in (0, 1):

@@ -138,13 +138,14 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
         else:
             episodes = run_trials_flow.with_options(task_runner=runner)(request)
     price_list = load_prices(st, run_id, prices)
-    graded = grade(st, run_id, episodes, tasks, check)
+    graded = grade(st, run_id, as_data(episodes), tasks, check)
     reliability = metrics(st, run_id, graded, tasks, k, seed, run)
     report = cost(st, run_id, graded, reliability, price_list, seed)
     verdict = decided or gate(st, run_id, report, baseline, tolerance, cost_tolerance)
     manifest = write_manifest(
         st, run_id,
-        refs={"tasks": tasks, "prices": price_list, "episodes": episodes, "graded": graded,
+        refs={"tasks": tasks, "prices": price_list, "episodes": as_data(episodes),
+              "graded": graded,
               "metrics": reliability, "report": report, "gate": verdict},
         inputs=RunInputs(k=k, seed=seed, check=check, run=run, tolerance=tolerance,
                          cost_tolerance=cost_tolerance),
