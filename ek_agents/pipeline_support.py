@@ -40,6 +40,7 @@ from .store import Store, episode_key, sha256_hex
 
 __all__ = ["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
            "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "ChunkResult", "plan_trials",
+           "cached_plan",
            "run_trial_chunk", "collect_episodes", "chunk_workers", "request_fingerprint", "check_errors",
            "MAX_ERROR_RATE", "plan_batch", "batch_look", "collect_batches"]
 
@@ -280,6 +281,31 @@ def _trials(request: TrialRequest, only: Optional[Sequence] = None) -> list:
                       only=only, progress=False, fingerprint=request_fingerprint(request))
 
 
+def _identity(st: Store, request: TrialRequest) -> tuple[RunFingerprint, str, list, list]:
+    """The run's fingerprint, its episodes' input digest, its task ids and its pairs."""
+    fp = request_fingerprint(request)
+    ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
+    return (fp, input_digest("episodes", fingerprint=fp.to_dict()), ids,
+            [(t, i) for t in ids for i in range(request.k)])
+
+
+def cached_plan(request: TrialRequest) -> Optional[TrialPlan]:
+    """:func:`plan_trials` when the same inputs ran before (its episodes, reused: copied into
+    the run as their verified bytes, never parsed); None when there is something to run
+    (nothing cached, ``refresh``, or ``retry_errored``: then :func:`plan_trials` decides).
+    The flow asks this first, so that a cache hit starts no trial sub-flow at all."""
+    if request.refresh or request.retry_errored:
+        return None
+    st = Store(request.store)
+    _, digest, _, pairs = _identity(st, request)
+    reused = stage_output(st, request.run_id, "episodes", digest)
+    if reused is None:
+        return None
+    origin = cache_origin(st, "episodes", digest)
+    return TrialPlan(request=request, digest=digest, reused=len(pairs), reused_from=origin,
+                     episodes=_with_reuse(reused, len(pairs), origin))
+
+
 def plan_trials(request: TrialRequest) -> TrialPlan:
     """The run's input digest, and either the cached episodes or the chunks to run.
 
@@ -289,18 +315,12 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     run's successful trials and runs its errored ones again. The run's own stored trials go
     through ``record.claim_run`` (fingerprint checked, misfiled files removed).
     """
+    hit = cached_plan(request)
+    if hit is not None:
+        return hit
     st = Store(request.store)
-    fp = request_fingerprint(request)
-    digest = input_digest("episodes", fingerprint=fp.to_dict())
-    ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
-    pairs = [(t, i) for t in ids for i in range(request.k)]
+    fp, digest, ids, pairs = _identity(st, request)
     origin, found = None, None
-    if not request.refresh and not request.retry_errored:  # a hit is copied, never parsed
-        reused = stage_output(st, request.run_id, "episodes", digest)
-        if reused is not None:
-            origin = cache_origin(st, "episodes", digest)
-            return TrialPlan(request=request, digest=digest, reused=len(pairs),
-                             reused_from=origin, episodes=_with_reuse(reused, len(pairs), origin))
     if not request.refresh:
         found = lookup(st, "episodes", digest)
         origin = cache_origin(st, "episodes", digest) if found is not None else None

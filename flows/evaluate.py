@@ -13,10 +13,10 @@ from ek_agents.manifest import RunInputs
 from ek_agents.pipeline_support import TrialRequest
 from ek_agents.record import StageRef
 from ek_agents.store import Store, acquire_lease, release_lease
-from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate, grade,
-                                      ingest_bridge, ingest_tasks, load_prices, load_suite,
-                                      metrics, plan_trials, publish_report, run_trial_chunk,
-                                      write_manifest)
+from ek_agents_pipeline.tasks import (cached_plan, check_errors, collect_episodes, cost, gate,
+                                      grade, ingest_bridge, ingest_tasks, load_prices,
+                                      load_suite, metrics, plan_trials, publish_report,
+                                      run_trial_chunk, write_manifest)
 
 from .context import evaluate_run_name, rename_flow_run, run_context, run_parameters, scheduled_seed
 from .outcome import fails_as_state
@@ -135,6 +135,10 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)
+        elif (hit := cached_plan(request)) is not None:  # same inputs ran before: no sub-flow
+            get_run_logger().info("run %s: reused all %d episodes from run %s (same fingerprint); "
+                                  "no agent call", run_id, hit.reused, hit.reused_from)
+            episodes = hit.episodes
         else:
             episodes = run_trials_flow.with_options(task_runner=runner)(request)
     price_list = load_prices(st, run_id, prices)
