@@ -331,8 +331,12 @@ class _Runner:
     async def _trial(self, task: TaskSpec, trial: int) -> Episode:
         trial_seed = None if self.seed is None else self.seed + trial
         kwargs = {"seed": trial_seed} if self.pass_seed and trial_seed is not None else {}
-        run = _merge_run(self.run, None, trial_seed)
         attempts = transient = 0
+
+        def failed(exc: BaseException, kind: str) -> Episode:  # provenance built only here
+            return _failed(task, trial, _merge_run(self.run, None, trial_seed), attempts, exc,
+                           kind, transient)
+
         async with self.sem:
             t0 = time.perf_counter()
             while True:
@@ -342,19 +346,19 @@ class _Runner:
                     break
                 except TransientAgentError as exc:
                     if transient >= self.retries:
-                        return _failed(task, trial, run, attempts, exc, "infrastructure", transient)
+                        return failed(exc, "infrastructure")
                     await asyncio.sleep(self.backoff_s * 2 ** transient)
                     transient += 1
                 except AgentTimeout as exc:
-                    return _failed(task, trial, run, attempts, exc, "timeout", transient)
+                    return failed(exc, "timeout")
                 except asyncio.CancelledError as exc:
                     if _cancelling():  # the harness's own cancellation: the run is stopping
                         raise
                     # the agent's own CancelledError (an HTTP client's, say): a failed trial
-                    return _failed(task, trial, run, attempts, exc, "exception", transient)
+                    return failed(exc, "exception")
                 except BaseException as exc:  # noqa: BLE001 -- one bad trial never aborts the
                     # suite, whatever it raised (RecursionError, SystemExit, KeyboardInterrupt)
-                    return _failed(task, trial, run, attempts, exc, "exception", transient)
+                    return failed(exc, "exception")
             return _finish(result, task, trial, self.run, trial_seed, attempts, transient,
                            time.perf_counter() - t0)
 
