@@ -272,11 +272,13 @@ def request_fingerprint(request: TrialRequest) -> RunFingerprint:
                           timeout_s=request.timeout_s, retries=request.retries)
 
 
-def _trials(request: TrialRequest, only: Optional[Sequence] = None) -> list:
+def _trials(request: TrialRequest, only: Optional[Sequence] = None,
+            max_concurrency: Optional[int] = None) -> list:
     return run_trials(load_agent(request.agent),
                       tasks_of(Store(request.store).read_json(request.tasks.key)), k=request.k,
                       seed=request.seed, run=RunProvenance.from_dict(request.run),
-                      max_concurrency=request.max_concurrency, timeout_s=request.timeout_s,
+                      max_concurrency=max_concurrency or request.max_concurrency,
+                      timeout_s=request.timeout_s,
                       retries=request.retries, store=Store(request.store), run_id=request.run_id,
                       only=only, progress=False, fingerprint=request_fingerprint(request))
 
@@ -342,8 +344,7 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     chunks = [c for c in ([pr for pr in chunk if (pr[0], pr[1]) in todo]
                           for chunk in plan_chunks(ids, k=request.k, chunk_size=request.chunk_size))
               if c]
-    at_once = max(1, min(request.parallel_chunks, len(chunks)))
-    per_chunk = max(1, request.max_concurrency // at_once)
+    per_chunk = _share(request, len(chunks))
     return TrialPlan(request=request, digest=digest, reused=n_reused, reused_from=source,
                      chunks=tuple(TrialChunk(request=request, index=i,
                                              pairs=tuple((t, n) for t, n in chunk),
@@ -364,6 +365,12 @@ def chunk_workers(max_workers: int, max_concurrency: int) -> int:
             or max_concurrency < 1:
         return max_workers
     return min(max_workers, max_concurrency)
+
+
+def _share(request: TrialRequest, n_chunks: int) -> int:
+    """Trials at once per chunk: the run's ``max_concurrency`` divided among the chunks that
+    run at once (at least 1)."""
+    return max(1, request.max_concurrency // max(1, min(request.parallel_chunks, n_chunks)))
 
 
 def _with_reuse(ref: StageRef, reused: int, origin: Optional[str]) -> StageRef:
@@ -394,7 +401,7 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
     """
     req = chunk.request
     if not chunk.claimed:
-        _trials(req, only=chunk.pairs)
+        _trials(req, only=chunk.pairs, max_concurrency=chunk.concurrency)
         return ChunkResult(index=chunk.index)
     st = Store(req.store)
     pairs = [(t, n) for t, n in chunk.pairs]
@@ -483,7 +490,8 @@ def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
     ids = [t for t, _ in _batch_pairs(request, 1)]
     chunks = plan_chunks(ids, k=1, chunk_size=request.chunk_size)
     return tuple(TrialChunk(request=request, index=batch * len(chunks) + i,
-                            pairs=tuple((t, batch) for t, _ in pairs))
+                            pairs=tuple((t, batch) for t, _ in pairs),
+                            concurrency=_share(request, len(chunks)))
                  for i, pairs in enumerate(chunks))
 
 

@@ -252,7 +252,8 @@ def pass_hat_curve(counts: Mapping[str, tuple[int, int]], k_max: int, *,
     rows = [counts[t] for t in sorted(counts)]
     curve = []
     for k in range(1, k_max + 1):
-        hats = [pass_hat_k(n=n, c=c, k=k) for n, c in rows if n >= k]
+        each = {nc: pass_hat_k(n=nc[0], c=nc[1], k=k) for nc in set(rows) if nc[0] >= k}
+        hats = [each[nc] for nc in rows if nc[0] >= k]  # tasks share few distinct (n, c)
         curve.append((k, _mean(hats), *_hat_ci(hats, seed)))
     return curve
 
