@@ -73,6 +73,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     the run's manifest records provenance, parameters, digests, results and the
     verdict against ``baseline``. A regression fails the flow run (GateFailed); so does a
     baseline the gate refuses (IncomparableRuns), after the manifest is written.
+    ``max_concurrency`` bounds the agent calls in flight in the whole run: the chunks that
+    run at once (``max_workers``, at most ``max_concurrency``) share it.
 
     Identity: the run's episodes are reused (from the stage cache, or this run id's stored
     trials) only under the same fingerprint -- agent, code, declared ``ek_config``, suite,
