@@ -61,7 +61,7 @@ from .sequential import check_baseline_comparable, gate_document, sequential_gat
 from .store import (Store, acquire_lease, episode_key, episodes_prefix, open_store,
                     release_lease, sha256_hex)
 
-__all__ = ["run_suite", "run_trials", "build_report", "new_run_id", "trial_fingerprint",
+__all__ = ["run_suite", "run_trials", "store_trials", "build_report", "new_run_id", "trial_fingerprint",
            "save_agent_baseline", "load_agent_baseline", "agent_regression_gate",
            "AgentGateResult"]
 
@@ -160,6 +160,32 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
     return [merged[p] for p in wanted], reuse
 
 
+def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Store, run_id: str,
+                 seed: Optional[int] = None, run: Optional[RunProvenance] = None,
+                 max_concurrency: int = 8, timeout_s: Optional[float] = None, retries: int = 0,
+                 backoff_s: float = 0.5) -> list[record.StoredTrial]:
+    """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
+    ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
+    as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
+    bytes as written), in ``(task_id, trial)`` order.
+
+    Nothing is listed or read back: a run's chunks take this after the run was planned once
+    (``pipeline_support.plan_trials``), so that no chunk lists the run's stored trials.
+    """
+    specs = task_table(tasks)
+    _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
+                  retries=retries, run=run, backoff_s=backoff_s)
+    Store.validate_name(run_id, what="run id")
+    todo = _wanted_pairs(specs, k, pairs)
+    if not todo:
+        return []
+    runner = _Runner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
+                     timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
+                     store=store, run_id=run_id)
+    _run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
+    return [runner.written[p] for p in todo]
+
+
 def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
                       run: Optional[RunProvenance], timeout_s: Optional[float],
                       retries: int) -> record.RunFingerprint:
@@ -255,6 +281,7 @@ class _Runner:
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
         self.store, self.run_id = store, run_id
+        self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
         self.is_async = _is_async(agent)
         self.pass_seed = _accepts_seed(agent)
 
@@ -276,8 +303,10 @@ class _Runner:
     async def _one(self, pair: Pair, results: dict, bar: Any) -> None:
         ep, data = self._storable(await self._trial(self.specs[pair[0]], pair[1]), pair)
         if self.store is not None:
-            await asyncio.to_thread(self.store.write_bytes,
-                                    episode_key(self.run_id, pair[0], pair[1]), data)
+            key = episode_key(self.run_id, pair[0], pair[1])
+            sha = await asyncio.to_thread(self.store.write_bytes, key, data)
+            self.written[pair] = record.StoredTrial(task_id=pair[0], trial=pair[1], key=key,
+                                                    sha256=sha, data=data.decode("ascii"))
         results[pair] = ep
         if bar is not None:
             bar[0].advance(bar[1])
@@ -302,8 +331,12 @@ class _Runner:
     async def _trial(self, task: TaskSpec, trial: int) -> Episode:
         trial_seed = None if self.seed is None else self.seed + trial
         kwargs = {"seed": trial_seed} if self.pass_seed and trial_seed is not None else {}
-        run = _merge_run(self.run, None, trial_seed)
         attempts = transient = 0
+
+        def failed(exc: BaseException, kind: str) -> Episode:  # provenance built only here
+            return _failed(task, trial, _merge_run(self.run, None, trial_seed), attempts, exc,
+                           kind, transient)
+
         async with self.sem:
             t0 = time.perf_counter()
             while True:
@@ -313,19 +346,19 @@ class _Runner:
                     break
                 except TransientAgentError as exc:
                     if transient >= self.retries:
-                        return _failed(task, trial, run, attempts, exc, "infrastructure", transient)
+                        return failed(exc, "infrastructure")
                     await asyncio.sleep(self.backoff_s * 2 ** transient)
                     transient += 1
                 except AgentTimeout as exc:
-                    return _failed(task, trial, run, attempts, exc, "timeout", transient)
+                    return failed(exc, "timeout")
                 except asyncio.CancelledError as exc:
                     if _cancelling():  # the harness's own cancellation: the run is stopping
                         raise
                     # the agent's own CancelledError (an HTTP client's, say): a failed trial
-                    return _failed(task, trial, run, attempts, exc, "exception", transient)
+                    return failed(exc, "exception")
                 except BaseException as exc:  # noqa: BLE001 -- one bad trial never aborts the
                     # suite, whatever it raised (RecursionError, SystemExit, KeyboardInterrupt)
-                    return _failed(task, trial, run, attempts, exc, "exception", transient)
+                    return failed(exc, "exception")
             return _finish(result, task, trial, self.run, trial_seed, attempts, transient,
                            time.perf_counter() - t0)
 

@@ -25,21 +25,23 @@ from .base import JsonShape, RunProvenance
 from .core import shape
 from .errors import InvalidInput, did_you_mean
 from .base import Episode
-from .harness import run_trials
+from .harness import run_trials, store_trials
 from .manifest import input_digest
 from .metrics import final_state_match, get_checker, grade, output_match
 from .prices import load_prices, price_of
-from .record import (SOURCES, RunFingerprint, StageRef, SuiteRef, agent_config, cache_origin,
-                     claim_run, code_digest, episodes_doc, episodes_of, errored, index_output,
-                     load_baseline, lookup, stage_output, tasks_of, write_doc)
+from .record import (SOURCES, EpisodesRef, RunFingerprint, StageRef, StoredTrial, SuiteRef,
+                     agent_config, cache_origin, claim_run, code_digest, episodes_bytes,
+                     episodes_doc, episodes_of, errored, index_output, load_baseline, lookup,
+                     read_trials, stage_output, tasks_of, write_doc)
 from .sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
                          per_check_alpha, sequential_look)
 from .suite import load_suite
 from .store import Store, episode_key, sha256_hex
 
 __all__ = ["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
-           "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "plan_trials",
-           "run_trial_chunk", "collect_episodes", "request_fingerprint", "check_errors",
+           "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "ChunkResult", "plan_trials",
+           "cached_plan",
+           "run_trial_chunk", "collect_episodes", "chunk_workers", "request_fingerprint", "check_errors",
            "MAX_ERROR_RATE", "plan_batch", "batch_look", "collect_batches"]
 
 #: A run's trials are split into about this many chunks (one Prefect task run each).
@@ -193,7 +195,13 @@ class TrialRequest(JsonShape):
     chunk_size: Optional[int] = None
     """Trials per chunk (default: about :data:`DEFAULT_CHUNKS` chunks)."""
     max_concurrency: int = 8
-    """Trials at once within a chunk."""
+    """Agent calls in flight at once in the whole run (divided among the chunks that run at
+    once: ``parallel_chunks``)."""
+    parallel_chunks: int = 1
+    """How many chunks run at once (the task runner's workers): each chunk runs
+    ``max_concurrency // parallel_chunks`` trials at once (at least 1), so the run never has
+    more than ``max_concurrency`` agent calls in flight when ``parallel_chunks <=
+    max_concurrency``."""
     timeout_s: Optional[float] = None
     """Seconds per trial attempt."""
     retries: int = 0
@@ -215,6 +223,24 @@ class TrialChunk(JsonShape):
     """The chunk's position in the plan."""
     pairs: tuple[tuple[str, int], ...]
     """The ``(task_id, trial)`` pairs it runs."""
+    concurrency: Optional[int] = None
+    """Trials at once in this chunk (None: the request's ``max_concurrency``)."""
+    claimed: bool = False
+    """Whether :func:`plan_trials` claimed the run (fingerprint checked, stored trials sorted)
+    and left in ``pairs`` only trials not stored: the chunk then runs them without listing the
+    run. False (a sequential batch): the chunk claims the run itself (``harness.run_trials``)."""
+
+
+@shape()
+class ChunkResult(JsonShape):
+    """What one chunk ran and stored: each trial's file as written, so that the stages after
+    the trials neither list nor re-read nor re-hash the run's folder."""
+
+    index: int
+    """The chunk's position in the plan."""
+    trials: tuple[StoredTrial, ...] = ()
+    """Its trials' stored files (key, sha256, bytes); empty for a chunk that claimed the run
+    itself (the collect step reads those from the store)."""
 
 
 @shape()
@@ -246,13 +272,40 @@ def request_fingerprint(request: TrialRequest) -> RunFingerprint:
                           timeout_s=request.timeout_s, retries=request.retries)
 
 
-def _trials(request: TrialRequest, only: Optional[Sequence] = None) -> list:
+def _trials(request: TrialRequest, only: Optional[Sequence] = None,
+            max_concurrency: Optional[int] = None) -> list:
     return run_trials(load_agent(request.agent),
                       tasks_of(Store(request.store).read_json(request.tasks.key)), k=request.k,
                       seed=request.seed, run=RunProvenance.from_dict(request.run),
-                      max_concurrency=request.max_concurrency, timeout_s=request.timeout_s,
+                      max_concurrency=max_concurrency or request.max_concurrency,
+                      timeout_s=request.timeout_s,
                       retries=request.retries, store=Store(request.store), run_id=request.run_id,
                       only=only, progress=False, fingerprint=request_fingerprint(request))
+
+
+def _identity(st: Store, request: TrialRequest) -> tuple[RunFingerprint, str, list, list]:
+    """The run's fingerprint, its episodes' input digest, its task ids and its pairs."""
+    fp = request_fingerprint(request)
+    ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
+    return (fp, input_digest("episodes", fingerprint=fp.to_dict()), ids,
+            [(t, i) for t in ids for i in range(request.k)])
+
+
+def cached_plan(request: TrialRequest) -> Optional[TrialPlan]:
+    """:func:`plan_trials` when the same inputs ran before (its episodes, reused: copied into
+    the run as their verified bytes, never parsed); None when there is something to run
+    (nothing cached, ``refresh``, or ``retry_errored``: then :func:`plan_trials` decides).
+    The flow asks this first, so that a cache hit starts no trial sub-flow at all."""
+    if request.refresh or request.retry_errored:
+        return None
+    st = Store(request.store)
+    _, digest, _, pairs = _identity(st, request)
+    reused = stage_output(st, request.run_id, "episodes", digest)
+    if reused is None:
+        return None
+    origin = cache_origin(st, "episodes", digest)
+    return TrialPlan(request=request, digest=digest, reused=len(pairs), reused_from=origin,
+                     episodes=_with_reuse(reused, len(pairs), origin))
 
 
 def plan_trials(request: TrialRequest) -> TrialPlan:
@@ -264,18 +317,17 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     run's successful trials and runs its errored ones again. The run's own stored trials go
     through ``record.claim_run`` (fingerprint checked, misfiled files removed).
     """
+    hit = cached_plan(request)
+    if hit is not None:
+        return hit
     st = Store(request.store)
-    fp = request_fingerprint(request)
-    digest = input_digest("episodes", fingerprint=fp.to_dict())
-    ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
-    pairs = [(t, i) for t in ids for i in range(request.k)]
+    fp, digest, ids, pairs = _identity(st, request)
     origin, found = None, None
     if not request.refresh:
         found = lookup(st, "episodes", digest)
         origin = cache_origin(st, "episodes", digest) if found is not None else None
-        if found is not None and not (request.retry_errored
-                                      and any(e.get("meta", {}).get("error")
-                                              for e in found[0]["episodes"])):
+        if found is not None and not any(e.get("meta", {}).get("error")
+                                         for e in found[0]["episodes"]):
             reused = stage_output(st, request.run_id, "episodes", digest)
             if reused is not None:
                 return TrialPlan(request=request, digest=digest, reused=len(pairs),
@@ -289,12 +341,36 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
         n_reused, kept = n_reused + len(seeded), {**kept, **seeded}    # cached run: reuse
         source = origin if seeded else source                          # its successes
     todo = {p for p in pairs if p not in kept}
-    chunks = [[pr for pr in chunk if (pr[0], pr[1]) in todo]
-              for chunk in plan_chunks(ids, k=request.k, chunk_size=request.chunk_size)]
+    chunks = [c for c in ([pr for pr in chunk if (pr[0], pr[1]) in todo]
+                          for chunk in plan_chunks(ids, k=request.k, chunk_size=request.chunk_size))
+              if c]
+    per_chunk = _share(request, len(chunks))
     return TrialPlan(request=request, digest=digest, reused=n_reused, reused_from=source,
                      chunks=tuple(TrialChunk(request=request, index=i,
-                                             pairs=tuple((t, n) for t, n in chunk))
-                                  for i, chunk in enumerate(c for c in chunks if c)))
+                                             pairs=tuple((t, n) for t, n in chunk),
+                                             concurrency=per_chunk, claimed=True)
+                                  for i, chunk in enumerate(chunks)))
+
+
+def chunk_workers(max_workers: int, max_concurrency: int) -> int:
+    """How many chunks to run at once: ``max_workers``, but never more than ``max_concurrency``
+    (each chunk runs at least one trial at a time, and :func:`plan_trials` gives each its share
+    of ``max_concurrency``: the run never has more than ``max_concurrency`` agent calls in
+    flight). A bad value is left for the runner and the harness to refuse.
+
+    >>> chunk_workers(4, 64), chunk_workers(4, 2)
+    (4, 2)
+    """
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) \
+            or max_concurrency < 1:
+        return max_workers
+    return min(max_workers, max_concurrency)
+
+
+def _share(request: TrialRequest, n_chunks: int) -> int:
+    """Trials at once per chunk: the run's ``max_concurrency`` divided among the chunks that
+    run at once (at least 1)."""
+    return max(1, request.max_concurrency // max(1, min(request.parallel_chunks, n_chunks)))
 
 
 def _with_reuse(ref: StageRef, reused: int, origin: Optional[str]) -> StageRef:
@@ -314,18 +390,59 @@ def _seed_run(st: Store, run_id: str, cached_doc: Mapping, *, skip: Mapping) -> 
     return seeded
 
 
-def run_trial_chunk(chunk: TrialChunk) -> int:
-    """``harness.run_trials(only=chunk.pairs)``: run (or resume) one chunk; its episode count."""
-    return len(_trials(chunk.request, only=chunk.pairs))
+def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
+    """Run one chunk; what it stored.
+
+    A chunk :func:`plan_trials` planned (``claimed``) runs its pairs with
+    ``harness.store_trials``, listing nothing; ``resume`` (a retry of the chunk: an earlier
+    attempt may have stored some of its trials) first reads its own pairs' files and runs only
+    the missing ones. Any other chunk (a sequential batch) claims the run itself
+    (``harness.run_trials(only=chunk.pairs)``: stored trials loaded, not re-run).
+    """
+    req = chunk.request
+    if not chunk.claimed:
+        _trials(req, only=chunk.pairs, max_concurrency=chunk.concurrency)
+        return ChunkResult(index=chunk.index)
+    st = Store(req.store)
+    pairs = [(t, n) for t, n in chunk.pairs]
+    found = read_trials(st, req.run_id, pairs) if resume else {}
+    ran = store_trials(load_agent(req.agent), tasks_of(st.read_json(req.tasks.key)),
+                       [p for p in pairs if p not in found], k=req.k, store=st,
+                       run_id=req.run_id, seed=req.seed, run=RunProvenance.from_dict(req.run),
+                       max_concurrency=chunk.concurrency or req.max_concurrency,
+                       timeout_s=req.timeout_s, retries=req.retries)
+    done = {**found, **{(t.task_id, t.trial): t for t in ran}}
+    return ChunkResult(index=chunk.index, trials=tuple(done[p] for p in sorted(done)))
 
 
-def collect_episodes(plan: TrialPlan) -> StageRef:
-    """Every stored trial of the run (``harness.run_trials`` loads them all, runs none) -> the
-    run's episodes document, indexed under the run's input digest, with what was reused."""
-    episodes = _trials(plan.request)
-    ref = index_output(Store(plan.request.store), plan.request.run_id, "episodes", plan.digest,
-                       episodes_doc(episodes))
-    return _with_reuse(ref, plan.reused, plan.reused_from)
+def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> EpisodesRef:
+    """The run's trials -> its episodes document, indexed under the run's input digest, with
+    what was reused and every per-trial file's sha256 (for the manifest).
+
+    The trials the chunks ran come from ``chunks`` as written (nothing is read back or
+    re-hashed); only the others -- kept from an earlier attempt of the run -- are read from the
+    store, each once. A trial found nowhere is run now (as ``harness.run_trials`` would)."""
+    req = plan.request
+    st = Store(req.store)
+    ids = sorted(t["task_id"] for t in st.read_json(req.tasks.key)["tasks"])
+    wanted = [(t, i) for t in ids for i in range(req.k)]
+    have = {(t.task_id, t.trial): t for c in chunks for t in c.trials}
+    missing = [p for p in wanted if p not in have]
+    if missing:
+        have.update(read_trials(st, req.run_id, missing))
+        missing = [p for p in wanted if p not in have]
+    if missing:
+        ran = store_trials(load_agent(req.agent), tasks_of(st.read_json(req.tasks.key)), missing,
+                           k=req.k, store=st, run_id=req.run_id, seed=req.seed,
+                           run=RunProvenance.from_dict(req.run),
+                           max_concurrency=req.max_concurrency, timeout_s=req.timeout_s,
+                           retries=req.retries)
+        have.update({(t.task_id, t.trial): t for t in ran})
+    trials = [have[p] for p in wanted]
+    ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))
+    fields = {f.name: getattr(ref, f.name) for f in dataclasses.fields(ref)}
+    return EpisodesRef(**{**fields, "reused": plan.reused, "reused_from": plan.reused_from},
+                       trials={t.key: t.sha256 for t in trials})
 
 
 #: The errored fraction of a run's trials above which it fails (:func:`check_errors`).
@@ -373,7 +490,8 @@ def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
     ids = [t for t, _ in _batch_pairs(request, 1)]
     chunks = plan_chunks(ids, k=1, chunk_size=request.chunk_size)
     return tuple(TrialChunk(request=request, index=batch * len(chunks) + i,
-                            pairs=tuple((t, batch) for t, _ in pairs))
+                            pairs=tuple((t, batch) for t, _ in pairs),
+                            concurrency=_share(request, len(chunks)))
                  for i, pairs in enumerate(chunks))
 
 

@@ -45,8 +45,8 @@ from .prices import ModelPrice, load_prices
 from .reporting import ReliabilityReport, reliability_with_run, with_cost
 from .sequential import (DEFAULT_MIN_EFFECT, SequentialVerdict, gate_document, per_check_alpha,
                          replay_sequential)
-from .store import (Store, baseline_key, cache_key, canonical_json, episode_key, episodes_prefix,
-                    open_store, parse_json, read_url, run_key, sha256_hex)
+from .store import (Store, artifact_key, baseline_key, cache_key, canonical_json, episode_key,
+                    episodes_prefix, open_store, parse_json, read_url, run_key, sha256_hex)
 from .suite import load_suite
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "ManifestRef", "read_manifest", "read_run_doc", "check_run_doc", "read_ref",
     "ManifestRef", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
     "claim_run", "index_output", "trial_matches", "errored", "cache_origin", "EK_CONFIG",
+    "StoredTrial", "EpisodesRef", "read_trials", "episodes_bytes",
 ]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
@@ -96,6 +97,17 @@ class StageRef(JsonShape):
     a resume: those already stored); None for other stages."""
     reused_from: Optional[str] = None
     """Episodes only: the run the reused trials came from (this run on a resume)."""
+
+
+@shape()
+class EpisodesRef(StageRef):
+    """The run's episodes document, with each per-trial file's sha256 as the run wrote (or,
+    for a trial kept from an earlier attempt, read) it: :func:`record_run` lists these rather
+    than listing and re-hashing the run's folder."""
+
+    trials: Optional[dict[str, str]] = None
+    """``{store key: sha256}`` of every per-trial file of the run; None: not known (the run's
+    folder is listed and hashed)."""
 
 
 @shape()
@@ -139,10 +151,16 @@ def lookup(store: Any, stage: str, digest: str) -> Optional[tuple[Any, str]]:
     sha256 on load; an index whose artifact is gone or damaged is a miss (recomputed, never
     trusted).
     """
+    found = _lookup_bytes(store, stage, digest)
+    return None if found is None else (parse_json(found[0], artifact_key(found[1])), found[1])
+
+
+def _lookup_bytes(store: Any, stage: str, digest: str) -> Optional[tuple[bytes, str]]:
+    """:func:`lookup` without parsing: ``(the artifact's verified bytes, its sha256)``."""
     try:
         record = store.read_json(cache_key(stage, digest))
-        return store.get_artifact(record["artifact"]), record["artifact"]
-    except (ArtifactNotFound, IntegrityError, KeyError, TypeError):
+        return store.get_artifact_bytes(record["artifact"]), record["artifact"]
+    except (ArtifactNotFound, IntegrityError, KeyError, TypeError, InvalidInput):
         return None
 
 
@@ -181,26 +199,28 @@ def stage_output(store: Any, run_id: str, stage: str, digest: str,
     Returns the :class:`StageRef` the next stage takes. Without ``compute`` only a cache hit
     is used: None on a miss.
     """
-    if compute is None:
-        found = lookup(store, stage, digest)
-        if found is None:
-            return None
-        doc, artifact, hit = found[0], found[1], True
-    else:
-        doc, artifact, hit = cached(store, stage, digest, compute, run_id)
     key = run_key(run_id, stage)
+    found = _lookup_bytes(store, stage, digest)
+    if found is not None:  # a hit: the artifact's verified bytes, copied as they are
+        return StageRef(stage=stage, key=key, sha256=store.write_bytes(key, found[0]),
+                        artifact=found[1], input_digest=digest, cached=True)
+    if compute is None:
+        return None
+    doc = as_plain(compute())
+    artifact = _put_indexed(store, stage, digest, doc, run_id)
     return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=artifact,
-                    input_digest=digest, cached=hit)
+                    input_digest=digest, cached=False)
 
 
 def index_output(store: Any, run_id: str, stage: str, digest: str, doc: Any) -> StageRef:
     """Store ``doc`` as what ``digest`` produced in run ``run_id`` (replacing any older entry
     of the stage cache under that digest: a refreshed or retried run's episodes are the newest
-    production of those inputs) and write it as the run's ``stage`` document."""
-    doc = as_plain(doc)
-    sha = _put_indexed(store, stage, digest, doc, run_id)
+    production of those inputs) and write it as the run's ``stage`` document. ``doc`` may be
+    its canonical JSON bytes already (:func:`episodes_bytes`)."""
+    data = doc if isinstance(doc, bytes) else canonical_json(as_plain(doc))
+    sha = _put_indexed(store, stage, digest, data, run_id)
     key = run_key(run_id, stage)
-    return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=sha,
+    return StageRef(stage=stage, key=key, sha256=store.write_bytes(key, data), artifact=sha,
                     input_digest=digest, cached=False)
 
 
@@ -228,6 +248,14 @@ def source_digest(path_or_url: str) -> str:
 def episodes_doc(episodes: Iterable[Episode]) -> dict:
     """The stored form of a list of episodes."""
     return {"schema_version": 1, "episodes": [e.to_dict() for e in episodes]}
+
+
+def episodes_bytes(trials: Iterable["StoredTrial"]) -> bytes:
+    """The canonical JSON bytes of :func:`episodes_doc` of the given stored trials, assembled
+    from their stored bytes (each already canonical JSON of ``Episode.to_dict()``) without
+    parsing or re-serializing one episode: equal to ``canonical_json(episodes_doc(eps))``."""
+    return (b'{"episodes":[' + b",".join(t.data.encode("ascii") for t in trials)
+            + b'],"schema_version":1}')
 
 
 def episodes_of(doc: Mapping) -> list[Episode]:
@@ -416,7 +444,8 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
     ``refs`` maps a stage name to its reference (``tasks``, ``prices``, ``episodes``,
     ``graded``, ``metrics``, ``report``, ``gate``; None when a stage did not run). Every stage
     document, the baseline the gate used and every per-trial episode file is listed with its
-    sha256; the results are the report's headline figures, the gate its verdict. ``inputs``
+    sha256 (an :class:`EpisodesRef` with ``trials`` carries the per-trial digests the run
+    computed as it wrote them: the run's folder is then neither listed nor re-hashed); the results are the report's headline figures, the gate its verdict. ``inputs``
     are the values the stages were computed with: what an audit recomputes them with.
     """
     if not isinstance(inputs, RunInputs):
@@ -426,7 +455,9 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
     gate = refs.get("gate")
     if gate is not None and gate.baseline is not None:
         artifacts[gate.baseline.key] = gate.baseline.sha256
-    artifacts.update(trial_digests(store, run_id))
+    episodes = refs.get("episodes")
+    known = episodes.trials if isinstance(episodes, EpisodesRef) else None
+    artifacts.update(known if known is not None else trial_digests(store, run_id))
     fingerprint = None
     if store.exists(_fingerprint_key(run_id)):  # a run of agent trials: what decided them
         fingerprint = store.read_json(_fingerprint_key(run_id))
@@ -969,3 +1000,48 @@ def _stored_episode(store: Any, key: str) -> Optional[Episode]:
         return Episode.from_dict(store.read_json(key))
     except (IntegrityError, InvalidInput, ArtifactNotFound):
         return None
+
+
+@shape()
+class StoredTrial(JsonShape):
+    """One per-trial episode file as the run wrote (or read) it: what the stages after the
+    trials need of it without reading the file again."""
+
+    task_id: str
+    """The trial's task."""
+    trial: int
+    """The trial index."""
+    key: str
+    """Its store key (``store.episode_key``)."""
+    sha256: str
+    """sha256 of its bytes."""
+    data: str
+    """Its content as canonical JSON of ``Episode.to_dict()`` (ASCII): the bytes the harness
+    wrote."""
+
+
+def read_trials(store: Any, run_id: str, pairs: Iterable[tuple]) -> dict[tuple[str, int], StoredTrial]:
+    """The stored trials among ``pairs`` of run ``run_id``, each read once (a missing file is
+    skipped; a file that is not the trial its key names is removed, so that the trial runs
+    again, as :func:`claim_run` does): ``{(task_id, trial): StoredTrial}``."""
+    def one(pair: tuple) -> Optional[StoredTrial]:
+        key = episode_key(run_id, pair[0], pair[1])
+        try:
+            data = store.read_bytes(key)
+        except ArtifactNotFound:
+            return None
+        try:
+            doc = parse_json(data, key)
+            ep: Optional[Episode] = Episode.from_dict(doc)
+        except (IntegrityError, InvalidInput):
+            ep = None
+        if not trial_matches(ep, pair[0], pair[1]):
+            store.delete(key)
+            return None
+        return StoredTrial(task_id=pair[0], trial=pair[1], key=key, sha256=sha256_hex(data),
+                           data=canonical_json(doc).decode("ascii"))
+
+    pairs = [(p[0], p[1]) for p in pairs]
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(pairs)))) as ex:
+        found = list(ex.map(one, pairs))
+    return {p: t for p, t in zip(pairs, found) if t is not None}

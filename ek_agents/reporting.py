@@ -18,7 +18,8 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .base import NonFiniteJson, RunProvenance, TaskSpec, is_episode, suite_grammar, task_table
+from .base import (Episode, NonFiniteJson, RunProvenance, TaskSpec, is_episode, suite_grammar,
+                   task_table)
 from .core import shape
 from .cost import cost_report
 from .errors import InvalidInput
@@ -26,7 +27,7 @@ from .facades import get_metric, score_all
 from .metrics import grade, is_errored
 from .stats import bootstrap_ci, pass_at_k, pass_hat_k, success_interval
 
-__all__ = ["ReliabilityReport", "reliability", "DEFAULT_RESAMPLES", "build_report",
+__all__ = ["ReliabilityReport", "reliability", "pass_hat_curve", "DEFAULT_RESAMPLES", "build_report",
            "graded_report", "reliability_with_run", "with_cost", "score_metrics",
            "run_provenance"]
 
@@ -82,6 +83,9 @@ def _group(source: Any, slices: Optional[Mapping[str, str]]) -> tuple[dict, dict
                     "(one per trial)")
             row = []
             for v in vals:
+                if v is True or v is False:  # the common case, without the duck-typing below
+                    row.append(v)
+                    continue
                 if is_episode(v):
                     v = _episode_success(v)
                 if not isinstance(v, bool) and v not in (0, 1):
@@ -97,7 +101,7 @@ def _group(source: Any, slices: Optional[Mapping[str, str]]) -> tuple[dict, dict
                 f"reliability: source must be graded Episodes or a {{task_id: [bool, ...]}} "
                 f"mapping, got {type(source).__name__}")
         for ep in source:
-            if not is_episode(ep):
+            if not isinstance(ep, Episode) and not is_episode(ep):  # the class: no duck-typing
                 raise InvalidInput(
                     f"reliability: {ep!r:.80} is not an Episode; pass graded Episodes or a "
                     "{task_id: [bool, ...]} mapping")
@@ -191,14 +195,9 @@ def reliability(source: Any, *, k: int = 1, slices: Optional[Mapping[str, str]] 
     if not outcomes:
         notes.append("no trials: nothing to report")
 
-    if len(hats) >= 2:
-        ci = bootstrap_ci(hats, "mean", resamples=DEFAULT_RESAMPLES, seed=seed)
-        hat_ci = (max(0.0, ci[0]), min(1.0, ci[1]))
-    elif len(hats) == 1:
-        hat_ci = (0.0, 1.0)
+    hat_ci = _hat_ci(hats, seed)
+    if len(hats) == 1:
         notes.append("pass^k CI: a single scored task cannot be bootstrapped; reporting (0, 1)")
-    else:
-        hat_ci = (0.0, 1.0)
 
     per_slice: dict[str, dict] = {}
     for label in sorted({lab for lab in labels.values() if lab is not None}):
@@ -229,6 +228,34 @@ def reliability(source: Any, *, k: int = 1, slices: Optional[Mapping[str, str]] 
                 "estimator": "per-task unbiased pass@k / pass^k, each task with its own "
                              "trial count, averaged over tasks"},
     )
+
+
+def _hat_ci(hats: list, seed: int) -> tuple[float, float]:
+    """The pass^k CI: a percentile bootstrap over the scored tasks' pass^k, clipped to [0, 1];
+    (0, 1) with fewer than two scored tasks."""
+    if len(hats) < 2:
+        return (0.0, 1.0)
+    ci = bootstrap_ci(hats, "mean", resamples=DEFAULT_RESAMPLES, seed=seed)
+    return (max(0.0, ci[0]), min(1.0, ci[1]))
+
+
+def pass_hat_curve(counts: Mapping[str, tuple[int, int]], k_max: int, *,
+                   seed: int = 0) -> list[tuple[int, Optional[float], float, float]]:
+    """``(k, pass^k, ci_low, ci_high)`` for k = 1..``k_max`` from each task's ``(trials,
+    successes)``: for every k what :func:`reliability` of those outcomes reports as
+    ``pass_hat_k`` and ``pass_hat_k_ci`` (the same estimator, tasks, bootstrap and seed),
+    without building the rest of a report at each k.
+
+    >>> pass_hat_curve({"t1": (3, 2), "t2": (3, 3)}, 2)[1][:2]
+    (2, 0.6666666666666666)
+    """
+    rows = [counts[t] for t in sorted(counts)]
+    curve = []
+    for k in range(1, k_max + 1):
+        each = {nc: pass_hat_k(n=nc[0], c=nc[1], k=k) for nc in set(rows) if nc[0] >= k}
+        hats = [each[nc] for nc in rows if nc[0] >= k]  # tasks share few distinct (n, c)
+        curve.append((k, _mean(hats), *_hat_ci(hats, seed)))
+    return curve
 
 
 # --------------------------------------------------------------------------- report assembly

@@ -32,7 +32,7 @@ from .base import NonFiniteJson, decode_nonfinite
 from .core import shape
 from .errors import InvalidInput
 from . import record
-from .reporting import reliability
+from .reporting import pass_hat_curve
 from .store import Store, open_store, run_key
 
 __all__ = ["RunSummary", "SliceSummary", "load_runs", "summarize_run", "pareto_frontier", "frontier_flags",
@@ -189,20 +189,19 @@ def _pair(x: Any) -> Optional[tuple[float, float]]:
 
 
 def _pass_hat_curve(report: Mapping) -> list[tuple[int, Optional[float], float, float]]:
-    """pass^k for k = 1..K with the report's own interval method (``reporting.reliability``
-    over each task's (n, c), which is all pass^k depends on), seeded as the run was."""
+    """pass^k for k = 1..K with the report's own interval method (``reporting.pass_hat_curve``:
+    what ``reporting.reliability`` reports at each k, from each task's (n, c), which is all
+    pass^k depends on), seeded as the run was."""
     per_task = report.get("per_task") or {}
     k_max = int(report.get("k") or 1)
-    outcomes = {tid: [True] * int(t.get("c", 0)) + [False] * (int(t.get("n", 0)) - int(t.get("c", 0)))
-                for tid, t in per_task.items()}
-    if not outcomes:
+    counts = {}
+    for tid, t in per_task.items():
+        c = max(0, int(t.get("c", 0)))
+        counts[str(tid)] = (c + max(0, int(t.get("n", 0)) - c), c)
+    if not counts:
         return []
     seed = int((report.get("detail") or {}).get("seed") or 0)
-    curve = []
-    for k in range(1, k_max + 1):
-        r = reliability(outcomes, k=k, seed=seed, warn_deterministic=False)
-        curve.append((k, r.pass_hat_k, r.pass_hat_k_ci[0], r.pass_hat_k_ci[1]))
-    return curve
+    return pass_hat_curve(counts, k_max, seed=seed)
 
 
 def _reused(manifest: Mapping, report: Mapping) -> str:

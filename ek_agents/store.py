@@ -476,8 +476,9 @@ class Store:
 
     # -- content-addressed artifacts ----------------------------------------------------------
     def put_artifact(self, obj: Any) -> str:
-        """Store ``obj`` at ``artifacts/<sha256>.json``; return the sha256 (idempotent)."""
-        data = canonical_json(obj)
+        """Store ``obj`` at ``artifacts/<sha256>.json``; return the sha256 (idempotent).
+        ``obj`` may be its canonical JSON bytes already."""
+        data = obj if isinstance(obj, bytes) else canonical_json(obj)
         digest = sha256_hex(data)
         key = f"artifacts/{digest}.json"
         if not self.exists(key):
@@ -486,6 +487,10 @@ class Store:
 
     def get_artifact(self, digest: str) -> Any:
         """Load and verify the artifact ``digest`` (IntegrityError if its bytes changed)."""
+        return parse_json(self.get_artifact_bytes(digest), f"artifacts/{digest}.json")
+
+    def get_artifact_bytes(self, digest: str) -> bytes:
+        """The verified bytes of the artifact ``digest`` (IntegrityError if they changed)."""
         if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
             raise InvalidInput(f"artifact digest must be 64 lowercase hex characters, got {digest!r}")
         key = f"artifacts/{digest}.json"
@@ -495,7 +500,7 @@ class Store:
             raise IntegrityError(
                 f"artifact {key!r} in store {self.url!r} is corrupt or tampered with: its bytes "
                 f"hash to {actual}, not {digest}; re-create it from its inputs")
-        return parse_json(data, key)
+        return data
 
     # -- runs and baselines -----------------------------------------------------------------
     def write_manifest(self, run_id: str, manifest: Any) -> str:

@@ -13,14 +13,14 @@ from ek_agents.manifest import RunInputs
 from ek_agents.pipeline_support import TrialRequest
 from ek_agents.record import StageRef
 from ek_agents.store import Store, acquire_lease, release_lease
-from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate, grade,
-                                      ingest_bridge, ingest_tasks, load_prices, load_suite,
-                                      metrics, plan_trials, publish_report, run_trial_chunk,
-                                      write_manifest)
+from ek_agents_pipeline.tasks import (cached_plan, check_errors, collect_episodes, cost, gate,
+                                      grade, ingest_bridge, ingest_tasks, load_prices,
+                                      load_suite, metrics, plan_trials, publish_report,
+                                      run_trial_chunk, write_manifest)
 
 from .context import evaluate_run_name, rename_flow_run, run_context, run_parameters, scheduled_seed
 from .outcome import fails_as_state
-from .runners import make_task_runner
+from .runners import as_data, make_task_runner
 from .sequential import sequential_trials_flow
 
 #: A flow run that has not finished after this long is failed (TimedOut) by Prefect.
@@ -43,10 +43,9 @@ def run_trials_flow(request: TrialRequest) -> StageRef:
     log.info("run %s: reused %d stored episodes (from run %s), running %d trials in %d chunks",
              request.run_id, plan.reused, plan.reused_from,
              sum(len(c.pairs) for c in plan.chunks), len(plan.chunks))
-    chunks = run_trial_chunk.map(plan.chunks)
-    for chunk in chunks:
-        chunk.result()  # raises the chunk's own error: the flow fails with it
-    return collect_episodes(plan, wait_for=chunks)
+    chunks = [run_trial_chunk.submit(as_data(chunk)) for chunk in plan.chunks]
+    ran = [chunk.result() for chunk in chunks]  # raises a chunk's own error: the flow fails with it
+    return collect_episodes(as_data(plan), as_data(ran))
 
 
 @flow(name="evaluate-agent", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=4),
@@ -74,6 +73,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     the run's manifest records provenance, parameters, digests, results and the
     verdict against ``baseline``. A regression fails the flow run (GateFailed); so does a
     baseline the gate refuses (IncomparableRuns), after the manifest is written.
+    ``max_concurrency`` bounds the agent calls in flight in the whole run: the chunks that
+    run at once (``max_workers``, at most ``max_concurrency``) share it.
 
     Identity: the run's episodes are reused (from the stage cache, or this run id's stored
     trials) only under the same fingerprint -- agent, code, declared ``ek_config``, suite,
@@ -127,24 +128,30 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
     else:
         tasks = load_suite(st, run_id, suite)
         run = RunProvenance(seed, temperature, model, simulator, tasks.version, scaffold).to_dict()
-        runner = make_task_runner(task_runner, max_workers=max_workers, dask_address=dask_address)
+        workers = pipeline_support.chunk_workers(max_workers, max_concurrency)
+        runner = make_task_runner(task_runner, max_workers=workers, dask_address=dask_address)
         request = TrialRequest(
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
-            chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
-            retries=retries, refresh=refresh, retry_errored=retry_errored)
+            chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
+            timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)
+        elif (hit := cached_plan(request)) is not None:  # same inputs ran before: no sub-flow
+            get_run_logger().info("run %s: reused all %d episodes from run %s (same fingerprint); "
+                                  "no agent call", run_id, hit.reused, hit.reused_from)
+            episodes = hit.episodes
         else:
             episodes = run_trials_flow.with_options(task_runner=runner)(request)
     price_list = load_prices(st, run_id, prices)
-    graded = grade(st, run_id, episodes, tasks, check)
+    graded = grade(st, run_id, as_data(episodes), tasks, check)
     reliability = metrics(st, run_id, graded, tasks, k, seed, run)
     report = cost(st, run_id, graded, reliability, price_list, seed)
     verdict = decided or gate(st, run_id, report, baseline, tolerance, cost_tolerance)
     manifest = write_manifest(
         st, run_id,
-        refs={"tasks": tasks, "prices": price_list, "episodes": episodes, "graded": graded,
+        refs={"tasks": tasks, "prices": price_list, "episodes": as_data(episodes),
+              "graded": graded,
               "metrics": reliability, "report": report, "gate": verdict},
         inputs=RunInputs(k=k, seed=seed, check=check, run=run, tolerance=tolerance,
                          cost_tolerance=cost_tolerance),

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from prefect.context import FlowRunContext
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from ek_agents.errors import InvalidInput, MissingDependency, UnknownName, did_you_mean
 
@@ -37,3 +39,14 @@ def make_task_runner(kind: str = "threads", *, max_workers: int = 4,
         return DaskTaskRunner(address=dask_address)
     return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": max_workers,
                                           "processes": False, "dashboard_address": None})
+
+
+def as_data(value: Any) -> Any:
+    """A task argument that is data, not a place to look for futures: ``quote(value)`` on the
+    threads runner, so Prefect does not walk it item by item (a chunk's thousand pairs, the
+    chunks' stored trials: seconds at 20,000 trials); as is on any other runner (Dask unpacks
+    the annotation into a plain tuple)."""
+    ctx = FlowRunContext.get()
+    if ctx is not None and isinstance(ctx.task_runner, ThreadPoolTaskRunner):
+        return quote(value)
+    return value

@@ -6,17 +6,22 @@ call that stores every episode as it finishes, so a killed run resumes where it 
 Prefect retry of a chunk re-runs only its missing trials). The episodes are cached on the
 digest of everything that decides them: a second identical run makes no agent call at all.
 Each task takes one typed request (``TrialRequest``, ``TrialChunk``, ``TrialPlan``), so the
-chunks fan out with ``run_trial_chunk.map(plan.chunks)``.
+chunks fan out with ``run_trial_chunk.map(plan.chunks)``; each returns what it stored
+(``ChunkResult``: keys, digests, bytes), which ``collect_episodes`` assembles into the run's
+episodes document without listing or re-reading the run's folder.
 """
 from __future__ import annotations
 
 from typing import Optional
 
+from collections.abc import Sequence
+
 from prefect import task
+from prefect.runtime import task_run
 
 from ek_agents import pipeline_support
-from ek_agents.pipeline_support import TrialChunk, TrialPlan, TrialRequest
-from ek_agents.record import StageRef
+from ek_agents.pipeline_support import ChunkResult, TrialChunk, TrialPlan, TrialRequest
+from ek_agents.record import EpisodesRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
@@ -28,17 +33,25 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     return pipeline_support.plan_trials(request)
 
 
+@task(name="cached-episodes", **TASK_DEFAULTS, **IO_RETRIES)
+def cached_plan(request: TrialRequest) -> Optional[TrialPlan]:
+    """``pipeline_support.cached_plan``: the cached episodes when the same inputs ran before."""
+    return pipeline_support.cached_plan(request)
+
+
 @task(name="run-trial-chunk", task_run_name="trials-{chunk.request.run_id}-{chunk.index}",
       **TASK_DEFAULTS, **IO_RETRIES)
-def run_trial_chunk(chunk: TrialChunk) -> int:
-    """``pipeline_support.run_trial_chunk``: run (or resume) one chunk; its episode count."""
-    return pipeline_support.run_trial_chunk(chunk)
+def run_trial_chunk(chunk: TrialChunk) -> ChunkResult:
+    """``pipeline_support.run_trial_chunk``: run one chunk; what it stored. A retry of the
+    task (an earlier attempt may have stored some trials) resumes: only its missing trials run."""
+    return pipeline_support.run_trial_chunk(chunk, resume=task_run.run_count > 1)
 
 
 @task(name="collect-episodes", **TASK_DEFAULTS, **IO_RETRIES)
-def collect_episodes(plan: TrialPlan) -> StageRef:
-    """``pipeline_support.collect_episodes``: every stored trial -> the run's episodes document."""
-    return pipeline_support.collect_episodes(plan)
+def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> EpisodesRef:
+    """``pipeline_support.collect_episodes``: the chunks' trials (and any kept from an earlier
+    attempt of the run) -> the run's episodes document."""
+    return pipeline_support.collect_episodes(plan, chunks)
 
 
 @task(name="check-errors", **TASK_DEFAULTS, **IO_RETRIES)

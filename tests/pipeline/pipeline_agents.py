@@ -45,3 +45,22 @@ def outage_agent(task, *, seed: int) -> Episode:
 
         raise TransientAgentError(f"HTTP 503 from the endpoint (task {task.task_id})")
     return _answer(task, seed, 0.7)
+
+
+#: Agent calls in flight now, and the most seen at once, across every thread (:func:`inflight_agent`).
+INFLIGHT = {"now": 0, "max": 0}
+
+
+async def inflight_agent(task, *, seed: int) -> str:
+    """Counts how many of its calls are in flight at once (threads and event loops alike)."""
+    import asyncio
+
+    with _LOCK:
+        INFLIGHT["now"] += 1
+        INFLIGHT["max"] = max(INFLIGHT["max"], INFLIGHT["now"])
+    try:
+        await asyncio.sleep(0.01)
+        return task.input.upper()
+    finally:
+        with _LOCK:
+            INFLIGHT["now"] -= 1

@@ -251,3 +251,16 @@ def test_ingest_tau_bench_and_message_logs(tmp_path, kind):
         rates = json.loads(Path(PRICES).read_text())["gpt-4o-mini-2024-07-18"]
         expect = 2 * (100 + 101 + 102) * rates["input_cost_per_token"] + 60 * rates["output_cost_per_token"]
         assert man["results"]["total_dollars"] == pytest.approx(expect, rel=1e-12)
+
+
+def test_the_flow_never_has_more_agent_calls_in_flight_than_max_concurrency(tmp_path, suite):
+    """Chunks run on several workers at once; they share max_concurrency, not each take it."""
+    from ek_agents_pipeline.flows import evaluate_agent
+    from tests.pipeline import pipeline_agents
+
+    pipeline_agents.INFLIGHT.update(now=0, max=0)
+    out = evaluate_agent(suite=suite, agent="tests.pipeline.pipeline_agents:inflight_agent", k=4,
+                         store=str(tmp_path / "store"), run_id="r", chunk_size=3,
+                         max_concurrency=3, max_workers=4)
+    assert out["results"]["n_trials"] == 24
+    assert 1 <= pipeline_agents.INFLIGHT["max"] <= 3
