@@ -179,9 +179,8 @@ def run_trials(request: TrialRequest, *, log: Log = _default_log) -> StageRef:
         f"{plan.reused_from}), running {sum(len(c.pairs) for c in plan.chunks)} trials in "
         f"{len(plan.chunks)} chunks, in this process")
     plan = _as_one_chunk(plan)
-    for chunk in plan.chunks:
-        pipeline_support.run_trial_chunk(chunk)
-    return pipeline_support.collect_episodes(plan)
+    ran = [pipeline_support.run_trial_chunk(chunk) for chunk in plan.chunks]
+    return pipeline_support.collect_episodes(plan, ran)
 
 
 def _as_one_chunk(plan: TrialPlan) -> TrialPlan:
