@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Callable, Iterable, Optional
 
 from .argmatch import ANY, OMITTED, AnyOf, CallComparer, standardize_string
@@ -267,7 +269,14 @@ class PairViews:
 
 
 def _read_calls(items: Sequence) -> list:
-    """:func:`as_calls` of each item, once per distinct object (a task's gold repeats over trials)."""
+    """:func:`as_calls` of each item, once per distinct object (a task's gold repeats over trials).
+    Lists that already hold only ``(str, args)`` tuples are returned as they are (checked in C)."""
+    items = items if type(items) is list else list(items)
+    if set(map(type, items)) <= {list}:
+        calls = list(chain.from_iterable(items))
+        if not calls or (set(map(type, calls)) == {tuple} and set(map(len, calls)) == {2}
+                         and set(map(type, map(itemgetter(0), calls))) == {str}):
+            return items
     seen: dict = {}
     out = []
     for x in items:
