@@ -31,10 +31,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from itertools import chain
 from collections.abc import Mapping, Set
+from itertools import chain
 from typing import Any, Callable, Optional
-
 
 from .core import GraphGrammar
 from .errors import InvalidInput
