@@ -331,11 +331,19 @@ class CallComparer:
 
     def pred(self, call: tuple) -> _PredView:
         """Prepare a predicted call (cached by content while repeats are common)."""
-        return self._cached(call, self._preds, self._pred_stats, self._pred)
+        return self._cached((call,), self._preds, self._pred_stats, self._pred)[0]
 
     def gold(self, call: tuple) -> _GoldView:
         """Prepare a gold call (its arguments may hold AnyOf / OMITTED / ANY); cached likewise."""
-        return self._cached(call, self._golds, self._gold_stats, self._gold)
+        return self._cached((call,), self._golds, self._gold_stats, self._gold)[0]
+
+    def preds(self, calls: Any) -> list:
+        """``[self.pred(c) for c in calls]``, in one loop (what a per-episode score uses)."""
+        return self._cached(calls, self._preds, self._pred_stats, self._pred)
+
+    def golds(self, calls: Any) -> list:
+        """``[self.gold(c) for c in calls]``, in one loop."""
+        return self._cached(calls, self._golds, self._gold_stats, self._gold)
 
     def prepare(self, lists: Any, *, gold: bool = False) -> tuple[list, list]:
         """Many call lists at once: ``(unique views, index)``, ``index`` giving each call's
@@ -383,25 +391,37 @@ class CallComparer:
         return uniq, index
 
     @staticmethod
-    def _cached(call: tuple, cache: dict, stats: list, make: Callable[[tuple], Any]) -> Any:
-        if stats[0] >= _CACHE_PROBE and stats[1] * 5 < stats[0]:
-            stats[2] += 1  # under 20% repeats: caching costs more than it saves; probe again later
-            if stats[2] > 25 * _CACHE_PROBE:
-                stats[:] = [0, 0, 0]
-            return make(call)
-        sig = signature(call)
-        if sig is None:
-            return make(call)
-        stats[0] += 1
-        view = cache.get(sig)
-        if view is None:
-            if len(cache) > _CACHE_SIZE:
-                cache.clear()
-                stats[0] = stats[1] = 0
-            view = cache[sig] = make(call)
-        else:
-            stats[1] += 1
-        return view
+    def _cached(calls: Any, cache: dict, stats: list, make: Callable[[tuple], Any]) -> list:
+        """The views of ``calls``, each looked up by its :func:`signature` (inline: this loop is
+        the per-call cost of scoring an episode) while repeats are common enough."""
+        out = []
+        for call in calls:
+            if stats[0] >= _CACHE_PROBE and stats[1] * 5 < stats[0]:
+                stats[2] += 1  # under 20% repeats: caching costs more than it saves; probe again later
+                if stats[2] > 25 * _CACHE_PROBE:
+                    stats[:] = [0, 0, 0]
+                out.append(make(call))
+                continue
+            args = call[1]
+            if type(args) is not dict:
+                out.append(make(call))
+                continue
+            types = tuple(map(type, args.values()))
+            if not _SCALARS.issuperset(types):
+                out.append(make(call))
+                continue
+            sig = (call[0], tuple(args.items()), types)
+            stats[0] += 1
+            view = cache.get(sig)
+            if view is None:
+                if len(cache) > _CACHE_SIZE:
+                    cache.clear()
+                    stats[0] = stats[1] = 0
+                view = cache[sig] = make(call)
+            else:
+                stats[1] += 1
+            out.append(view)
+        return out
 
     def _pred(self, call: tuple) -> _PredView:
         tool = call[0]

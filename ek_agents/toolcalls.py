@@ -197,7 +197,7 @@ def match_calls(pred: Any, gold: Any, *, canon: Optional[Callable[[str], Any]] =
     """
     P, G = as_calls(pred), as_calls(gold)
     cmp = CallComparer(grammar, canon)
-    pairs, up, ug = _Matcher(cmp, [cmp.pred(c) for c in P], [cmp.gold(c) for c in G]).run()
+    pairs, up, ug = _Matcher(cmp, cmp.preds(P), cmp.golds(G)).run()
     return [(P[i], G[j]) for i, j in pairs], [P[i] for i in up], [G[j] for j in ug]
 
 
@@ -370,7 +370,7 @@ class ToolCallMetric:
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
         cmp = cached_comparer(self._comparers, call_grammar(gold, grammar, self.grammar), self.canonicalizer)
-        return self._score_views(cmp, [cmp.pred(c) for c in as_calls(pred)], [cmp.gold(c) for c in as_calls(gold)])
+        return self._score_views(cmp, cmp.preds(as_calls(pred)), cmp.golds(as_calls(gold)))
 
     def score_batch(self, preds: Sequence, golds: Sequence, *, grammar: Optional[GraphGrammar] = None,
                     shared: Optional[dict] = None) -> list[Score]:

@@ -194,7 +194,7 @@ def trajectory_distance(pred: Any, gold: Any, *, scheme: str = "in_order",
     if scheme not in SCHEMES:
         raise UnknownName(f"unknown trajectory scheme {scheme!r}{did_you_mean(str(scheme), SCHEMES)} (one of {SCHEMES})")
     cmp = comparer if comparer is not None else CallComparer(grammar, canonicalizer)
-    return _pair_distance(cmp, scheme, [cmp.pred(c) for c in as_calls(pred)], [cmp.gold(c) for c in as_calls(gold)])
+    return _pair_distance(cmp, scheme, cmp.preds(as_calls(pred)), cmp.golds(as_calls(gold)))
 
 
 def _pair_distance(cmp: CallComparer, scheme: str, pv: list, gv: list) -> tuple[float, float]:
