@@ -409,7 +409,7 @@ def _in_order_uniform(cmp: CallComparer, views: PairViews) -> Optional[list[tupl
         p_cls.append(keyed.setdefault(v.key, len(keyed)) if not v.own_errors else -1)
     for v in ug:
         g_cls.append(keyed.setdefault(v.key, len(keyed)) if v.key is not None else -1)
-    if own + len(keyed) >= 0xD800:  # one character per class (below the surrogates)
+    if 2 * own > 0xD800:  # one character per class, the largest 2 * own - 1 (below the surrogates)
         return None
     p_chr = [chr(own + i if c < 0 else c) for i, c in enumerate(p_cls)]
     g_chr = [chr(own + len(up) + i if c < 0 else c) for i, c in enumerate(g_cls)]
