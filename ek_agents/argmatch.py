@@ -32,6 +32,7 @@ import itertools
 import math
 import re
 from collections.abc import Mapping, Set
+from itertools import chain
 from typing import Any, Callable, Optional
 
 from .core import GraphGrammar
@@ -272,18 +273,18 @@ _CACHE_PROBE = 2_000
 
 
 def signature(call: tuple) -> Any:
-    """A hashable, type-exact signature of a call (None when an argument is unhashable): the
-    tool, the argument items and their types (``1``, ``1.0`` and ``True`` are equal in Python,
-    not under the typed rules), built in C."""
+    """A hashable, type-exact signature of a call (None when an argument is not a plain scalar):
+    the tool, the argument items and their types (``1``, ``1.0`` and ``True`` are equal in
+    Python, not under the typed rules), built in C. Only ``str``/``int``/``float``/``bool``/
+    ``None`` values qualify: a tuple ``(1,)`` equals ``(1.0,)`` and hashes alike, but an
+    ``integer`` array tells them apart."""
     args = call[1]
     if type(args) is not dict:
         return None
-    sig = (call[0], tuple(args.items()), tuple(map(type, args.values())))
-    try:
-        hash(sig)
-    except TypeError:
+    types = tuple(map(type, args.values()))
+    if not _SCALARS.issuperset(types):
         return None
-    return sig
+    return (call[0], tuple(args.items()), types)
 
 
 class CallComparer:
@@ -330,18 +331,26 @@ class CallComparer:
 
     def pred(self, call: tuple) -> _PredView:
         """Prepare a predicted call (cached by content while repeats are common)."""
-        return self._cached(call, self._preds, self._pred_stats, self._pred)
+        return self._cached((call,), self._preds, self._pred_stats, self._pred)[0]
 
     def gold(self, call: tuple) -> _GoldView:
         """Prepare a gold call (its arguments may hold AnyOf / OMITTED / ANY); cached likewise."""
-        return self._cached(call, self._golds, self._gold_stats, self._gold)
+        return self._cached((call,), self._golds, self._gold_stats, self._gold)[0]
+
+    def preds(self, calls: Any) -> list:
+        """``[self.pred(c) for c in calls]``, in one loop (what a per-episode score uses)."""
+        return self._cached(calls, self._preds, self._pred_stats, self._pred)
+
+    def golds(self, calls: Any) -> list:
+        """``[self.gold(c) for c in calls]``, in one loop."""
+        return self._cached(calls, self._golds, self._gold_stats, self._gold)
 
     def prepare(self, lists: Any, *, gold: bool = False) -> tuple[list, list]:
         """Many call lists at once: ``(unique views, index)``, ``index`` giving each call's
         position in ``unique`` (list after list). Each distinct call is prepared once: calls are
-        told apart by a type-exact signature built in C (the tool, the argument items and their
-        types); if some call's arguments are not a hashable dict, every call is prepared on its
-        own (through the comparer's own cache)."""
+        told apart by a type-exact signature (the tool, the argument items and their types; as
+        :func:`signature`); a call whose arguments are not all plain scalars (a tuple ``(1,)``
+        equals ``(1.0,)``), not hashable, or not a dict is prepared on its own."""
         make = self.gold if gold else self.pred
         lists = list(lists)
         rows = {id(r): r for r in lists}  # a list given several times (a task's gold over k trials)
@@ -356,37 +365,63 @@ class CallComparer:
                 a, b = spans[id(row)]
                 index.extend(sub[a:b])
             return uniq, index
-        calls = [c for row in lists for c in row]
+        calls = list(chain.from_iterable(lists))
         memo: dict = {}
-        try:  # signature(c) inline: this comprehension is the per-call cost of a batch
+        try:  # signature(c) inline: this comprehension is the per-call cost of a batch (each key
+            # tuple is dropped at once unless it is new: no garbage for the collector to walk)
             index = [memo.setdefault((c[0], tuple(c[1].items()), tuple(map(type, c[1].values()))), len(memo))
                      for c in calls]
         except (TypeError, AttributeError):  # unhashable values, or arguments that are not a dict
-            return [make(c) for c in calls], list(range(len(calls)))
-        # the first call of each distinct signature (reversed: earlier positions overwrite later)
-        first = dict(zip(reversed(index), range(len(index) - 1, -1, -1)))
-        return [make(calls[first[i]]) for i in range(len(memo))], index
+            index = [i for i, _ in enumerate(calls)]
+            memo = {i: i for i in index}
+            alone = set(index)
+        else:  # a group whose values are not all plain scalars may hold (1,) beside (1.0,): split it
+            alone = {i for k, i in memo.items() if not _SCALARS.issuperset(k[2])}
+        first = dict(zip(reversed(index), range(len(index) - 1, -1, -1)))  # first call of each group
+        uniq = [None if i in alone else make(calls[first[i]]) for i in range(len(memo))]
+        if alone:  # each of their calls on its own (through the comparer's cache, which refuses them too)
+            for n, i in enumerate(index):
+                if i in alone:
+                    index[n] = len(uniq)
+                    uniq.append(make(calls[n]))
+            keep = [i for i, v in enumerate(uniq) if v is not None]
+            renum = {old: new for new, old in enumerate(keep)}
+            uniq = [uniq[i] for i in keep]
+            index = [renum[i] for i in index]
+        return uniq, index
 
     @staticmethod
-    def _cached(call: tuple, cache: dict, stats: list, make: Callable[[tuple], Any]) -> Any:
-        if stats[0] >= _CACHE_PROBE and stats[1] * 5 < stats[0]:
-            stats[2] += 1  # under 20% repeats: caching costs more than it saves; probe again later
-            if stats[2] > 25 * _CACHE_PROBE:
-                stats[:] = [0, 0, 0]
-            return make(call)
-        sig = signature(call)
-        if sig is None:
-            return make(call)
-        stats[0] += 1
-        view = cache.get(sig)
-        if view is None:
-            if len(cache) > _CACHE_SIZE:
-                cache.clear()
-                stats[0] = stats[1] = 0
-            view = cache[sig] = make(call)
-        else:
-            stats[1] += 1
-        return view
+    def _cached(calls: Any, cache: dict, stats: list, make: Callable[[tuple], Any]) -> list:
+        """The views of ``calls``, each looked up by its :func:`signature` (inline: this loop is
+        the per-call cost of scoring an episode) while repeats are common enough."""
+        out = []
+        for call in calls:
+            if stats[0] >= _CACHE_PROBE and stats[1] * 5 < stats[0]:
+                stats[2] += 1  # under 20% repeats: caching costs more than it saves; probe again later
+                if stats[2] > 25 * _CACHE_PROBE:
+                    stats[:] = [0, 0, 0]
+                out.append(make(call))
+                continue
+            args = call[1]
+            if type(args) is not dict:
+                out.append(make(call))
+                continue
+            types = tuple(map(type, args.values()))
+            if not _SCALARS.issuperset(types):
+                out.append(make(call))
+                continue
+            sig = (call[0], tuple(args.items()), types)
+            stats[0] += 1
+            view = cache.get(sig)
+            if view is None:
+                if len(cache) > _CACHE_SIZE:
+                    cache.clear()
+                    stats[0] = stats[1] = 0
+                view = cache[sig] = make(call)
+            else:
+                stats[1] += 1
+            out.append(view)
+        return out
 
     def _pred(self, call: tuple) -> _PredView:
         tool = call[0]

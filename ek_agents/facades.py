@@ -101,8 +101,16 @@ def evaluate(preds: Sequence, golds: Sequence, metrics: Any, *,
     if not table:
         raise InvalidInput("evaluate: no metrics given")
     shared: dict = {}  # prepared calls, built once and shared by the metrics that compare alike
-    return {name: m.aggregate(score_all(m, preds, golds, grammar=grammar, shared=shared))
-            for name, m in table.items()}
+    return {name: _aggregate(m, preds, golds, grammar, shared) for name, m in table.items()}
+
+
+def _aggregate(metric: Any, preds: list, golds: list, grammar: Optional[GraphGrammar], shared: dict) -> float:
+    """``metric.aggregate(score_all(...))``, through the metric's ``aggregate_batch`` when it
+    has one (the same number without a Score per item)."""
+    batch = getattr(metric, "aggregate_batch", None)
+    if callable(batch):
+        return batch(preds, golds, grammar=grammar, shared=shared)
+    return metric.aggregate(score_all(metric, preds, golds, grammar=grammar, shared=shared))
 
 
 def score_all(metric: Any, preds: Sequence, golds: Sequence, *, grammar: Optional[GraphGrammar] = None,

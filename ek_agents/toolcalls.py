@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Callable, Iterable, Optional
 
 from .argmatch import ANY, OMITTED, AnyOf, CallComparer, standardize_string
@@ -195,7 +197,7 @@ def match_calls(pred: Any, gold: Any, *, canon: Optional[Callable[[str], Any]] =
     """
     P, G = as_calls(pred), as_calls(gold)
     cmp = CallComparer(grammar, canon)
-    pairs, up, ug = _Matcher(cmp, [cmp.pred(c) for c in P], [cmp.gold(c) for c in G]).run()
+    pairs, up, ug = _Matcher(cmp, cmp.preds(P), cmp.golds(G)).run()
     return [(P[i], G[j]) for i, j in pairs], [P[i] for i in up], [G[j] for j in ug]
 
 
@@ -267,7 +269,14 @@ class PairViews:
 
 
 def _read_calls(items: Sequence) -> list:
-    """:func:`as_calls` of each item, once per distinct object (a task's gold repeats over trials)."""
+    """:func:`as_calls` of each item, once per distinct object (a task's gold repeats over trials).
+    Lists that already hold only ``(str, args)`` tuples are returned as they are (checked in C)."""
+    items = items if type(items) is list else list(items)
+    if set(map(type, items)) <= {list}:
+        calls = list(chain.from_iterable(items))
+        if not calls or (set(map(type, calls)) == {tuple} and set(map(len, calls)) == {2}
+                         and set(map(type, map(itemgetter(0), calls))) == {str}):
+            return items
     seen: dict = {}
     out = []
     for x in items:
@@ -361,7 +370,7 @@ class ToolCallMetric:
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
         cmp = cached_comparer(self._comparers, call_grammar(gold, grammar, self.grammar), self.canonicalizer)
-        return self._score_views(cmp, [cmp.pred(c) for c in as_calls(pred)], [cmp.gold(c) for c in as_calls(gold)])
+        return self._score_views(cmp, cmp.preds(as_calls(pred)), cmp.golds(as_calls(gold)))
 
     def score_batch(self, preds: Sequence, golds: Sequence, *, grammar: Optional[GraphGrammar] = None,
                     shared: Optional[dict] = None) -> list[Score]:

@@ -41,7 +41,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any, Callable, Optional
+
+from rapidfuzz.distance import Levenshtein, Postfix, Prefix
+from rapidfuzz.process import cpdist
 
 from .argmatch import CallComparer
 from .assignment import min_cost_assignment
@@ -190,7 +194,7 @@ def trajectory_distance(pred: Any, gold: Any, *, scheme: str = "in_order",
     if scheme not in SCHEMES:
         raise UnknownName(f"unknown trajectory scheme {scheme!r}{did_you_mean(str(scheme), SCHEMES)} (one of {SCHEMES})")
     cmp = comparer if comparer is not None else CallComparer(grammar, canonicalizer)
-    return _pair_distance(cmp, scheme, [cmp.pred(c) for c in as_calls(pred)], [cmp.gold(c) for c in as_calls(gold)])
+    return _pair_distance(cmp, scheme, cmp.preds(as_calls(pred)), cmp.golds(as_calls(gold)))
 
 
 def _pair_distance(cmp: CallComparer, scheme: str, pv: list, gv: list) -> tuple[float, float]:
@@ -374,6 +378,66 @@ def _in_order_batch(cmp: CallComparer, views: PairViews) -> list[tuple[float, fl
     return list(zip(raw.tolist(), mx))
 
 
+def _spans(flat: str, lens: list) -> list:
+    """``flat`` cut into consecutive pieces of lengths ``lens``."""
+    ends = list(accumulate(lens))
+    return [flat[a:b] for a, b in zip([0] + ends, ends)]
+
+
+def _in_order_uniform(cmp: CallComparer, views: PairViews) -> Optional[list[tuple[float, float]]]:
+    """:func:`_in_order_batch` when every call weighs the same ``w`` (None otherwise), mostly in
+    rapidfuzz's C++ Levenshtein.
+
+    Each call becomes one character: its *exact class* (equal classes <=> an exact match of two
+    plain calls; a call with own errors or a gold with markers is a class of its own) and,
+    separately, its tool. Every step of an alignment costs ``w`` (a gap, another tool) or at
+    most ``w`` (the same tool, wrong arguments), and 0 for an exact match, so ``w *``
+    Levenshtein(tools) <= distance <= ``w *`` Levenshtein(classes). Where the two bounds meet,
+    that is the distance (the single-pair DP finds the same optimum); the other pairs run the
+    single-pair DP :func:`_in_order` on their calls, less the common prefix and suffix of equal
+    classes (exact matches, which the DP trims anyway). The normalizer is ``w * max(len)``."""
+    up, ug = views.pred_unique, views.gold_unique
+    ws = {v.weight for v in up} | {v.weight for v in ug}
+    if len(ws) > 1:
+        return None
+    w = float(ws.pop()) if ws else 1.0
+    keyed: dict = {}
+    tools: dict = {}
+    own = len(up) + len(ug)  # classes of their own, numbered after every shared class
+    p_cls, g_cls = [], []
+    for v in up:
+        p_cls.append(keyed.setdefault(v.key, len(keyed)) if not v.own_errors else -1)
+    for v in ug:
+        g_cls.append(keyed.setdefault(v.key, len(keyed)) if v.key is not None else -1)
+    if 2 * own > 0xD800:  # one character per class, the largest 2 * own - 1 (below the surrogates)
+        return None
+    p_chr = [chr(own + i if c < 0 else c) for i, c in enumerate(p_cls)]
+    g_chr = [chr(own + len(up) + i if c < 0 else c) for i, c in enumerate(g_cls)]
+    p_tool = [chr(tools.setdefault(v.tool, len(tools))) for v in up]
+    g_tool = [chr(tools.setdefault(v.tool, len(tools))) for v in ug]
+    pi, gi = views.pred_index, views.gold_index
+    plens, glens = views.pred_lens, views.gold_lens
+    pc = _spans("".join(map(p_chr.__getitem__, pi)), plens)
+    gc = _spans("".join(map(g_chr.__getitem__, gi)), glens)
+    pt = _spans("".join(map(p_tool.__getitem__, pi)), plens)
+    gt = _spans("".join(map(g_tool.__getitem__, gi)), glens)
+    upper = cpdist(pc, gc, scorer=Levenshtein.distance).tolist()
+    lower = cpdist(pt, gt, scorer=Levenshtein.distance).tolist()
+    raw = [w * u for u in upper]
+    rest = [b for b, (lo, hi) in enumerate(zip(lower, upper)) if lo != hi]
+    if rest:
+        pstart = [0, *accumulate(plens)]
+        gstart = [0, *accumulate(glens)]
+        for b in rest:
+            p, g = pc[b], gc[b]
+            lo = Prefix.similarity(p, g)  # equal classes are exact matches: trimmed as _in_order would
+            hi = Postfix.similarity(p[lo:], g[lo:])
+            pv = [up[i] for i in pi[pstart[b] + lo:pstart[b + 1] - hi]]
+            gv = [ug[j] for j in gi[gstart[b] + lo:gstart[b + 1] - hi]]
+            raw[b] = _in_order(cmp, pv, gv)
+    return [(r, w * (a if a >= b else b)) for r, a, b in zip(raw, plens, glens)]
+
+
 def trajectory_distances(preds: Sequence, golds: Sequence, *, scheme: str = "in_order",
                          grammar: Optional[GraphGrammar] = None,
                          canonicalizer: Optional[Callable[[str], Any]] = None,
@@ -396,7 +460,8 @@ def trajectory_distances(preds: Sequence, golds: Sequence, *, scheme: str = "in_
     cmp = comparer if comparer is not None else CallComparer(grammar, canonicalizer)
     views = pair_views(cmp, preds, golds, shared)
     if scheme == "in_order" and preds:
-        return _in_order_batch(cmp, views)
+        fast = _in_order_uniform(cmp, views)
+        return fast if fast is not None else _in_order_batch(cmp, views)
     return [_pair_distance(cmp, scheme, pv, gv) for pv, gv in zip(views.pred, views.gold)]
 
 
@@ -445,6 +510,23 @@ class TrajectoryMetric:
         cmp = cached_comparer(self._comparers, g, self.canonicalizer)
         return [self._score(raw, mx) for raw, mx in
                 trajectory_distances(preds, golds, scheme=self.scheme, comparer=cmp, shared=shared)]
+
+    def aggregate_batch(self, preds: Sequence, golds: Sequence, *, grammar: Optional[GraphGrammar] = None,
+                        shared: Optional[dict] = None) -> float:
+        """``self.aggregate(self.score_batch(preds, golds))`` without a Score per pair (what
+        :func:`~ek_agents.evaluate` uses): total raw distance / total maximum distance.
+
+        >>> TrajectoryMetric().aggregate_batch([["a", "b"], ["a"]], [["a", "c"], ["a"]])
+        0.3333333333333333
+        """
+        golds = golds if type(golds) is list else list(golds)
+        one, g = batch_grammar(golds, grammar, self.grammar)
+        if not one or not golds:
+            return self.aggregate(self.score_batch(preds, golds, grammar=grammar, shared=shared))
+        cmp = cached_comparer(self._comparers, g, self.canonicalizer)
+        pairs = trajectory_distances(preds, golds, scheme=self.scheme, comparer=cmp, shared=shared)
+        raw, mx = math.fsum(r for r, _ in pairs), math.fsum(m for _, m in pairs)
+        return 0.0 if mx == 0 else min(1.0, raw / mx)
 
     def _score(self, raw: float, mx: float) -> Score:
         value = 0.0 if mx == 0 else min(1.0, max(0.0, raw / mx))

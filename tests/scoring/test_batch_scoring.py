@@ -158,3 +158,47 @@ def test_a_gold_given_for_several_trials_is_prepared_once_and_scored_alike():
     assert [s.detail for s in m.score_batch(preds, golds)] == [m.score(p, gold).detail for p in preds]
     uniq, index = CallComparer().prepare(golds, gold=True)
     assert len(uniq) == 2 and index == [0, 1, 0, 1, 0, 1]
+
+
+def test_a_tuple_of_1_is_not_a_tuple_of_1_0_for_an_integer_array():
+    """``(1,) == (1.0,)`` and they hash alike, but an ``integer`` array refuses 1.0: neither the
+    per-call cache nor the batch may let one stand for the other, in either order."""
+    grammar = tool_grammar(ToolSpec("f", {"xs": FieldSpec("xs", "array", items="integer")}))
+    gold = [("f", {"xs": (1,)})]
+    for first, second in (((1,), (1.0,)), ((1.0,), (1,))):
+        m = TrajectoryMetric(grammar=grammar)
+        single = [m.score([("f", {"xs": v})], gold).detail["distance"] for v in (first, second)]
+        batch = [s.detail["distance"] for s in TrajectoryMetric(grammar=grammar).score_batch(
+            [[("f", {"xs": first})], [("f", {"xs": second})]], [gold, gold])]
+        assert single == batch
+        assert sorted(single)[0] == 0.0 and sorted(single)[1] > 0.0
+
+
+odd = st.sampled_from([float("nan"), float("inf"), None, (1,), (1.0,), [1], frozenset({1}), b"x", 10**30, -0.0, 0.0])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pairs(), st.sampled_from([None, "uniform", "weighted"]), st.data())
+def test_in_order_fast_path_equals_the_general_dp(ps, which, data):
+    """The uniform-weight path (rapidfuzz bounds, the single-pair DP where they differ) and the
+    vectorised DP give the single-pair numbers, with argument-level substitution costs, weights,
+    odd or unhashable values (NaN, tuples, lists, bytes, huge ints) and empty trajectories."""
+    from ek_agents.trajectory import _in_order_batch, _in_order_uniform
+
+    uniform = tool_grammar(ToolSpec("search", {"q": FieldSpec("q", "string", required=True)}))
+    grammar = {None: None, "uniform": uniform, "weighted": GRAMMAR}[which]
+    extra = data.draw(st.lists(st.tuples(st.lists(st.tuples(st.sampled_from(TOOLS), st.dictionaries(
+        st.sampled_from(["q", "n", "x"]), odd, max_size=2)), max_size=4), st.booleans()), max_size=4))
+    ps = ps + [(p, p if same else []) for p, same in extra] + [([], [])]
+    preds, golds = [p for p, _ in ps], [g for _, g in ps]
+    cmp = CallComparer(grammar)
+    views = pair_views(cmp, preds, golds)
+    single = [trajectory_distance(p, g, grammar=grammar) for p, g in ps]
+    fast = _in_order_uniform(cmp, views)
+    if which != "weighted":
+        assert fast is not None  # every call weighs 1: the rapidfuzz path runs
+    for got in (fast, _in_order_batch(CallComparer(grammar), pair_views(CallComparer(grammar), preds, golds))):
+        if got is None:
+            continue
+        for (r1, m1), (r2, m2) in zip(got, single):
+            assert (close(r1, r2) or (math.isnan(r1) and math.isnan(r2))) and close(m1, m2), (r1, r2, m1, m2)
