@@ -6,11 +6,32 @@ command; a missing file raises :class:`~ek_agents.errors.ArtifactNotFound`.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a reader parses a log and builds its episodes.
+
+    Both make millions of containers and no reference cycles: every collection the allocations
+    would trigger walks the whole parsed log for nothing (more than half of a 50 MB Inspect
+    log's ingest time, measured). Reference counting still frees what is dropped; the
+    collector is switched back on (if it was on) when the reader returns or raises.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def url_of(path_or_url: Any) -> str:

@@ -30,7 +30,7 @@ from ..core import Provenance
 from ..errors import BridgeError, did_you_mean
 from ._access import as_seconds, list_at, mapping_at, plain
 from ._evalzip import EvalZip
-from ._io import loads, read_bytes, url_of
+from ._io import gc_paused, loads, read_bytes, url_of
 from .messages import content_text, parse_transcript
 from .usage import cost_from_usage, cost_minus
 
@@ -263,6 +263,7 @@ def from_inspect_sample(sample: Any, *, task_id: Any = "", scorer: Optional[str]
     return _episode(sample, None, task_id=task_id, scorer=scorer, role=role, grader_roles=grader_roles)
 
 
+@gc_paused()
 def read_inspect_log(path_or_url: Any, *, scorer: Optional[str] = None, role: Optional[str] = None,
                      grader_roles: tuple = GRADER_ROLES) -> list[Episode]:
     """Read an Inspect AI log (``.eval`` or ``.json``, any fsspec URL) into Episodes.

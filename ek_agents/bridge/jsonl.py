@@ -20,7 +20,7 @@ from ..core import Provenance
 from ..errors import BridgeError
 from ..parsing import parse_json
 from ._access import as_seconds
-from ._io import read_lines, url_of
+from ._io import gc_paused, read_lines, url_of
 from .messages import episode_from_messages
 
 __all__ = ["read_messages_jsonl"]
@@ -29,6 +29,7 @@ _KNOWN = {"task_id", "messages", "usage", "output", "final_state", "success", "m
           "latency_s", "meta"}
 
 
+@gc_paused()
 def read_messages_jsonl(path_or_url: Any) -> list[Episode]:
     """Read a JSONL file of ``{"task_id", "messages", ...}`` records into Episodes (file order)."""
     url = url_of(path_or_url)

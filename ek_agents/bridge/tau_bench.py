@@ -26,7 +26,7 @@ from ..errors import BridgeError, EkAgentsError, InvalidInput
 from ..errors import ArtifactNotFound
 from ..store import Store
 from ._access import as_seconds, mapping_at
-from ._io import loads, read_json, url_of
+from ._io import gc_paused, loads, read_json, url_of
 from .messages import episode_from_messages
 
 __all__ = ["read_tau_bench_results", "tau_success"]
@@ -45,6 +45,7 @@ def tau_success(reward: Any) -> bool:
     return isinstance(reward, (int, float)) and not isinstance(reward, bool) and 1 - 1e-6 <= reward <= 1 + 1e-6
 
 
+@gc_paused()
 def read_tau_bench_results(path_or_url: Any, *, run: Optional[RunProvenance] = None,
                            exclude: tuple = ("infrastructure_error",)) -> list[Episode]:
     """Read tau-bench (v1 list) or tau2-bench (``Results``) output into Episodes.
