@@ -120,7 +120,7 @@ def _json_loads(text: str, nonfinite: str) -> Any:
 
 def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: str = "reject",
                max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES,
-               lone_surrogates: str = "reject") -> Any:
+               lone_surrogates: str = "reject", fast: bool = True) -> Any:
     """One JSON document from ``data`` (bytes or str), bounded; ``error`` (an
     :class:`~ek_agents.errors.EkAgentsError` class) on anything wrong, naming ``where``.
 
@@ -130,11 +130,12 @@ def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: 
 
     Most documents are read by orjson (:func:`_fast_loads`: the same value, several times
     faster); every document with something to refuse takes the strict path below, which alone
-    words the errors.
+    words the errors. ``fast=False`` takes the strict path for every document (what the fast
+    path is tested against).
     """
     if nonfinite not in ("allow", "reject"):
         raise InvalidInput(f"nonfinite must be 'allow' or 'reject', got {nonfinite!r}")
-    raw = _fast_input(data, max_bytes)
+    raw = _fast_input(data, max_bytes) if fast else None
     if raw is not None:
         ok, doc = _fast_loads(raw, max_depth)
         if ok:
