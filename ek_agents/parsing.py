@@ -227,6 +227,9 @@ def _may_hold_big_int(raw: bytes) -> bool:
     n = len(raw)
     if n < 19:
         return False
+    if n <= _CHUNK:
+        nums = (b" " + raw).translate(_NUMBERS)
+        return _BIG_POSITIVE in nums or _BIG_NEGATIVE in nums
     for start in range(0, n, _CHUNK):  # each chunk with the 20 bytes before it (a run across
         # the cut); the document's first byte counts as preceded by a space
         nums = ((raw[start - 20:start] if start else b" ") + raw[start:start + _CHUNK]).translate(_NUMBERS)
@@ -238,12 +241,13 @@ def _may_hold_big_int(raw: bytes) -> bool:
 def _fast_loads(raw: bytes, max_depth: int) -> tuple[bool, Any]:
     """``(True, document)`` when orjson reads ``raw`` to what the strict path would return,
     else ``(False, None)``."""
-    orjson = _orjson()
+    orjson = _ORJSON or _orjson()
     if not _ORJSON_DEPTH or _may_hold_big_int(raw):
         return False, None
     wrap = 0
-    if max_depth < _ORJSON_DEPTH and (len(raw) > _SMALL or raw.count(b"[") + raw.count(b"{") > max_depth):
-        wrap = _ORJSON_DEPTH - max_depth
+    if max_depth < _ORJSON_DEPTH and len(raw) > 2 * max_depth and (
+            len(raw) > _SMALL or raw.count(b"[") + raw.count(b"{") > max_depth):
+        wrap = _ORJSON_DEPTH - max_depth  # (a depth of d takes 2d bytes)
     try:
         doc = orjson.loads(b"[" * wrap + raw + b"]" * wrap if wrap else raw)
     except ValueError:  # orjson.JSONDecodeError

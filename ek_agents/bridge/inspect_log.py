@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..base import Cost, Episode, RunProvenance
-from ..core import Provenance
+from ..core import Provenance, construct
 from ..errors import BridgeError, did_you_mean
 from ._access import as_seconds, list_at, mapping_at, plain
 from ._evalzip import EvalZip
@@ -202,7 +202,7 @@ def _episode(sample: Any, run: Optional[RunProvenance], *, task_id: Any = "", sc
     messages = s.get("messages")
     if messages is None:
         raise BridgeError(f"{where} has no 'messages' list (keys: {sorted(s)[:12]}); is this an EvalSample?")
-    tr = parse_transcript(messages)
+    tr = parse_transcript(messages, from_json=parsed)
     epoch = s.get("epoch") if isinstance(s.get("epoch"), int) else 1
     meta: dict = {"epoch": epoch, "trial": epoch - 1, "sample_id": s.get("id")}
     cost, usage_meta = _cost(s, role, grader_roles, where, known_roles)
@@ -238,8 +238,8 @@ def _episode(sample: Any, run: Optional[RunProvenance], *, task_id: Any = "", sc
     if run is not None and run.model:
         meta["model"] = run.model
     tid = task_id if task_id not in ("", None) else s.get("id")
-    return Episode(task_id=str(tid), trajectory=tr.trajectory, output=_output(s, tr.final_text),
-                   cost=cost, success=success, run=run, provenance=provenance, meta=meta)
+    return construct(Episode, task_id=str(tid), trajectory=tr.trajectory, output=_output(s, tr.final_text),
+                     cost=cost, success=success, run=run, provenance=provenance, meta=meta)  # all made here
 
 
 def from_inspect_sample(sample: Any, *, task_id: Any = "", scorer: Optional[str] = None,
@@ -287,7 +287,7 @@ def read_inspect_log(path_or_url: Any, *, scorer: Optional[str] = None, role: Op
     run = _run(header)
     eps = [
         _episode(sample, run, scorer=scorer, role=role, grader_roles=grader_roles,
-                 provenance=Provenance(source=url, locator=locator, meta=_prov_meta(header, fmt)),
+                 provenance=construct(Provenance, source=url, locator=locator, meta=_prov_meta(header, fmt)),
                  where=f"{url}:{locator}", known_roles=known, parsed=True)
         for sample, locator, fmt in items
     ]

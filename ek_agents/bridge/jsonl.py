@@ -71,9 +71,10 @@ def read_messages_jsonl(path_or_url: Any) -> list[Episode]:
             ep = episode_from_messages(
                 rec["messages"], task_id=rec["task_id"], usage=rec.get("usage"), output=rec.get("output"),
                 final_state=rec.get("final_state"), latency_s=as_seconds(rec.get("latency_s"), "'latency_s'"), success=success,
-                run=RunProvenance(model=str(model)) if model else None, meta=meta)
+                run=RunProvenance(model=str(model)) if model else None, meta=meta,
+                provenance=Provenance(source=url, locator=f"line {n}", meta={"format": "messages-jsonl"}),
+                from_json=True)
         except BridgeError as exc:
             raise BridgeError(f"{where}: {exc}") from exc
-        eps.append(ep.replace(meta=ep.meta, provenance=Provenance(source=url, locator=f"line {n}",
-                                                                 meta={"format": "messages-jsonl"})))
+        eps.append(ep)
     return eps
