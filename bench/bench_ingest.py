@@ -9,8 +9,11 @@ subtracted) is its own; the figure is the best of ``--repeat`` processes. Baseli
 ``.json`` files ``orjson.loads`` / ``json.loads`` of the file's bytes; for ``.eval`` (a zip)
 reading every member and ``orjson.loads`` of each (the .eval is written with deflated members,
 as ``tests/fixtures/inspect/calc_deflate.eval``: zipfile cannot write zstd ones). Ratios ``*_vs_orjson`` are ingest seconds
-over parse seconds (the issue's goal: <= 2.0 each); for the ``.eval``, ``*_vs_inspect_ai`` is
-``read_inspect_log`` over inspect_ai's own ``read_eval_log`` (goal <= 0.5). Ingest itself belongs to ``bridge/``.
+over parse seconds (the issue's goal: <= 2.0 each), ``*_vs_orjson_cpu`` the same in CPU time (the
+least of the repeats: other load on a shared machine sways it less than wall-clock); for the
+``.eval``, ``*_vs_inspect_ai`` is ``read_inspect_log`` over inspect_ai's own ``read_eval_log``
+(goal <= 0.5). Ingest itself belongs to ``bridge/``. What limits each figure, and what was done
+about it: ``bench/PROFILE-ingest.md``.
 """
 from __future__ import annotations
 

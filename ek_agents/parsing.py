@@ -21,7 +21,7 @@ made to crash, hang or balloon by its input:
 >>> parse_json(b'[' * 500 + b']' * 500, where="deep.json")
 Traceback (most recent call last):
 ...
-ek_agents.errors.InvalidInput: deep.json: nesting deeper than 128 levels at line 1 column 129 (limit MAX_DEPTH=128); flatten the document
+ek_agents.errors.InvalidInput: deep.json: nesting deeper than 128 levels at column 129 (limit MAX_DEPTH=128); flatten the document
 >>> parse_yaml("a: &x [1]\\nb: *x\\n", where="s.yaml")[0]
 Traceback (most recent call last):
 ...

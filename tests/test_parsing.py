@@ -3,12 +3,14 @@
 tricky inputs; and the bounds hold on both paths."""
 from __future__ import annotations
 
+import doctest
 import json
 import random
 import sys
 
 import pytest
 
+from ek_agents import parsing
 from ek_agents.errors import BridgeError, EkAgentsError, InvalidInput
 from ek_agents.parsing import MAX_DEPTH, parse_json
 
@@ -170,3 +172,7 @@ def test_bytes_like_and_text_inputs_read_alike():
         parse_json(5, where="doc")
     with pytest.raises(InvalidInput, match="over the limit of 10 bytes"):
         parse_json(b"[" + b"1," * 10 + b"1]", where="doc", max_bytes=10)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(parsing, optionflags=doctest.ELLIPSIS).failed == 0
