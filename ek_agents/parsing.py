@@ -266,7 +266,7 @@ def _fast_loads(raw: bytes, max_depth: int) -> tuple[bool, Any]:
 
 def _nests_at_most(doc: Any, max_depth: int) -> bool:
     """Whether ``doc`` (orjson's: plain dicts and lists) nests at most ``max_depth`` deep."""
-    level, depth = [doc], 0
+    level, depth = [doc] if type(doc) is dict or type(doc) is list else [], 0
     while level:
         depth += 1
         if depth > max_depth:
