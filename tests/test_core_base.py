@@ -4,7 +4,7 @@ import pytest
 
 from ek_agents.base import (Cost, Episode, RunProvenance, Step, TaskSpec, ToolSpec, Trajectory,
                             as_call, suite_grammar, tool_grammar)
-from ek_agents.core import FieldSpec, canonicalize
+from ek_agents.core import FieldSpec, Provenance, canonicalize, construct
 from ek_agents.errors import EkAgentsError, InvalidInput, SchemaVersionError
 
 
@@ -72,3 +72,16 @@ def test_fieldspec_rejects_unknown_type():
 def test_canonicalize():
     assert canonicalize("  Stra\u00dfe \t X ") == "strasse x"
     assert canonicalize(3) == 3
+
+
+def test_construct_builds_the_shape_the_constructor_builds_without_validating():
+    steps = (Step("look", {"sku": "A1"}, "ok"), Step("buy", '{"bad', None, "not JSON"))
+    fields = dict(task_id="t1", trajectory=Trajectory(steps), output="done", success=True,
+                  run=RunProvenance(model="m"), provenance=Provenance(source="log.json", locator="[0]"),
+                  meta={"trial": 0})
+    built, checked = construct(Episode, **fields), Episode(**fields)
+    assert built == checked and built.to_dict() == checked.to_dict()
+    assert construct(Episode, task_id="t").meta is not construct(Episode, task_id="t").meta  # factories run
+    assert construct(Step, tool="x") == Step("x")
+    with pytest.raises(InvalidInput, match=r"unknown fields \['colour'\], missing required fields \['tool'\]"):
+        construct(Step, colour="red")

@@ -6,11 +6,38 @@ command; a missing file raises :class:`~ek_agents.errors.ArtifactNotFound`.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a reader parses a log and builds its episodes.
+
+    Both make millions of containers and no reference cycles: every collection the allocations
+    would trigger walks the whole parsed log for nothing (more than half of a 50 MB Inspect
+    log's ingest time, measured). Reference counting still frees what is dropped. When the
+    reader returns or raises, the collector is switched back on (if it was on) with what
+    survived moved straight to the oldest generation (``gc.freeze()`` + ``gc.unfreeze()``):
+    the episodes are long-lived, and the young collection the next allocation would trigger
+    would otherwise walk all of them at once (a fifth of a tau-bench ingest, measured). Full
+    collections still see everything.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.freeze()
+            gc.unfreeze()
+            gc.enable()
 
 
 def url_of(path_or_url: Any) -> str:

@@ -26,11 +26,11 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..base import Cost, Episode, RunProvenance
-from ..core import Provenance
+from ..core import Provenance, construct
 from ..errors import BridgeError, did_you_mean
 from ._access import as_seconds, list_at, mapping_at, plain
 from ._evalzip import EvalZip
-from ._io import loads, read_bytes, url_of
+from ._io import gc_paused, loads, read_bytes, url_of
 from .messages import content_text, parse_transcript
 from .usage import cost_from_usage, cost_minus
 
@@ -202,7 +202,7 @@ def _episode(sample: Any, run: Optional[RunProvenance], *, task_id: Any = "", sc
     messages = s.get("messages")
     if messages is None:
         raise BridgeError(f"{where} has no 'messages' list (keys: {sorted(s)[:12]}); is this an EvalSample?")
-    tr = parse_transcript(messages)
+    tr = parse_transcript(messages, from_json=parsed)
     epoch = s.get("epoch") if isinstance(s.get("epoch"), int) else 1
     meta: dict = {"epoch": epoch, "trial": epoch - 1, "sample_id": s.get("id")}
     cost, usage_meta = _cost(s, role, grader_roles, where, known_roles)
@@ -238,8 +238,8 @@ def _episode(sample: Any, run: Optional[RunProvenance], *, task_id: Any = "", sc
     if run is not None and run.model:
         meta["model"] = run.model
     tid = task_id if task_id not in ("", None) else s.get("id")
-    return Episode(task_id=str(tid), trajectory=tr.trajectory, output=_output(s, tr.final_text),
-                   cost=cost, success=success, run=run, provenance=provenance, meta=meta)
+    return construct(Episode, task_id=str(tid), trajectory=tr.trajectory, output=_output(s, tr.final_text),
+                     cost=cost, success=success, run=run, provenance=provenance, meta=meta)  # all made here
 
 
 def from_inspect_sample(sample: Any, *, task_id: Any = "", scorer: Optional[str] = None,
@@ -263,6 +263,7 @@ def from_inspect_sample(sample: Any, *, task_id: Any = "", scorer: Optional[str]
     return _episode(sample, None, task_id=task_id, scorer=scorer, role=role, grader_roles=grader_roles)
 
 
+@gc_paused()
 def read_inspect_log(path_or_url: Any, *, scorer: Optional[str] = None, role: Optional[str] = None,
                      grader_roles: tuple = GRADER_ROLES) -> list[Episode]:
     """Read an Inspect AI log (``.eval`` or ``.json``, any fsspec URL) into Episodes.
@@ -286,7 +287,7 @@ def read_inspect_log(path_or_url: Any, *, scorer: Optional[str] = None, role: Op
     run = _run(header)
     eps = [
         _episode(sample, run, scorer=scorer, role=role, grader_roles=grader_roles,
-                 provenance=Provenance(source=url, locator=locator, meta=_prov_meta(header, fmt)),
+                 provenance=construct(Provenance, source=url, locator=locator, meta=_prov_meta(header, fmt)),
                  where=f"{url}:{locator}", known_roles=known, parsed=True)
         for sample, locator, fmt in items
     ]

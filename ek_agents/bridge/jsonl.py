@@ -20,7 +20,7 @@ from ..core import Provenance
 from ..errors import BridgeError
 from ..parsing import parse_json
 from ._access import as_seconds
-from ._io import read_lines, url_of
+from ._io import gc_paused, read_lines, url_of
 from .messages import episode_from_messages
 
 __all__ = ["read_messages_jsonl"]
@@ -29,6 +29,7 @@ _KNOWN = {"task_id", "messages", "usage", "output", "final_state", "success", "m
           "latency_s", "meta"}
 
 
+@gc_paused()
 def read_messages_jsonl(path_or_url: Any) -> list[Episode]:
     """Read a JSONL file of ``{"task_id", "messages", ...}`` records into Episodes (file order)."""
     url = url_of(path_or_url)
@@ -70,9 +71,10 @@ def read_messages_jsonl(path_or_url: Any) -> list[Episode]:
             ep = episode_from_messages(
                 rec["messages"], task_id=rec["task_id"], usage=rec.get("usage"), output=rec.get("output"),
                 final_state=rec.get("final_state"), latency_s=as_seconds(rec.get("latency_s"), "'latency_s'"), success=success,
-                run=RunProvenance(model=str(model)) if model else None, meta=meta)
+                run=RunProvenance(model=str(model)) if model else None, meta=meta,
+                provenance=Provenance(source=url, locator=f"line {n}", meta={"format": "messages-jsonl"}),
+                from_json=True)
         except BridgeError as exc:
             raise BridgeError(f"{where}: {exc}") from exc
-        eps.append(ep.replace(meta=ep.meta, provenance=Provenance(source=url, locator=f"line {n}",
-                                                                 meta={"format": "messages-jsonl"})))
+        eps.append(ep)
     return eps

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from ..base import Cost, Episode, RunProvenance, Step, Trajectory
+from ..core import Provenance, construct
 from ..errors import BridgeError
 from ..parsing import parse_json
 from ._access import plain
@@ -40,6 +41,7 @@ __all__ = ["trajectory_from_messages", "episode_from_messages", "parse_transcrip
            "content_text"]
 
 _OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output"}
+_MAP = (dict, Mapping)  # isinstance(x, _MAP): a dict (what JSON gives) answers before the ABC check
 _TEXT_BLOCKS = ("text", "output_text", "input_text")  # a tuple: a block's type may be unhashable
 
 
@@ -54,7 +56,7 @@ def content_text(content: Any) -> Optional[str]:
         return content
     if isinstance(content, list):
         parts = [b if isinstance(b, str) else b.get("text") for b in content
-                 if isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") in _TEXT_BLOCKS
+                 if isinstance(b, str) or (isinstance(b, _MAP) and b.get("type") in _TEXT_BLOCKS
                                            and isinstance(b.get("text"), str))]
         return "\n".join(parts) if parts else None
     return None
@@ -64,7 +66,7 @@ def _observation(content: Any) -> Any:
     """What a tool returned: its text when it is text, the content itself otherwise."""
     if isinstance(content, list):
         text = content_text(content)
-        only_text = all(isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") in _TEXT_BLOCKS)
+        only_text = all(isinstance(b, str) or (isinstance(b, _MAP) and b.get("type") in _TEXT_BLOCKS)
                         for b in content)
         if text is not None and only_text:
             return text
@@ -75,8 +77,6 @@ def _parse_args(raw: Any) -> tuple:
     """``(args, error)``: a dict, or the raw string plus a note on why it is not one."""
     if raw is None:
         return {}, None
-    if isinstance(raw, Mapping):
-        return dict(raw), None
     if isinstance(raw, str):
         if not raw.strip():
             return {}, None
@@ -87,20 +87,23 @@ def _parse_args(raw: Any) -> tuple:
         if isinstance(value, dict):
             return value, None
         return raw, f"arguments are JSON {type(value).__name__}, not an object; kept the raw string"
+    if isinstance(raw, _MAP):
+        return dict(raw), None
     text = json.dumps(raw, default=str)
     return text, f"arguments are a {type(raw).__name__}, not an object; kept as JSON text"
 
 
-def _join(*errors: Optional[str]) -> Optional[str]:
-    parts = [e for e in errors if e]
-    return "; ".join(parts) if parts else None
+def _join(first: Optional[str], second: Optional[str]) -> Optional[str]:
+    if first and second:
+        return f"{first}; {second}"
+    return first or second or None
 
 
 def _tool_error(err: Any, content: Any) -> Optional[str]:
     """A tool message's ``error`` field (Inspect dict, tau2 bool, plain string) as text."""
     if err is None or err is False or err == "":
         return None
-    if isinstance(err, Mapping):
+    if isinstance(err, _MAP):
         msg = err.get("message") or err.get("error") or json.dumps(err, default=str)
         kind = err.get("type")
         return msg if kind in (None, "unknown") else f"{kind}: {msg}"
@@ -119,7 +122,8 @@ class _Call:
         self.answered = False
 
     def step(self) -> Step:
-        return Step(self.tool, self.args, self.observation, self.error)
+        # tool is a non-empty str, args a dict or str, error a str or None: made here
+        return construct(Step, tool=self.tool, args=self.args, observation=self.observation, error=self.error)
 
 
 class Transcript:
@@ -134,7 +138,7 @@ class Transcript:
 
     @property
     def trajectory(self) -> Trajectory:
-        return Trajectory(tuple(c.step() for c in self.calls))
+        return construct(Trajectory, steps=tuple(c.step() for c in self.calls))
 
     @property
     def final_text(self) -> Optional[str]:
@@ -182,7 +186,7 @@ class Transcript:
 def _messages_list(messages: Any) -> list:
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
         hint = ""
-        if isinstance(messages, Mapping) or hasattr(messages, "role") or hasattr(messages, "choices"):
+        if isinstance(messages, _MAP) or hasattr(messages, "role") or hasattr(messages, "choices"):
             hint = " (one message? wrap it in a list; a whole completion? pass its messages)"
         raise BridgeError(
             f"messages must be a list of chat messages, got {type(messages).__name__}{hint}"
@@ -190,13 +194,18 @@ def _messages_list(messages: Any) -> list:
     return list(messages)
 
 
-def parse_transcript(messages: Any) -> Transcript:
-    """Parse ``messages`` (see the module docstring for the formats) into a :class:`Transcript`."""
+def parse_transcript(messages: Any, *, from_json: bool = False) -> Transcript:
+    """Parse ``messages`` (see the module docstring for the formats) into a :class:`Transcript`.
+
+    ``from_json=True``: the messages come straight from a JSON parse that nothing else holds
+    (plain dicts, lists and scalars), so they are read in place instead of copied through
+    :func:`~ek_agents.bridge._access.plain` first.
+    """
     tr = Transcript()
     for i, raw in enumerate(_messages_list(messages)):
-        m = plain(raw)
+        m = raw if from_json and type(raw) is dict else plain(raw)
         where = f"messages[{i}]"
-        if not isinstance(m, Mapping):
+        if not isinstance(m, _MAP):
             raise BridgeError(f"{where} is a {type(raw).__name__}, not a message: each message is a dict "
                               "(or SDK object) with a 'role', or a Responses item with a 'type'")
         role, kind = m.get("role"), m.get("type")
@@ -226,7 +235,7 @@ def parse_transcript(messages: Any) -> Transcript:
                 raise BridgeError(f"{where}.tool_messages must be a list of tool messages, got "
                                   f"{tool_messages!r:.60}")
             for tm in tool_messages:  # tau2 MultiToolMessage
-                if isinstance(tm, Mapping) and tm.get("requestor") != "user":
+                if isinstance(tm, _MAP) and tm.get("requestor") != "user":
                     _tool_result(tr, tm)
         elif role == "user" and isinstance(m.get("content"), list):
             _result_blocks(tr, m["content"])
@@ -242,7 +251,7 @@ def _tool_result(tr: Transcript, m: Mapping) -> None:
 
 def _result_blocks(tr: Transcript, blocks: list) -> None:
     for b in blocks:
-        if isinstance(b, Mapping) and str(b.get("type", "")).endswith("tool_result"):
+        if isinstance(b, _MAP) and str(b.get("type", "")).endswith("tool_result"):
             content = b.get("content")
             tr.add_result(b.get("tool_use_id"), content, _tool_error(b.get("is_error"), content))
 
@@ -254,7 +263,7 @@ def _assistant(tr: Transcript, m: Mapping, where: str) -> None:
         tr.texts.append(text)
     if isinstance(content, list):
         for j, b in enumerate(content):
-            kind = str(b.get("type", "")) if isinstance(b, Mapping) else ""
+            kind = str(b.get("type", "")) if isinstance(b, _MAP) else ""
             if kind.endswith("tool_use"):
                 args = b.get("input", b.get("arguments"))
                 if "result" in b:  # Inspect ContentToolUse: a server-side call with its result
@@ -267,10 +276,10 @@ def _assistant(tr: Transcript, m: Mapping, where: str) -> None:
     if not isinstance(calls, list):
         raise BridgeError(f"{where}.tool_calls must be a list of tool calls, got {type(calls).__name__}")
     for j, c in enumerate(calls):
-        if not isinstance(c, Mapping):
+        if not isinstance(c, _MAP):
             raise BridgeError(f"{where}.tool_calls[{j}] must be a tool call dict or object, got {c!r:.80}")
         fn = c.get("function")
-        if isinstance(fn, Mapping):  # OpenAI
+        if isinstance(fn, _MAP):  # OpenAI
             name, args = fn.get("name"), fn.get("arguments")
         elif isinstance(fn, str):  # Inspect
             name, args = fn, c.get("arguments")
@@ -279,7 +288,7 @@ def _assistant(tr: Transcript, m: Mapping, where: str) -> None:
         tr.add_call(c.get("id"), name, args, f"{where}.tool_calls[{j}].function.name",
                     error=c.get("parse_error") or None)
     legacy = m.get("function_call")
-    if isinstance(legacy, Mapping):
+    if isinstance(legacy, _MAP):
         tr.add_call(None, legacy.get("name"), legacy.get("arguments"), f"{where}.function_call.name")
     if m.get("usage") is not None:
         tr.usages.append(m["usage"])
@@ -305,13 +314,14 @@ def trajectory_from_messages(messages: Any) -> Trajectory:
 def episode_from_messages(messages: Any, *, task_id: Any = "", usage: Any = None, output: Any = None,
                           final_state: Any = None, latency_s: Optional[float] = None,
                           success: Optional[bool] = None, run: Optional[RunProvenance] = None,
-                          meta: Optional[dict] = None) -> Episode:
+                          meta: Optional[dict] = None, provenance: Optional[Provenance] = None,
+                          from_json: bool = False) -> Episode:
     """Build a full :class:`~ek_agents.base.Episode` from a transcript (+ optional usage/state).
 
     ``output`` defaults to the last assistant text -- the agent's final answer. ``usage`` (one
     record or a list, see :func:`cost_from_usage`) defaults to the sum of the ``usage`` the
     assistant messages carry (tau2, Anthropic ``Message`` objects); with neither, ``cost`` is
-    ``None`` (unknown, not free).
+    ``None`` (unknown, not free). ``from_json``: see :func:`parse_transcript`.
 
     >>> ep = episode_from_messages([{"role": "user", "content": "hi"},
     ...                             {"role": "assistant", "content": "hello"}],
@@ -319,7 +329,7 @@ def episode_from_messages(messages: Any, *, task_id: Any = "", usage: Any = None
     >>> ep.output, ep.cost.total_tokens
     ('hello', 6)
     """
-    tr = parse_transcript(messages)
+    tr = parse_transcript(messages, from_json=from_json)
     if usage is None and tr.usages:
         usage = tr.usages
     cost: Optional[Cost] = None if usage is None else cost_from_usage(usage, latency_s=latency_s)
@@ -328,8 +338,10 @@ def episode_from_messages(messages: Any, *, task_id: Any = "", usage: Any = None
         info.setdefault("latency_s", latency_s)
     if tr.unpaired_results:
         info["unpaired_tool_results"] = tr.unpaired_results
-    return Episode(
-        task_id=str(task_id), trajectory=tr.trajectory,
-        output=tr.final_text if output is None else output, final_state=final_state, cost=cost,
-        success=success, run=run, meta=info,
-    )
+    fields = dict(task_id=str(task_id), trajectory=tr.trajectory,
+                  output=tr.final_text if output is None else output, final_state=final_state,
+                  cost=cost, success=success, run=run, provenance=provenance, meta=info)
+    if (success is None or type(success) is bool) and (run is None or isinstance(run, RunProvenance)) \
+            and (provenance is None or isinstance(provenance, Provenance)):
+        return construct(Episode, **fields)  # every field of the declared type: no re-validation
+    return Episode(**fields)  # the caller's success / run / provenance checked (or refused)

@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..base import Episode, RunProvenance
-from ..core import Provenance
+from ..core import Provenance, construct
 from ..errors import BridgeError, EkAgentsError, InvalidInput
 from ..errors import ArtifactNotFound
 from ..store import Store
 from ._access import as_seconds, mapping_at
-from ._io import loads, read_json, url_of
+from ._io import gc_paused, loads, read_json, url_of
 from .messages import episode_from_messages
 
 __all__ = ["read_tau_bench_results", "tau_success"]
@@ -45,6 +45,7 @@ def tau_success(reward: Any) -> bool:
     return isinstance(reward, (int, float)) and not isinstance(reward, bool) and 1 - 1e-6 <= reward <= 1 + 1e-6
 
 
+@gc_paused()
 def read_tau_bench_results(path_or_url: Any, *, run: Optional[RunProvenance] = None,
                            exclude: tuple = ("infrastructure_error",)) -> list[Episode]:
     """Read tau-bench (v1 list) or tau2-bench (``Results``) output into Episodes.
@@ -109,10 +110,10 @@ def _v1(data: list, url: str, run: Optional[RunProvenance]) -> list[Episode]:
         success = tau_success(rec.get("reward"))
         if info.get("error") is not None:
             meta["error"], meta["error_kind"], success = _crash_text(info), "exception", False
-        ep = episode_from_messages(rec.get("traj") or [], task_id=rec["task_id"], success=success,
-                                   run=run, meta=meta)
-        eps.append(ep.replace(meta=ep.meta, provenance=Provenance(source=url, locator=f"[{i}]",
-                                                    meta={"format": "tau-bench"})))
+        eps.append(episode_from_messages(
+            rec.get("traj") or [], task_id=rec["task_id"], success=success, run=run, meta=meta,
+            provenance=construct(Provenance, source=url, locator=f"[{i}]", meta={"format": "tau-bench"}),
+            from_json=True))
     return eps
 
 
@@ -240,11 +241,10 @@ def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -
         if run is None and isinstance(sim.get("seed"), int):
             sim_run = dataclasses.replace(prov_run, seed=sim["seed"])
         duration = sim.get("duration")
-        ep = episode_from_messages(
+        prov = construct(Provenance, source=url, locator=f"simulations[{i}]",
+                         meta={"format": "tau2-bench", "simulation_id": sim.get("id"),
+                               "excluded_infrastructure_errors": excluded})
+        eps.append(episode_from_messages(
             messages, task_id=sim["task_id"], success=success, run=sim_run, meta=meta,
-            latency_s=as_seconds(duration))
-        prov = Provenance(source=url, locator=f"simulations[{i}]",
-                          meta={"format": "tau2-bench", "simulation_id": sim.get("id"),
-                                "excluded_infrastructure_errors": excluded})
-        eps.append(ep.replace(meta=ep.meta, provenance=prov))
+            latency_s=as_seconds(duration), provenance=prov, from_json=True))
     return eps

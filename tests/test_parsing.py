@@ -1,0 +1,178 @@
+"""ek_agents.parsing: the orjson fast path gives what the strict path gives -- the same value
+(same types, same key order) or the same typed error, word for word -- on a seeded corpus of
+tricky inputs; and the bounds hold on both paths."""
+from __future__ import annotations
+
+import doctest
+import json
+import random
+import sys
+
+import pytest
+
+from ek_agents import parsing
+from ek_agents.errors import BridgeError, EkAgentsError, InvalidInput
+from ek_agents.parsing import MAX_DEPTH, parse_json
+
+SEED = 15
+
+
+def _outcome(data, **kw):
+    """``("value", repr)`` or ``("error", class, message)``: repr tells 1 from 1.0, -0.0 from
+    0.0 and keeps key order."""
+    try:
+        return ("value", repr(parse_json(data, where="doc", **kw)))
+    except EkAgentsError as exc:
+        return ("error", type(exc).__name__, str(exc))
+
+
+# ------------------------------------------------------------------ the seeded corpus
+
+_ATOMS = [
+    "0", "-0", "1", "-1", "0.0", "-0.0", "1.5", "1e5", "1E-5", "2.5e+3", "1e308", "1e309",
+    "-1e309", "1e-400", "4.9e-324", "2.2250738585072014e-308", "0.1", "123456789.123456789",
+    str(2**63 - 1), str(2**63), str(-2**63), str(-2**63 - 1), str(2**64 - 1), str(2**64),
+    str(-(2**64)), "1" + "0" * 18, "1" + "0" * 19, "-" + "9" * 19, "9" * 20, "9" * 300,
+    "9" * 301, "-" + "9" * 300, "0." + "0" * 30 + "1", "1." + "9" * 40, "1" + "0" * 25 + ".5",
+    "NaN", "Infinity", "-Infinity", "true", "false", "null",
+    '""', '"a"', '"\\""', '"\\\\"', '"\\\\\\""', '"[{"', '"]}"', '"\\"[["', '"\\u00e9"', '"é"',
+    '"\\ud83d\\ude00"', '"\\ud800"', '"\\udc00"', '"\\ud800x"', '"\\ud800\\u0041"', '"😀"',
+    '"\\/"', '"\\b\\f\\n\\r\\t"', '"\\u0000"', '"1234567890123456789012"', '"-1234567890123456789"',
+    '"\x7f"', '"tab\there"', '"nl\nhere"', '"\\x"', '"\\u12"',
+]
+
+
+def _doc(rnd: random.Random, depth: int = 0) -> str:
+    r = rnd.random()
+    if depth > 6 or r < 0.45:
+        return rnd.choice(_ATOMS)
+    ws = rnd.choice(["", " ", "\n", "\t", "\r\n  "])
+    n = rnd.randint(0, 4)
+    if r < 0.7:
+        return "[" + ws + ("," + ws).join(_doc(rnd, depth + 1) for _ in range(n)) + ws + "]"
+    keys = [rnd.choice(['"a"', '"b"', '"[x]"', '"\\"k\\""', '"\\ud800"', '"é"', '""']) for _ in range(n)]
+    return "{" + ws + ("," + ws).join(f"{k}{ws}:{ws}{_doc(rnd, depth + 1)}" for k in keys) + ws + "}"
+
+
+def _nested(rnd: random.Random) -> str:
+    """Around MAX_DEPTH (and orjson's own 1024), with brackets and escaped quotes in strings."""
+    d = rnd.choice([MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2, 1023, 1024, 1025, 2000])
+    inner = rnd.choice(['1', '"]]]]"', '"[[[["', '"\\"]"', '"\\\\"', '{}', '[]', '{"a": "}}"}'])
+    opens = [rnd.choice(["[", '{"k":']) for _ in range(d - 1)]
+    closes = ["]" if o == "[" else "}" for o in reversed(opens)]
+    return "".join(opens) + "[" + inner + "]" + "".join(closes)
+
+
+def _mutate(rnd: random.Random, data: bytes) -> bytes:
+    if not data:
+        return data
+    k = rnd.randrange(5)
+    i = rnd.randrange(len(data))
+    if k == 0:
+        return data[:i]
+    if k == 1:
+        return data[:i] + bytes([rnd.randrange(256)]) + data[i + 1:]
+    if k == 2:
+        return data[:i] + rnd.choice([b"\xff", b"\xed\xa0\x80", b"\xc3", b"\x00", b"\\", b'"', b"["]) + data[i:]
+    if k == 3:
+        return b"\xef\xbb\xbf" + data
+    return data + rnd.choice([b" ", b"x", b"]", b"\n\n", b"{}"])
+
+
+def corpus(n: int = 2500) -> list:
+    rnd = random.Random(SEED)
+    out: list = [b"", b" ", b"[", b"[1,]", b"{'a': 1}", b'{"a":1,"a":2,"b":3,"a":4}', b"01", b"+1",
+                 b".5", b"1.", b"-", b"[1]x", "\ud800", '"\ud800"', '["\udfff"]']
+    for _ in range(n):
+        r = rnd.random()
+        text = _nested(rnd) if r < 0.1 else _doc(rnd)
+        data = text.encode("utf-8", "surrogatepass")
+        if rnd.random() < 0.25:
+            data = _mutate(rnd, data)
+        out.append(text if r > 0.9 and rnd.random() < 0.5 else data)
+    return out
+
+
+CASES = corpus()
+OPTIONS = [{}, {"nonfinite": "allow"}, {"lone_surrogates": "allow"}, {"max_depth": 3},
+           {"max_depth": 2000}, {"error": BridgeError, "nonfinite": "allow"}]
+
+
+@pytest.mark.parametrize("opts", OPTIONS, ids=lambda o: ",".join(f"{k}={getattr(v, '__name__', v)}" for k, v in o.items()) or "default")
+def test_fast_path_agrees_with_the_strict_path_on_a_seeded_corpus(opts):
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10_000))  # repr of the 2000-deep values
+    try:
+        kinds = set()
+        for data in CASES:
+            fast, strict = _outcome(data, **opts), _outcome(data, fast=False, **opts)
+            assert fast == strict, f"input {data[:200]!r}"
+            kinds.add(fast[0])
+    finally:
+        sys.setrecursionlimit(limit)
+    assert kinds == {"value", "error"}  # the corpus holds both
+
+
+def test_the_corpus_reaches_every_bound():
+    """The corpus is tricky where it must be: each refusal of the strict path occurs."""
+    messages = " ".join(_outcome(d)[-1] for d in CASES if _outcome(d)[0] == "error")
+    for needle in ("nesting deeper than 128", "integer of 301 digits", "overflows a float",
+                   "is not a number this document may hold", "lone UTF-16 surrogate", "is not UTF-8",
+                   "not valid JSON"):
+        assert needle in messages
+
+
+@pytest.mark.parametrize("text, value", [
+    (str(2**64), 2**64), (str(-2**63 - 1), -2**63 - 1), ("9" * 300, int("9" * 300)),
+    ("[" + str(2**70) + ", 1.0, -0.0]", [2**70, 1.0, -0.0]),
+    ('{"a": 1, "b": 2, "a": 3}', {"a": 3, "b": 2}),
+    ('"\\ud83d\\ude00"', "\U0001F600"),
+    ('{"big": "' + "7" * 40 + '"}', {"big": "7" * 40}),  # digits in a string: a false alarm, same value
+])
+def test_values_orjson_would_read_otherwise_come_out_as_the_strict_parser_reads_them(text, value):
+    got = parse_json(text.encode(), where="doc")
+    assert got == value and repr(got) == repr(value)
+    assert type(got) is type(value)
+
+
+@pytest.mark.parametrize("depth, ok", [(MAX_DEPTH, True), (MAX_DEPTH + 1, False), (1024, False), (1025, False)])
+def test_nesting_is_bounded_at_max_depth_with_brackets_inside_strings(depth, ok):
+    text = '{"a": "]]]]\\"]]", "b": ' * (depth - 1) + '["[[[["]' + "}" * (depth - 1)
+    if ok:
+        doc = parse_json(text, where="deep.json")
+        for _ in range(depth - 1):
+            doc = doc["b"]
+        assert doc == ["[[[["]
+    else:
+        with pytest.raises(InvalidInput, match=f"deep.json: nesting deeper than {MAX_DEPTH} levels at column"):
+            parse_json(text, where="deep.json")
+
+
+def test_a_large_document_takes_the_fast_path_and_keeps_its_bounds():
+    """Many containers, escaped quotes and brackets in strings (as tau-bench's JSON-string
+    arguments), one nesting past the limit deep inside: refused, as by the strict path."""
+    rows = [{"args": json.dumps({"id": f"#W{i}", "q": "[x]"}), "n": i, "f": i / 7} for i in range(20_000)]
+    data = json.dumps(rows).encode()
+    assert parse_json(data, where="big.json") == rows
+    deep = {"x": 1}
+    for _ in range(MAX_DEPTH):
+        deep = {"x": deep}
+    rows[12_345]["deep"] = deep
+    data = json.dumps(rows).encode()
+    with pytest.raises(InvalidInput, match="nesting deeper than 128"):
+        parse_json(data, where="big.json")
+    assert _outcome(data) == _outcome(data, fast=False)
+
+
+def test_bytes_like_and_text_inputs_read_alike():
+    for data in (b'{"a": [1, 2.5]}', bytearray(b'{"a": [1, 2.5]}'), memoryview(b'{"a": [1, 2.5]}'),
+                 '{"a": [1, 2.5]}'):
+        assert parse_json(data, where="doc") == {"a": [1, 2.5]}
+    with pytest.raises(InvalidInput, match="expected bytes or text, got int"):
+        parse_json(5, where="doc")
+    with pytest.raises(InvalidInput, match="over the limit of 10 bytes"):
+        parse_json(b"[" + b"1," * 10 + b"1]", where="doc", max_bytes=10)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(parsing, optionflags=doctest.ELLIPSIS).failed == 0
