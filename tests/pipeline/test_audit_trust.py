@@ -1,7 +1,7 @@
 """Issue 9 (part B) and issue 11's stored documents: an audit that covers everything a run
 records, verified reads, promote --replace, and typed errors for malformed stored documents.
 
-One module-scoped store holds three pipeline runs (``base`` promoted as ``shop-small``, a gated
+One module-scoped store holds three runs of the evaluate plan (``base`` promoted as ``shop-small``, a gated
 ``same`` that passed and a gated ``worse`` that failed); each test forges a copy of it.
 """
 from __future__ import annotations
@@ -26,8 +26,13 @@ BASELINE = "shop-small"
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory, prefect_api):
-    from ek_agents_pipeline.flows import evaluate_agent, promote_baseline
+def pristine(tmp_path_factory):
+    """Built by the in-process plan (``ek_agents.localrun``): its stage documents are the
+    flow's byte for byte (``test_cli_local.py``), without three Prefect flow runs' overhead."""
+    from ek_agents.localrun import evaluate_agent
+
+    def promote_baseline(run_id: str, name: str, store: str) -> None:
+        record.promote_baseline(Store(store), run_id, name)
 
     where = tmp_path_factory.mktemp("audit-trust")
     store = str(where / "store")
