@@ -46,8 +46,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import json
 import os
+import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -181,9 +184,12 @@ def flow_rows(trials: int, tmp: Path) -> dict:
     print(f"  evaluate-agent flow, {trials:,} trials (API up; server start-up {t_start:.1f} s apart): "
           f"{first['s']:.2f} s vs ideal {ideal:.2f} s (x{first['s'] / ideal:.2f}); identical re-run "
           f"(cache hit) {again['s']:.2f} s (x{again['s'] / first['s']:.3f} of the first)")
+    print(f"    first run: {first['cpu_s']:.1f} s CPU; phases (s): {first['phases']}")
+    print(f"    cache hit: {again['cpu_s']:.1f} s CPU; phases (s): {again['phases']}")
     return {"flow_trials": trials, "prefect_server_start_s": t_start, "flow_s": first["s"], "flow_ideal_s": ideal,
             "flow_vs_ideal": first["s"] / ideal, "flow_cache_hit_s": again["s"],
-            "flow_cache_hit_vs_first": again["s"] / first["s"]}
+            "flow_cache_hit_vs_first": again["s"] / first["s"], "flow_phases_s": first["phases"],
+            "flow_cpu_s": first["cpu_s"]}
 
 
 def cli_rows(tmp: Path, k: int = 4, repeat: int = 3) -> dict:
@@ -259,9 +265,11 @@ def _child(args: list) -> None:
         from ek_agents_pipeline.flows.evaluate import evaluate_agent
 
         t0 = time.perf_counter()
+        started = datetime.datetime.now(datetime.timezone.utc)
         evaluate_agent(suite=suite, agent="bench.bench_flow:sleep_agent", k=k, store=store, run_id=run_id,
                        max_concurrency=CONCURRENCY)
-        print(json.dumps({"s": time.perf_counter() - t0}))
+        s = time.perf_counter() - t0
+        print(json.dumps({"s": s, "phases": _phases(started, run_id), "cpu_s": _cpu_s()}))
     elif args[0] == "run_suite":
         from ek_agents import load_suite, run_suite
         from ek_agents_examples.shop.agents import small_agent
@@ -271,6 +279,30 @@ def _child(args: list) -> None:
         t0 = time.perf_counter()
         run_suite(small_agent, suite, k=k, progress=False)
         print(json.dumps({"s": time.perf_counter() - t0, "trials": len(suite.tasks) * k}))
+
+
+def _cpu_s() -> float:
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+def _phases(since: datetime.datetime, run_id: str) -> dict:
+    """Seconds per task of the flow run just finished, read back from the API (task runs that
+    started after ``since``): the trial chunks as one span, every other task its own."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterStartTime
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(task_run_filter=TaskRunFilter(
+            start_time=TaskRunFilterStartTime(after_=since)), limit=200)
+    spans: dict[str, list] = {}
+    for r in runs:
+        if r.start_time is None or r.end_time is None:
+            continue
+        name = re.sub(r"(-[0-9a-f]{3}|-\d+)+$", "", r.name.replace(f"-{run_id}", ""))
+        span = spans.setdefault(name, [r.start_time, r.end_time])
+        span[0], span[1] = min(span[0], r.start_time), max(span[1], r.end_time)
+    return {n: round((b - a).total_seconds(), 2) for n, (a, b) in sorted(spans.items(), key=lambda i: i[1][0])}
 
 
 def main(argv: list[str] | None = None) -> dict:
