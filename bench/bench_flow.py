@@ -184,8 +184,8 @@ def flow_rows(trials: int, tmp: Path) -> dict:
     print(f"  evaluate-agent flow, {trials:,} trials (API up; server start-up {t_start:.1f} s apart): "
           f"{first['s']:.2f} s vs ideal {ideal:.2f} s (x{first['s'] / ideal:.2f}); identical re-run "
           f"(cache hit) {again['s']:.2f} s (x{again['s'] / first['s']:.3f} of the first)")
-    print(f"    first run: {first['cpu_s']:.1f} s CPU; phases (s): {first['phases']}")
-    print(f"    cache hit: {again['cpu_s']:.1f} s CPU; phases (s): {again['phases']}")
+    print(f"    first run: {first['cpu_s']:.1f} s CPU; phases (start, s): {first['phases']}")
+    print(f"    cache hit: {again['cpu_s']:.1f} s CPU; phases (start, s): {again['phases']}")
     return {"flow_trials": trials, "prefect_server_start_s": t_start, "flow_s": first["s"], "flow_ideal_s": ideal,
             "flow_vs_ideal": first["s"] / ideal, "flow_cache_hit_s": again["s"],
             "flow_cache_hit_vs_first": again["s"] / first["s"], "flow_phases_s": first["phases"],
@@ -287,7 +287,7 @@ def _cpu_s() -> float:
 
 
 def _phases(since: datetime.datetime, run_id: str) -> dict:
-    """Seconds per task of the flow run just finished, read back from the API (task runs that
+    """(start offset, seconds) per task of the flow run just finished, read back from the API (task runs that
     started after ``since``): the trial chunks as one span, every other task its own."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterStartTime
@@ -302,7 +302,8 @@ def _phases(since: datetime.datetime, run_id: str) -> dict:
         name = re.sub(r"(-[0-9a-f]{3}|-\d+)+$", "", r.name.replace(f"-{run_id}", ""))
         span = spans.setdefault(name, [r.start_time, r.end_time])
         span[0], span[1] = min(span[0], r.start_time), max(span[1], r.end_time)
-    return {n: round((b - a).total_seconds(), 2) for n, (a, b) in sorted(spans.items(), key=lambda i: i[1][0])}
+    return {n: (round((a - since).total_seconds(), 2), round((b - a).total_seconds(), 2))
+            for n, (a, b) in sorted(spans.items(), key=lambda i: i[1][0])}
 
 
 def main(argv: list[str] | None = None) -> dict:
