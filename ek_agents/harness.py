@@ -284,6 +284,14 @@ class _Runner:
         self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
         self.is_async = _is_async(agent)
         self.pass_seed = _accepts_seed(agent)
+        self.merged: dict = {}  # trial seed -> the run's provenance with it (frozen: shared)
+
+    def merged_run(self, trial_seed: Optional[int]) -> RunProvenance:
+        """``_merge_run(self.run, None, trial_seed)``, built once per trial seed."""
+        got = self.merged.get(trial_seed)
+        if got is None:
+            got = self.merged[trial_seed] = _merge_run(self.run, None, trial_seed)
+        return got
 
     async def run_all(self, todo: list[Pair], *, total: int, already: int, show: bool) -> dict:
         self.sem = asyncio.Semaphore(self.max_concurrency)
@@ -334,8 +342,8 @@ class _Runner:
         attempts = transient = 0
 
         def failed(exc: BaseException, kind: str) -> Episode:  # provenance built only here
-            return _failed(task, trial, _merge_run(self.run, None, trial_seed), attempts, exc,
-                           kind, transient)
+            return _failed(task, trial, self.merged_run(trial_seed), attempts, exc, kind,
+                           transient)
 
         async with self.sem:
             t0 = time.perf_counter()
@@ -359,8 +367,13 @@ class _Runner:
                 except BaseException as exc:  # noqa: BLE001 -- one bad trial never aborts the
                     # suite, whatever it raised (RecursionError, SystemExit, KeyboardInterrupt)
                     return failed(exc, "exception")
+            elapsed = time.perf_counter() - t0
+            if not isinstance(result, Episode):  # a plain answer: its episode built once
+                return Episode(task.task_id, output=result, run=self.merged_run(trial_seed),
+                               meta={"trial": trial, "attempts": attempts, "latency_s": elapsed,
+                                     **({"retries": transient} if transient else {})})
             return _finish(result, task, trial, self.run, trial_seed, attempts, transient,
-                           time.perf_counter() - t0)
+                           elapsed)
 
     async def _attempt(self, task: TaskSpec, kwargs: dict) -> Any:
         limit = self.timeout_s

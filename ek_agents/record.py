@@ -25,6 +25,8 @@ import dataclasses
 import importlib
 import inspect
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Union
@@ -61,7 +63,8 @@ __all__ = [
     "ManifestRef", "read_manifest", "read_run_doc", "check_run_doc", "read_ref",
     "ManifestRef", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
     "claim_run", "index_output", "trial_matches", "errored", "cache_origin", "EK_CONFIG",
-    "StoredTrial", "EpisodesRef", "read_trials", "episodes_bytes",
+    "StoredTrial", "EpisodesRef", "read_trials", "episodes_bytes", "read_episodes", "forget_episodes",
+    "EPISODES_MEMO_DOCS", "EPISODES_MEMO_EPISODES",
 ]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
@@ -333,8 +336,11 @@ def prices_of(doc: Optional[Mapping]) -> Optional[dict]:
 
 def grade_stage(episodes: Mapping, tasks: Mapping, *, check: Any = None) -> dict:
     """Grade stored episodes against the stored suite (``metrics.grade``)."""
-    return episodes_doc(grade(episodes_of(episodes), tasks_of(tasks),
-                              check=check if check is not None else tasks.get("checker")))
+    return episodes_doc(_graded(episodes_of(episodes), tasks, check))
+
+
+def _graded(episodes: list[Episode], tasks: Mapping, check: Any) -> list[Episode]:
+    return grade(episodes, tasks_of(tasks), check=check if check is not None else tasks.get("checker"))
 
 
 def metrics_stage(graded: Mapping, tasks: Mapping, *, k: int, seed: int = 0,
@@ -346,16 +352,25 @@ def metrics_stage(graded: Mapping, tasks: Mapping, *, k: int, seed: int = 0,
     (``reporting.run_provenance``); ``detail["errors"]`` counts the errored trials. The same
     helper as ``reporting.build_report``.
     """
-    return reliability_with_run(episodes_of(graded), tasks_of(tasks), k=k, seed=seed,
-                                 run=RunProvenance.from_dict(run) if run else None).to_dict()
+    return _metrics(episodes_of(graded), tasks, k=k, seed=seed, run=run)
+
+
+def _metrics(graded: list[Episode], tasks: Mapping, *, k: int, seed: int,
+             run: Optional[Mapping]) -> dict:
+    return reliability_with_run(graded, tasks_of(tasks), k=k, seed=seed,
+                                run=RunProvenance.from_dict(run) if run else None).to_dict()
 
 
 def cost_stage(graded: Mapping, metrics: Mapping, prices: Optional[Mapping], *, seed: int = 0) -> dict:
     """The report: :func:`metrics_stage`'s reliability carrying ``cost.cost_report`` of all
     episodes, with one ``cost_report`` per slice under ``cost["per_slice"]`` (the same helper
     as ``reporting.build_report``)."""
-    return with_cost(ReliabilityReport.from_dict(metrics), episodes_of(graded),
-                     prices=prices_of(prices), seed=seed).to_dict()
+    return _cost(episodes_of(graded), metrics, prices, seed=seed)
+
+
+def _cost(graded: list[Episode], metrics: Mapping, prices: Optional[Mapping], *, seed: int) -> dict:
+    return with_cost(ReliabilityReport.from_dict(metrics), graded, prices=prices_of(prices),
+                     seed=seed).to_dict()
 
 
 def gate_stage(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
@@ -545,13 +560,64 @@ def read_ref(store: Any, ref: StageRef) -> Any:
     """The document a stage reference points to, verified: its bytes must still hash to
     ``ref.sha256`` (what the stage wrote, what the manifest will list), else DigestMismatch
     naming it; then its shape is validated (:func:`check_run_doc`). What the next stage reads."""
+    return check_run_doc(ref.stage, parse_json(_verified_bytes(store, ref), ref.key), ref.key)
+
+
+def _verified_bytes(store: Any, ref: StageRef) -> bytes:
     data = store.read_bytes(ref.key)
     actual = sha256_hex(data)
     if actual != ref.sha256:
         raise DigestMismatch(f"{ref.key} has sha256 {actual[:12]}..., but its stage wrote "
                              f"{ref.sha256[:12]}... (changed since: another writer on this run "
                              "id, or an edit); re-run with a fresh run id")
-    return check_run_doc(ref.stage, parse_json(data, ref.key), ref.key)
+    return data
+
+
+# An episodes / graded document this process parsed or wrote, by the sha256 of its bytes: the
+# next stage in the same process that reads those bytes (verified: read and hashed, as
+# :func:`read_ref`) takes the episodes already validated instead of parsing 10 MB and validating
+# 20,000 Episodes again. Only documents whose episodes came from parsing stored bytes (or from
+# grading such episodes) are kept, so an entry equals what parsing its bytes gives. The audit
+# never reads through it (it re-reads and re-hashes the store); another process (a Dask
+# worker, a resumed run) starts empty and reads the store. Episodes are frozen; every stage
+# of this module builds new episodes and never mutates its input's ``meta``.
+_EPISODES_MEMO: "OrderedDict[str, tuple[Episode, ...]]" = OrderedDict()
+_EPISODES_MEMO_LOCK = threading.Lock()
+#: At most this many documents, and this many episodes over all of them, are kept.
+EPISODES_MEMO_DOCS, EPISODES_MEMO_EPISODES = 4, 200_000
+
+
+def _remember_episodes(sha256: str, episodes: Iterable[Episode]) -> None:
+    kept = tuple(episodes)
+    with _EPISODES_MEMO_LOCK:
+        _EPISODES_MEMO[sha256] = kept
+        _EPISODES_MEMO.move_to_end(sha256)
+        while len(_EPISODES_MEMO) > EPISODES_MEMO_DOCS or (
+                len(_EPISODES_MEMO) > 1
+                and sum(map(len, _EPISODES_MEMO.values())) > EPISODES_MEMO_EPISODES):
+            _EPISODES_MEMO.popitem(last=False)
+
+
+def forget_episodes() -> None:
+    """Empty this process's memo of parsed episodes documents (:func:`read_episodes`): the
+    next read of each parses its stored bytes again."""
+    with _EPISODES_MEMO_LOCK:
+        _EPISODES_MEMO.clear()
+
+
+def read_episodes(store: Any, ref: StageRef) -> list[Episode]:
+    """:func:`episodes_of` :func:`read_ref` of an episodes (or graded) reference: the bytes
+    are read and must hash to ``ref.sha256`` (else DigestMismatch); when this process already
+    holds the episodes of those bytes (it wrote the document, or parsed it before) they are
+    returned without parsing again, else the document is parsed, validated and remembered."""
+    data = _verified_bytes(store, ref)
+    with _EPISODES_MEMO_LOCK:
+        held = _EPISODES_MEMO.get(ref.sha256)
+    if held is not None:
+        return list(held)
+    episodes = episodes_of(check_run_doc(ref.stage, parse_json(data, ref.key), ref.key))
+    _remember_episodes(ref.sha256, episodes)
+    return episodes
 
 
 def run_report(store: Any, run_id: str) -> tuple[dict, dict]:
@@ -739,8 +805,16 @@ def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
               check: Optional[str]) -> StageRef:
     """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests."""
     digest = input_digest("graded", episodes=episodes.sha256, suite=tasks.digest, check=check)
-    return stage_output(store, run_id, "graded", digest, lambda: grade_stage(
-        read_ref(store, episodes), read_ref(store, tasks), check=check))
+    made: list[list[Episode]] = []
+
+    def compute() -> dict:
+        made.append(_graded(read_episodes(store, episodes), read_ref(store, tasks), check))
+        return episodes_doc(made[0])
+
+    ref = stage_output(store, run_id, "graded", digest, compute)
+    if made and ref is not None:  # what the next stages read back: already validated here
+        _remember_episodes(ref.sha256, made[0])
+    return ref
 
 
 def run_metrics(store: Any, run_id: str, graded: StageRef, tasks: SuiteRef, *, k: int, seed: int,
@@ -748,8 +822,8 @@ def run_metrics(store: Any, run_id: str, graded: StageRef, tasks: SuiteRef, *, k
     """:func:`metrics_stage` -> the run's metrics document, cached on its inputs' digests."""
     digest = input_digest("metrics", graded=graded.sha256, suite=tasks.digest, k=k,
                           seed=seed, run=run)
-    return stage_output(store, run_id, "metrics", digest, lambda: metrics_stage(
-        read_ref(store, graded), read_ref(store, tasks), k=k, seed=seed, run=run))
+    return stage_output(store, run_id, "metrics", digest, lambda: _metrics(
+        read_episodes(store, graded), read_ref(store, tasks), k=k, seed=seed, run=run))
 
 
 def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
@@ -757,8 +831,8 @@ def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
     """:func:`cost_stage` -> the run's report document, cached on its inputs' digests."""
     digest = input_digest("report", graded=graded.sha256, metrics=metrics.sha256,
                           prices=prices and prices.sha256, seed=seed)
-    return stage_output(store, run_id, "report", digest, lambda: cost_stage(
-        read_ref(store, graded), read_ref(store, metrics),
+    return stage_output(store, run_id, "report", digest, lambda: _cost(
+        read_episodes(store, graded), read_ref(store, metrics),
         prices and read_ref(store, prices), seed=seed))
 
 

@@ -25,7 +25,7 @@ from .cost import cost_report
 from .errors import InvalidInput
 from .facades import get_metric, score_all
 from .metrics import grade, is_errored
-from .stats import bootstrap_ci, pass_at_k, pass_hat_k, success_interval
+from .stats import bootstrap_ci, bootstrap_mean_cis, pass_at_k, pass_hat_k, success_interval
 
 __all__ = ["ReliabilityReport", "reliability", "pass_hat_curve", "DEFAULT_RESAMPLES", "build_report",
            "graded_report", "reliability_with_run", "with_cost", "score_metrics",
@@ -235,7 +235,10 @@ def _hat_ci(hats: list, seed: int) -> tuple[float, float]:
     (0, 1) with fewer than two scored tasks."""
     if len(hats) < 2:
         return (0.0, 1.0)
-    ci = bootstrap_ci(hats, "mean", resamples=DEFAULT_RESAMPLES, seed=seed)
+    return _clipped(bootstrap_ci(hats, "mean", resamples=DEFAULT_RESAMPLES, seed=seed))
+
+
+def _clipped(ci: tuple[float, float]) -> tuple[float, float]:
     return (max(0.0, ci[0]), min(1.0, ci[1]))
 
 
@@ -250,12 +253,16 @@ def pass_hat_curve(counts: Mapping[str, tuple[int, int]], k_max: int, *,
     (2, 0.6666666666666666)
     """
     rows = [counts[t] for t in sorted(counts)]
-    curve = []
+    per_k = []
     for k in range(1, k_max + 1):
         each = {nc: pass_hat_k(n=nc[0], c=nc[1], k=k) for nc in set(rows) if nc[0] >= k}
-        hats = [each[nc] for nc in rows if nc[0] >= k]  # tasks share few distinct (n, c)
-        curve.append((k, _mean(hats), *_hat_ci(hats, seed)))
-    return curve
+        per_k.append([each[nc] for nc in rows if nc[0] >= k])  # tasks share few distinct (n, c)
+    # _hat_ci of every k at once: the bootstrap's draws made once per number of scored tasks
+    boot = [hats for hats in per_k if len(hats) >= 2]
+    cis = iter(_clipped(ci) for ci in bootstrap_mean_cis(boot, resamples=DEFAULT_RESAMPLES,
+                                                          seed=seed))
+    return [(k, _mean(hats), *(next(cis) if len(hats) >= 2 else (0.0, 1.0)))
+            for k, hats in enumerate(per_k, start=1)]
 
 
 # --------------------------------------------------------------------------- report assembly

@@ -304,3 +304,19 @@ def test_trials_for_power_holds_up_in_simulation():
 
 def test_zz_report_max_differences():
     print("\nMAX ABS DIFFERENCES:", {k: f"{v:.3g}" for k, v in MAX_DIFF.items()})
+
+
+def test_bootstrap_mean_cis_is_bootstrap_ci_of_each_column():
+    import random
+
+    from ek_agents.stats import bootstrap_mean_cis
+    rng = random.Random(5)
+    cols = [[rng.random() for _ in range(n)] for n in (1, 2, 7, 7, 40, 2500, 7)]
+    cols.append([rng.choice([0.0, 1.0]) for _ in range(40)])
+    for seed in (0, 11):
+        got = bootstrap_mean_cis(cols, resamples=2000, seed=seed)  # 2500: two blocks of draws
+        assert got == [bootstrap_ci(c, "mean", resamples=2000, seed=seed) for c in cols]
+    assert bootstrap_mean_cis([[1.0, 2.0, 3.0]], resamples=77, alpha=0.2, seed=3) == [
+        bootstrap_ci([1.0, 2.0, 3.0], "mean", resamples=77, alpha=0.2, seed=3)]
+    with pytest.raises(errors.InvalidInput, match="column 1"):
+        bootstrap_mean_cis([[1.0], []])

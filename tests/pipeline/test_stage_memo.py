@@ -1,0 +1,100 @@
+"""The stages after the trials reuse, within one process, the episodes a stage already parsed
+or wrote (``record.read_episodes``): same bytes out, and a changed document is still refused."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ek_agents import record
+from ek_agents.base import Episode
+from ek_agents.errors import DigestMismatch
+from ek_agents.store import Store
+
+
+@pytest.fixture()
+def stored(tmp_path):
+    suite = tmp_path / "suite.jsonl"
+    rows = [{"suite": {"name": "memo", "version": "1", "checker": "output"}}]
+    rows += [{"task_id": f"t{i}", "input": f"q{i}", "gold": f"A{i}"} for i in range(6)]
+    suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    st = Store(str(tmp_path / "store"))
+
+    def make(run_id: str):
+        tasks = record.record_suite(st, run_id, str(suite))
+        eps = [Episode(f"t{i}", output=f"A{i}" if (i + j) % 3 else "no",
+                       meta={"trial": j, "nested": {"x": [i, j]}}) for i in range(6) for j in range(3)]
+        ref = record.index_output(st, run_id, "episodes", "e" * 64, record.episodes_doc(eps))
+        return tasks, ref
+
+    record.forget_episodes()
+    yield st, make
+    record.forget_episodes()
+
+
+def _stages(st, run_id, tasks, episodes):
+    graded = record.run_grade(st, run_id, episodes, tasks, None)
+    metrics = record.run_metrics(st, run_id, graded, tasks, k=3, seed=7, run=None)
+    report = record.run_cost(st, run_id, graded, metrics, None, seed=7)
+    return graded, metrics, report
+
+
+def test_a_memo_hit_gives_the_same_bytes_as_reading_the_store(stored, monkeypatch):
+    st, make = stored
+    parsed = []
+    real = record.episodes_of
+    monkeypatch.setattr(record, "episodes_of", lambda doc: parsed.append(1) or real(doc))
+    tasks, episodes = make("a")
+    held = _stages(st, "a", tasks, episodes)
+    assert len(parsed) == 1  # the episodes, once; metrics and cost took the graded episodes held
+    # each stage from the store alone: a fresh memo, and the stages as the audit runs them
+    record.forget_episodes()
+    assert record.read_episodes(st, held[0]) == real(st.read_json(held[0].key))
+    assert len(parsed) == 2
+    ep_doc, tasks_doc = st.read_json(episodes.key), st.read_json(tasks.key)
+    graded = record.grade_stage(ep_doc, tasks_doc)
+    metrics = record.metrics_stage(graded, tasks_doc, k=3, seed=7)
+    report = record.cost_stage(graded, metrics, None, seed=7)
+    for ref, doc in zip(held, (graded, metrics, report)):
+        assert st.read_bytes(ref.key) == record.canonical_json(doc)
+
+
+def test_a_forged_document_is_refused_though_its_episodes_are_held(stored):
+    st, make = stored
+    tasks, episodes = make("b")
+    graded = record.run_grade(st, "b", episodes, tasks, None)
+    doc = st.read_json(graded.key)
+    doc["episodes"][0]["success"] = not doc["episodes"][0]["success"]
+    st.write_json(graded.key, doc)  # the graded document edited after its stage wrote it
+    with pytest.raises(DigestMismatch, match="graded"):
+        record.run_metrics(st, "b", graded, tasks, k=3, seed=7, run=None)
+    with pytest.raises(DigestMismatch, match="graded"):
+        record.read_episodes(st, graded)
+
+
+def test_what_a_memo_hit_returns_is_the_callers_own_list(stored):
+    st, make = stored
+    tasks, episodes = make("c")
+    graded = record.run_grade(st, "c", episodes, tasks, None)
+    first = record.read_episodes(st, graded)
+    first.clear()
+    assert len(record.read_episodes(st, graded)) == 18
+
+
+def test_the_memo_is_bounded(stored, monkeypatch):
+    st, make = stored
+    monkeypatch.setattr(record, "EPISODES_MEMO_DOCS", 1)
+    parsed = []
+    real = record.episodes_of
+    monkeypatch.setattr(record, "episodes_of", lambda doc: parsed.append(1) or real(doc))
+    tasks, episodes = make("d")
+    record.read_episodes(st, episodes)
+    record.read_episodes(st, episodes)
+    assert len(parsed) == 1
+    graded = record.run_grade(st, "d", episodes, tasks, None)  # holds the graded ones only now
+    record.read_episodes(st, graded)
+    assert len(parsed) == 1
+    record.read_episodes(st, episodes)
+    assert len(parsed) == 2
+    record.read_episodes(st, graded)  # evicted by the episodes just read
+    assert len(parsed) == 3
