@@ -1,4 +1,5 @@
-"""Benchmark: the harness, the evaluate flow and the CLI against their floors, same run.
+"""Benchmark: the harness and the evaluate flow against their floors, same run (the
+``ek-agents`` command's rows are ``bench/bench_cli.py``'s).
 
 Run: ``.venv/bin/python -m bench.bench_flow [--trials 20000] [--quick]``. Rows (issue 15):
 
@@ -9,14 +10,10 @@ Run: ``.venv/bin/python -m bench.bench_flow [--trials 20000] [--quick]``. Rows (
   concurrency 64, artifacts persisted, with a Prefect API up (a temporary ``prefect server
   start`` on a free 127.0.0.1 port; its start-up is reported apart) vs the ideal; then the same
   flow with identical inputs (a cache hit) vs the first run;
-- ``ek-agents run`` of the shop suite at k=4 with no Prefect API configured (wall seconds of
-  the whole command, which runs the plan in its own process: ``ek_agents.localrun``) vs the
-  library's ``run_suite`` on the same suite and agent, min of 3; the same command with a
-  Prefect API configured (the flow runs there and is recorded);
-- ``ek-agents audit`` and ``ek-agents promote`` of that run (wall seconds of the command);
-- ``import ek_agents`` vs ``import prefect`` (each a fresh interpreter, minus an empty one).
+- ``import ek_agents`` vs ``import prefect``, and with every public name resolved (each timed
+  inside a fresh interpreter, min of 5).
 
-Each flow/CLI measurement runs in its own process with its own ``PREFECT_HOME`` under a temp
+Each flow measurement runs in its own process with its own ``PREFECT_HOME`` under a temp
 folder. The repeat of the flow runs under a new run id (what a re-run gets: ``evaluate_agent``
 makes one), so it measures the stage cache, not a resume of a finished run.
 
@@ -62,8 +59,6 @@ from typing import Any
 from tests.harness.faultproxy import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-SHOP_SUITE = ROOT / "examples" / "shop" / "suite.yaml"
-SHOP_AGENT = "ek_agents_examples.shop.agents:small_agent"
 AGENT_S = 0.05
 CONCURRENCY = 64
 
@@ -90,16 +85,6 @@ def _env(home: Path, api_url: str | None = None) -> dict:
     return env
 
 
-def _wall(cmd: list, env: dict, cwd: Path = ROOT) -> float:
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
-    t = time.perf_counter() - t0
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {proc.returncode}: "
-                           f"{(proc.stderr or proc.stdout).strip()[-800:]}")
-    return t
-
-
 def _child_json(args: list, env: dict) -> dict:
     proc = subprocess.run([sys.executable, "-m", "bench.bench_flow", "--child", *args], env=env, cwd=ROOT,
                           capture_output=True, text=True)
@@ -123,21 +108,19 @@ def harness_rows(trials: int) -> dict:
                 return await sleep_agent(t)
         return await asyncio.gather(*(one(t) for t in tasks))
 
+    def one_round() -> tuple[float, float]:
+        """(gather's seconds, run_suite's seconds), gather first."""
+        t0 = time.perf_counter()
+        asyncio.run(gather())
+        t1 = time.perf_counter()
+        run_suite(sleep_agent, tasks, k=1, max_concurrency=CONCURRENCY, progress=False)
+        return t1 - t0, time.perf_counter() - t1
+
     ideal = trials * AGENT_S / CONCURRENCY
-    t0 = time.perf_counter()
-    asyncio.run(gather())
-    t_gather = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    run_suite(sleep_agent, tasks, k=1, max_concurrency=CONCURRENCY, progress=False)
-    t_suite = time.perf_counter() - t0
-    # the same call again: the first one also loaded numpy and the report's modules (once
-    # per process); gather is timed first, then the second call, for the steady-state figure
-    t0 = time.perf_counter()
-    asyncio.run(gather())
-    t_gather2 = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    run_suite(sleep_agent, tasks, k=1, max_concurrency=CONCURRENCY, progress=False)
-    t_warm = time.perf_counter() - t0
+    t_gather, t_suite = one_round()
+    # the same again: the first run_suite also loaded numpy and the report's modules (once
+    # per process); the second round is the steady-state figure
+    t_gather2, t_warm = one_round()
     print(f"  run_suite, {trials:,} trials of a 50 ms agent at concurrency {CONCURRENCY}: {t_suite:.2f} s vs "
           f"ideal {ideal:.2f} s (x{t_suite / ideal:.2f}); asyncio.gather {t_gather:.2f} s (x{t_gather / ideal:.2f}); "
           f"second call {t_warm:.2f} s (x{t_warm / ideal:.2f}; gather x{t_gather2 / ideal:.2f})")
@@ -202,47 +185,6 @@ def flow_rows(trials: int, tmp: Path) -> dict:
             "flow_cpu_s": first["cpu_s"]}
 
 
-def cli_rows(tmp: Path, k: int = 4, repeat: int = 3) -> dict:
-    """``ek-agents run`` of the shop suite (no Prefect API configured: the plan runs in the
-    command's process) vs ``run_suite``, interleaved, each run into a store of its own (a fresh
-    run, not a cache hit), min of ``repeat``; ``audit`` and ``promote`` of those runs; the same
-    ``run`` with a Prefect API configured (a server started once, its start-up apart)."""
-    home = tmp / "prefect-cli"
-    home.mkdir()
-    env = _env(home)  # no PREFECT_API_URL: the CLI decides how to record the flow run
-    cli = [sys.executable, "-m", "ek_agents.cli"]
-
-    def run(i: int, kind: str, env: dict) -> float:
-        return _wall(cli + ["run", "--suite", str(SHOP_SUITE), "--agent", SHOP_AGENT, "--k", str(k),
-                            "--store", str(tmp / f"cli-{kind}-{i}"), "--run-id", "bench-cli-run"], env)
-
-    load = os.getloadavg()[0]
-    libs, runs = [], []
-    for i in range(repeat):
-        libs.append(_child_json(["run_suite", str(k)], env))
-        runs.append(run(i, "here", env))
-    lib = min(libs, key=lambda r: r["s"])
-    t_run = min(runs)
-    t_audit = min(_wall(cli + ["audit", "bench-cli-run", "--store", str(tmp / f"cli-here-{i}")], env)
-                  for i in range(repeat))
-    t_promote = min(_wall(cli + ["promote", "bench-cli-run", "--name", "bench", "--store",
-                                 str(tmp / f"cli-here-{i}")], env) for i in range(repeat))
-    proc, url, t_start = start_server(home)
-    try:
-        t_api = min(run(i, "api", _env(home, url)) for i in range(repeat))
-    finally:
-        stop_server(proc)
-    load = max(load, os.getloadavg()[0])
-    print(f"  ek-agents run, shop suite k={k} ({lib['trials']} trials), no Prefect API (in-process), "
-          f"min of {repeat}: {t_run:.2f} s wall vs run_suite {lib['s']:.2f} s (x{t_run / lib['s']:.1f}); "
-          f"ek-agents audit {t_audit:.2f} s, promote {t_promote:.2f} s; with a Prefect API configured "
-          f"(flow run recorded; server start-up {t_start:.1f} s apart): run {t_api:.2f} s "
-          f"[load {load:.1f}]")
-    return {"cli_run_shop_s": t_run, "run_suite_shop_s": lib["s"], "cli_run_vs_run_suite": t_run / lib["s"],
-            "cli_audit_s": t_audit, "cli_promote_s": t_promote, "cli_run_api_configured_s": t_api,
-            "cli_load_1min": load}
-
-
 def import_rows(repeat: int = 5) -> dict:
     """``import ek_agents`` (the lazy facade), the same with every public name resolved, and
     ``import prefect``: each timed inside a fresh interpreter (min of ``repeat``), so the
@@ -280,15 +222,6 @@ def _child(args: list) -> None:
                        max_concurrency=CONCURRENCY)
         s = time.perf_counter() - t0
         print(json.dumps({"s": s, "phases": _phases(started, run_id), "cpu_s": _cpu_s()}))
-    elif args[0] == "run_suite":
-        from ek_agents import load_suite, run_suite
-        from ek_agents_examples.shop.agents import small_agent
-
-        k = int(args[1])
-        suite = load_suite(str(SHOP_SUITE))
-        t0 = time.perf_counter()
-        run_suite(small_agent, suite, k=k, progress=False)
-        print(json.dumps({"s": time.perf_counter() - t0, "trials": len(suite.tasks) * k}))
 
 
 def _cpu_s() -> float:
@@ -321,14 +254,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--trials", type=int, default=20_000, help="trials of the evaluate flow row")
     ap.add_argument("--suite-trials", type=int, default=2000, help="trials of the run_suite row")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, no server (a smoke test)")
-    ap.add_argument("--skip", nargs="*", default=[], choices=("harness", "flow", "cli", "import"))
+    ap.add_argument("--skip", nargs="*", default=[], choices=("harness", "flow", "import"))
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         _child(args.child)
         return {}
     if args.quick:
-        args.trials, args.suite_trials, args.skip = 64, 128, [*args.skip, "flow", "cli"]
+        args.trials, args.suite_trials, args.skip = 64, 128, [*args.skip, "flow"]
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="ek-bench-flow-") as d:
         tmp = Path(d)
@@ -336,8 +269,6 @@ def main(argv: list[str] | None = None) -> dict:
             figures.update(import_rows())
         if "harness" not in args.skip:
             figures.update(harness_rows(args.suite_trials))
-        if "cli" not in args.skip:
-            figures.update(cli_rows(tmp))
         if "flow" not in args.skip:
             figures.update(flow_rows(args.trials, tmp))
     return figures

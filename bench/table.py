@@ -65,12 +65,12 @@ ROWS: tuple = (
      "flow.import_ek_agents_vs_prefect", "x", "keep"),
     ("  the same with every public name resolved", "flow.import_ek_agents_names_s", "flow.import_prefect_s",
      "flow.import_ek_agents_names_vs_prefect", "x", "keep"),
-    ("`ek-agents audit RUN` (wall, whole command)", "flow.cli_audit_s", None, None, "", "< 2 s"),
-    ("`ek-agents promote RUN --name N` (wall, whole command)", "flow.cli_promote_s", None, None, "", "< 2 s"),
-    ("`ek-agents run`, shop suite k=4, no Prefect API, vs `run_suite` on the same", "flow.cli_run_shop_s",
-     "flow.run_suite_shop_s", "flow.cli_run_vs_run_suite", "x run_suite", "<= 5 s wall"),
+    ("`ek-agents audit RUN` (wall, whole command)", "cli.cli_audit_s", None, None, "", "< 2 s"),
+    ("`ek-agents promote RUN --name N` (wall, whole command)", "cli.cli_promote_s", None, None, "", "< 2 s"),
+    ("`ek-agents run`, shop suite k=4, no Prefect API, vs `run_suite` on the same", "cli.cli_run_s",
+     "cli.run_suite_process_s", "cli.cli_run_vs_run_suite", "x run_suite in a process", "<= 5 s wall"),
     ("  the same with a Prefect API configured (the flow run recorded there)",
-     "flow.cli_run_api_configured_s", None, None, "", "recorded"),
+     "cli.cli_run_api_configured_s", None, None, "", "recorded"),
 )
 
 
