@@ -16,11 +16,12 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(VENV)/.dev-installed: pyproject.toml | $(PY)
+# setup.py and the C source too: a changed extension is rebuilt by the next install
+$(VENV)/.dev-installed: pyproject.toml setup.py ek_agents/_callcodes.c | $(PY)
 	$(PY) -m pip install -q -e '.[dev,s3,dask,plot]'
 	touch $@
 
-$(VENV)/.run-installed: pyproject.toml | $(PY)
+$(VENV)/.run-installed: pyproject.toml setup.py ek_agents/_callcodes.c | $(PY)
 	$(PY) -m pip install -q -e .
 	touch $@
 

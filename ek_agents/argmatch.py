@@ -321,6 +321,10 @@ class CallComparer:
             self._tools[tool] = info
         return info
 
+    def weight(self, tool: str) -> float:
+        """The call weight of ``tool`` under this comparer's grammar (``node_cost``)."""
+        return self._tool(tool)[0]
+
     def _canon(self, s: str) -> Any:
         c = self._cache.get(s)
         if c is None:

@@ -41,7 +41,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from itertools import accumulate
+from functools import partial
+from itertools import accumulate, compress, count
+from operator import ne
 from typing import Any, Callable, Optional
 
 from rapidfuzz.distance import Levenshtein, Postfix, Prefix
@@ -49,6 +51,7 @@ from rapidfuzz.process import cpdist
 
 from .argmatch import CallComparer
 from .assignment import min_cost_assignment
+from .callcodes import MAX_CODES, CallCodes, code_id, code_point, encode_calls
 from .core import GraphGrammar, Score
 from .errors import InvalidInput, UnknownName, did_you_mean
 from .toolcalls import (PairViews, as_calls, batch_grammar, cached_comparer, call_grammar,
@@ -83,13 +86,18 @@ def _exact(cmp: CallComparer, p: Any, g: Any) -> bool:
     return p.tool == g.tool and not cmp.mismatch(p, g)
 
 
-def _in_order(cmp: CallComparer, pv: list, gv: list) -> float:
-    """Needleman-Wunsch over the calls (gaps cost the call weight), common ends trimmed first."""
+def _in_order(cmp: CallComparer, pv: list, gv: list,
+              price: Optional[Callable[[Any, Any], tuple[float, bool]]] = None) -> float:
+    """Needleman-Wunsch over the calls (gaps cost the call weight), common ends trimmed first.
+    ``price(p, g)`` is :func:`_price` of two calls to the same tool (a batch passes a memo)."""
+    if price is None:
+        price = partial(_price, cmp)
     lo = 0
     hi_p, hi_g = len(pv), len(gv)
-    while lo < hi_p and lo < hi_g and _exact(cmp, pv[lo], gv[lo]):  # common prefix is free
-        lo += 1
-    while hi_p > lo and hi_g > lo and _exact(cmp, pv[hi_p - 1], gv[hi_g - 1]):  # and suffix
+    while lo < hi_p and lo < hi_g and pv[lo].tool == gv[lo].tool and price(pv[lo], gv[lo])[1]:  # common prefix
+        lo += 1                                                                                  # is free
+    while hi_p > lo and hi_g > lo and pv[hi_p - 1].tool == gv[hi_g - 1].tool \
+            and price(pv[hi_p - 1], gv[hi_g - 1])[1]:  # and suffix
         hi_p -= 1
         hi_g -= 1
     P, G = pv[lo:hi_p], gv[lo:hi_g]
@@ -103,7 +111,10 @@ def _in_order(cmp: CallComparer, pv: list, gv: list) -> float:
         a = p.weight
         cur = [prev[0] + a]
         for j, g in enumerate(G):
-            best = prev[j] + _sub(cmp, p, g)
+            if p.tool != g.tool:  # a wrong call: the larger weight (as _sub)
+                best = prev[j] + (a if a >= wg[j] else wg[j])
+            else:
+                best = prev[j] + price(p, g)[0]
             d = prev[j + 1] + a
             if d < best:
                 best = d
@@ -113,6 +124,24 @@ def _in_order(cmp: CallComparer, pv: list, gv: list) -> float:
             cur.append(best)
         prev = cur
     return prev[-1]
+
+
+class _PriceMemo:
+    """:func:`_price` of each (pred view, gold view) pair once per batch (views are shared
+    objects there, so a pair is known by the two ids; the memo holds the views alive)."""
+
+    __slots__ = ("cmp", "seen")
+
+    def __init__(self, cmp: CallComparer) -> None:
+        self.cmp = cmp
+        self.seen: dict = {}
+
+    def __call__(self, p: Any, g: Any) -> tuple[float, bool]:
+        key = (id(p), id(g))
+        hit = self.seen.get(key)
+        if hit is None:
+            hit = self.seen[key] = (_price(self.cmp, p, g), p, g)
+        return hit[0]
 
 
 def _in_order_max(wp: list, wg: list) -> float:
@@ -381,21 +410,12 @@ def _in_order_batch(cmp: CallComparer, views: PairViews) -> list[tuple[float, fl
 def _spans(flat: str, lens: list) -> list:
     """``flat`` cut into consecutive pieces of lengths ``lens``."""
     ends = list(accumulate(lens))
-    return [flat[a:b] for a, b in zip([0] + ends, ends)]
+    return list(map(flat.__getitem__, map(slice, [0, *ends], ends)))
 
 
 def _in_order_uniform(cmp: CallComparer, views: PairViews) -> Optional[list[tuple[float, float]]]:
     """:func:`_in_order_batch` when every call weighs the same ``w`` (None otherwise), mostly in
-    rapidfuzz's C++ Levenshtein.
-
-    Each call becomes one character: its *exact class* (equal classes <=> an exact match of two
-    plain calls; a call with own errors or a gold with markers is a class of its own) and,
-    separately, its tool. Every step of an alignment costs ``w`` (a gap, another tool) or at
-    most ``w`` (the same tool, wrong arguments), and 0 for an exact match, so ``w *``
-    Levenshtein(tools) <= distance <= ``w *`` Levenshtein(classes). Where the two bounds meet,
-    that is the distance (the single-pair DP finds the same optimum); the other pairs run the
-    single-pair DP :func:`_in_order` on their calls, less the common prefix and suffix of equal
-    classes (exact matches, which the DP trims anyway). The normalizer is ``w * max(len)``."""
+    rapidfuzz's C++ Levenshtein (see :func:`_bounded`), from prepared views."""
     up, ug = views.pred_unique, views.gold_unique
     ws = {v.weight for v in up} | {v.weight for v in ug}
     if len(ws) > 1:
@@ -417,25 +437,150 @@ def _in_order_uniform(cmp: CallComparer, views: PairViews) -> Optional[list[tupl
     g_tool = [chr(tools.setdefault(v.tool, len(tools))) for v in ug]
     pi, gi = views.pred_index, views.gold_index
     plens, glens = views.pred_lens, views.gold_lens
-    pc = _spans("".join(map(p_chr.__getitem__, pi)), plens)
-    gc = _spans("".join(map(g_chr.__getitem__, gi)), glens)
-    pt = _spans("".join(map(p_tool.__getitem__, pi)), plens)
-    gt = _spans("".join(map(g_tool.__getitem__, gi)), glens)
+    pstart = [0, *accumulate(plens)]
+    gstart = [0, *accumulate(glens)]
+
+    def window(b: int, lo: int, hi: int) -> tuple[list, list]:
+        return ([up[i] for i in pi[pstart[b] + lo:pstart[b + 1] - hi]],
+                [ug[j] for j in gi[gstart[b] + lo:gstart[b + 1] - hi]])
+
+    return _bounded(cmp, w, (_spans("".join(map(p_chr.__getitem__, pi)), plens),
+                             _spans("".join(map(g_chr.__getitem__, gi)), glens)),
+                    (_spans("".join(map(p_tool.__getitem__, pi)), plens),
+                     _spans("".join(map(g_tool.__getitem__, gi)), glens)), window)
+
+
+def _in_order_coded(cmp: CallComparer, preds: list, golds: list,
+                    merge: Optional[bool] = None) -> Optional[list[tuple[float, float]]]:
+    """:func:`_in_order_uniform` straight from the calls, when every call is plain (see
+    :mod:`ek_agents.callcodes`: one code point per call, computed in C) and every tool weighs
+    the same; None otherwise. When distinct calls are few (or a tool is declared), a view is
+    built per distinct call and classes are merged by the views' keys (:func:`_merged`: the
+    tightest bounds); else views are built only for the calls a DP looks at. Either way equal
+    classes are exact matches, so the numbers are those of the single-pair path. ``merge``
+    forces one way or the other (where a tool is declared, merging is always needed)."""
+    codes = encode_calls(_call_lists(preds), _call_lists(golds))
+    if codes is None:
+        return None
+    ws = {cmp.weight(t) for t in codes.tool_names}
+    if len(ws) > 1:
+        return None
+    w = float(ws.pop()) if ws else 1.0
+    reps = codes.representatives
+    pv, gv = _Views(cmp.pred, reps), _Views(cmp.gold, reps)
+    pr, gr = codes.classes
+    calls = sum(map(len, pr)) + sum(map(len, gr))
+    if merge is None:
+        merge = 8 * len(reps) <= calls
+    if not merge and not any(map(cmp.grammar.nodes.__contains__, codes.tool_names)):
+        # mostly distinct calls and no declared tool (so no call has errors of its own and no
+        # gold a marker: equal classes are exact matches as they are): views only where a DP needs them
+        pc, gc = pr, gr
+    else:
+        merged = _merged(codes, pv, gv)
+        if merged is None:
+            return None
+        pc, gc = merged
+
+    def window(b: int, lo: int, hi: int) -> tuple[list, list]:
+        p, g = pr[b], gr[b]
+        return list(map(pv.__getitem__, p[lo:len(p) - hi])), list(map(gv.__getitem__, g[lo:len(g) - hi]))
+
+    return _bounded(cmp, w, (pc, gc), codes.tools, window)
+
+
+class _Views(dict):
+    """The view of each class character of a batch, built on first use."""
+
+    def __init__(self, make: Callable[[tuple], Any], reps: list) -> None:
+        super().__init__()
+        self.make, self.reps = make, reps
+
+    def __missing__(self, c: str) -> Any:
+        v = self[c] = self.make(self.reps[code_id(c)])
+        return v
+
+
+def _merged(codes: CallCodes, pv: _Views, gv: _Views) -> Optional[tuple[list, list]]:
+    """Each side's class strings with classes whose views have equal keys made one class
+    (equal under the grammar and the canonicalizer: ``1`` and ``1.0``, ``"Blue Hat"`` and
+    ``"bluehat"``), and each call with errors of its own (or a gold with markers) a class of
+    its own on its side; None when that needs more characters than there are."""
+    for views, rows in ((pv, codes.classes[0]), (gv, codes.classes[1])):
+        for c in set("".join(rows)):
+            views[c]
+    first: dict = {}  # each merged class takes the smallest id among its classes: nothing moves when nothing merges
+    for views, plain in ((pv, lambda v: not v.own_errors), (gv, lambda v: v.key is not None)):
+        for c, v in views.items():
+            if plain(v):
+                i = code_id(c)
+                if first.get(v.key, i) >= i:
+                    first[v.key] = i
+    own = len(codes.representatives)  # then the classes of their own, pred side first
+    p_own = [c for c, v in pv.items() if v.own_errors]
+    g_own = [c for c, v in gv.items() if v.key is None]
+    if own + len(p_own) + len(g_own) >= MAX_CODES:
+        return None
+    p_map = {c: first[v.key] for c, v in pv.items() if not v.own_errors}
+    g_map = {c: first[v.key] for c, v in gv.items() if v.key is not None}
+    p_map.update((c, own + i) for i, c in enumerate(p_own))
+    g_map.update((c, own + len(p_own) + i) for i, c in enumerate(g_own))
+    return _renumbered(codes.classes[0], p_map), _renumbered(codes.classes[1], g_map)
+
+
+def _renumbered(rows: list, ids: dict) -> list:
+    """``rows`` with each character ``c`` standing for class ``ids[c]`` (the same list when
+    every class keeps its id)."""
+    table = {}
+    for c, i in ids.items():
+        new = ord(code_point(i))
+        if new != ord(c):
+            table[ord(c)] = new
+    return [r.translate(table) for r in rows] if table else rows
+
+
+def _call_lists(items: list) -> list:
+    """Each item's list of calls (lists are taken as they are: :func:`encode_calls` checks them)."""
+    if set(map(type, items)) <= {list}:
+        return items
+    return [x if type(x) is list else as_calls(x) for x in items]
+
+
+def _bounded(cmp: CallComparer, w: float, classes: tuple[list, list], tools: tuple[list, list],
+             window: Callable[[int, int, int], tuple[list, list]]) -> list[tuple[float, float]]:
+    """The in_order distances of a batch whose calls all weigh ``w``, from one character per
+    call: its *exact class* (equal classes <=> an exact match of two plain calls; a call with
+    errors of its own, or a gold with markers, is a class of its own) and, separately, its tool
+    (``classes`` / ``tools``: per side, a str per pair).
+
+    Every step of an alignment costs ``w`` (a gap, another tool) or at most ``w`` (the same
+    tool, wrong arguments), and 0 for an exact match, so ``w *`` Levenshtein(tools) <=
+    distance <= ``w *`` Levenshtein(classes), both in rapidfuzz's C++ (the tools only where
+    the classes differ). Where the two bounds meet, that is the distance (the single-pair DP
+    finds the same optimum). The other pairs are left with a window of calls once the common
+    prefix and suffix of equal classes (exact matches, which the DP trims anyway) are cut:
+    one call against one costs what the single-pair DP gives it, ``min(sub, 2w) = sub``; a
+    larger window runs the single-pair DP :func:`_in_order` on the views
+    ``window(pair, prefix, suffix)`` gives. The normalizer is ``w * max(len)``."""
+    pc, gc = classes
     upper = cpdist(pc, gc, scorer=Levenshtein.distance).tolist()
-    lower = cpdist(pt, gt, scorer=Levenshtein.distance).tolist()
     raw = [w * u for u in upper]
-    rest = [b for b, (lo, hi) in enumerate(zip(lower, upper)) if lo != hi]
-    if rest:
-        pstart = [0, *accumulate(plens)]
-        gstart = [0, *accumulate(glens)]
-        for b in rest:
-            p, g = pc[b], gc[b]
-            lo = Prefix.similarity(p, g)  # equal classes are exact matches: trimmed as _in_order would
-            hi = Postfix.similarity(p[lo:], g[lo:])
-            pv = [up[i] for i in pi[pstart[b] + lo:pstart[b + 1] - hi]]
-            gv = [ug[j] for j in gi[gstart[b] + lo:gstart[b + 1] - hi]]
-            raw[b] = _in_order(cmp, pv, gv)
-    return [(r, w * (a if a >= b else b)) for r, a, b in zip(raw, plens, glens)]
+    todo = list(compress(count(), upper))
+    pt, gt = tools
+    lower = cpdist([pt[b] for b in todo], [gt[b] for b in todo], scorer=Levenshtein.distance).tolist() if todo else []
+    price = _PriceMemo(cmp)
+    for b, lo_b in zip(todo, lower):
+        if lo_b == upper[b]:
+            continue
+        p, g = pc[b], gc[b]
+        lo = Prefix.similarity(p, g)  # equal classes are exact matches: trimmed as _in_order would
+        hi = Postfix.similarity(p[lo:], g[lo:])
+        if len(p) - lo - hi == 1 == len(g) - lo - hi and pt[b][lo] == gt[b][lo]:  # one call to the same tool each
+            pv, gv = window(b, lo, hi)
+            raw[b] = price(pv[0], gv[0])[0]
+        else:
+            raw[b] = _in_order(cmp, *window(b, lo, hi), price)
+    return [(r, w * (a if a >= b else b)) for r, a, b in zip(raw, map(len, pc), map(len, gc))]
 
 
 def trajectory_distances(preds: Sequence, golds: Sequence, *, scheme: str = "in_order",
@@ -458,10 +603,14 @@ def trajectory_distances(preds: Sequence, golds: Sequence, *, scheme: str = "in_
     if len(preds) != len(golds):
         raise InvalidInput(f"trajectory_distances: {len(preds)} predictions but {len(golds)} golds; give one gold per prediction")
     cmp = comparer if comparer is not None else CallComparer(grammar, canonicalizer)
-    views = pair_views(cmp, preds, golds, shared)
     if scheme == "in_order" and preds:
+        coded = _in_order_coded(cmp, preds, golds)
+        if coded is not None:
+            return coded
+        views = pair_views(cmp, preds, golds, shared)
         fast = _in_order_uniform(cmp, views)
         return fast if fast is not None else _in_order_batch(cmp, views)
+    views = pair_views(cmp, preds, golds, shared)
     return [_pair_distance(cmp, scheme, pv, gv) for pv, gv in zip(views.pred, views.gold)]
 
 

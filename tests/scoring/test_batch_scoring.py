@@ -202,3 +202,66 @@ def test_in_order_fast_path_equals_the_general_dp(ps, which, data):
             continue
         for (r1, m1), (r2, m2) in zip(got, single):
             assert (close(r1, r2) or (math.isnan(r1) and math.isnan(r2))) and close(m1, m2), (r1, r2, m1, m2)
+
+
+plain_values = st.sampled_from(["a", "A", "b", "a b", "Blue Hat", "bluehat", 1, 1.0, 2, 0, True, False, None, 2.5, -0.0, 0.0])
+plain_calls = st.lists(st.tuples(st.sampled_from(TOOLS), st.dictionaries(
+    st.sampled_from(["q", "n", "order", "x"]), plain_values, max_size=3)), max_size=7)
+
+
+@st.composite
+def plain_pairs(draw):
+    out = []
+    for _ in range(draw(st.integers(1, 12))):
+        gold = draw(plain_calls)
+        pred = [(t, dict(a)) for t, a in gold]
+        for _ in range(draw(st.integers(0, 3))):  # edits: a wrong argument, an extra call, a swap, a drop
+            kind = draw(st.integers(0, 3))
+            if kind == 0 and pred:
+                t, a = pred[draw(st.integers(0, len(pred) - 1))]
+                a[draw(st.sampled_from(["q", "n", "x"]))] = draw(plain_values)
+            elif kind == 1:
+                pred.insert(draw(st.integers(0, len(pred))), draw(plain_calls.filter(bool))[0])
+            elif kind == 2 and len(pred) > 1:
+                i = draw(st.integers(0, len(pred) - 2))
+                pred[i], pred[i + 1] = pred[i + 1], pred[i]
+            elif pred:
+                pred.pop(draw(st.integers(0, len(pred) - 1)))
+        out.append((pred, gold))
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plain_pairs(), st.sampled_from([None, "uniform"]), st.sampled_from([None, True, False]), st.booleans())
+def test_in_order_from_call_codes_equals_the_single_pair(ps, which, merge, canon):
+    """Plain calls take the encoded path (one code point per call, in C): the single-pair
+    numbers on every pair, with classes merged by the views' keys or not, a declared tool
+    (errors of its own: a missing required argument), the canonicalizer (``"Blue Hat"`` is
+    ``"bluehat"``), ``1`` / ``1.0`` (equal untyped) and ``True`` (not)."""
+    from ek_agents.trajectory import _in_order_coded
+
+    grammar = {None: None, "uniform": tool_grammar(ToolSpec("search", {"q": FieldSpec("q", "string", required=True)}))}[which]
+    canonicalizer = str.lower if canon else None
+    preds, golds = [p for p, _ in ps], [g for _, g in ps]
+    got = _in_order_coded(CallComparer(grammar, canonicalizer), preds, golds, merge)
+    assert got is not None  # plain calls, every tool weighing 1: the encoded path runs
+    single = [trajectory_distance(p, g, grammar=grammar, canonicalizer=canonicalizer) for p, g in ps]
+    for (r1, m1), (r2, m2) in zip(got, single):
+        assert close(r1, r2) and close(m1, m2), (r1, r2, m1, m2)
+    assert trajectory_distances(preds, golds, grammar=grammar, canonicalizer=canonicalizer) == got
+
+
+def test_in_order_takes_the_encoded_path_only_for_plain_uniform_batches():
+    from ek_agents.trajectory import _in_order_coded
+
+    plain = [[("search", {"q": "a"}), ("answer", {"text": "b"})]]
+    assert _in_order_coded(CallComparer(), plain, plain) == [(0.0, 2.0)]
+    assert _in_order_coded(CallComparer(), [[("search", {"q": ["a"]})]], plain) is None  # a list value
+    assert _in_order_coded(CallComparer(GRAMMAR), plain, plain) == [(0.0, 2.0)]  # both tools weigh 1
+    refund = [[("search", {"q": "a"}), ("refund", {"order": "o1"})]]
+    assert _in_order_coded(CallComparer(GRAMMAR), refund, plain) is None  # refund weighs 10: not uniform
+    assert trajectory_distances(refund, plain, grammar=GRAMMAR) == [trajectory_distance(refund[0], plain[0], grammar=GRAMMAR)]
+    # Episodes and Trajectories are read into call lists first
+    from ek_agents.base import Step, Trajectory
+    t = Trajectory([Step("search", {"q": "a"}), Step("answer", {"text": "b"})])
+    assert _in_order_coded(CallComparer(), [t], plain) == [(0.0, 2.0)]

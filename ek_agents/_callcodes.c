@@ -1,0 +1,302 @@
+/* ek_agents._callcodes: one character per tool call, in C.
+ *
+ * encode(a, b) reads two lists of call lists (each call a (str, dict) tuple whose argument
+ * values are plain str/int/float/bool/None) and gives every call a class: two calls share a
+ * class iff they call the same tool with equal arguments of the same types (1, 1.0 and True
+ * are three classes; key order does not matter). It returns
+ *
+ *     (classes_a, classes_b, tools_a, tools_b, representatives, tool_names)
+ *
+ * where classes_x / tools_x hold one str per call list of side x, one code point per call --
+ * the class id or the tool id, skipping the surrogate block -- representatives[i] is the
+ * first call of class i and tool_names[j] the name of tool j. Anything else in the input (another shape,
+ * a nested or non-scalar value, a key that is not a str, more classes than code points)
+ * returns None: the caller then takes its general path, which reads and reports it.
+ *
+ * The pure-Python twin is ek_agents.callcodes.encode_python (tests hold the two equal).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define SURROGATES 0x800
+#define MAX_ID (0x10FFFF - SURROGATES)
+
+typedef struct {
+    Py_ssize_t cls;  /* -1: empty */
+    Py_hash_t hash;
+} Slot;
+
+typedef struct {
+    Slot *slots;
+    Py_ssize_t cap;  /* a power of two */
+    PyObject *reps;  /* list: the first call of each class */
+    PyObject *tool_ids;  /* dict: tool name -> id */
+    PyObject *tool_names;  /* list */
+    int *tool_of;  /* per class: its tool id */
+    Py_ssize_t tool_of_cap;
+} Table;
+
+static inline int
+plain_value(PyObject *v)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyUnicode_Type) return 1;
+    if (t == &PyLong_Type) return 2;
+    if (t == &PyFloat_Type) return 3;
+    if (t == &PyBool_Type) return 4;
+    if (v == Py_None) return 5;
+    return 0;
+}
+
+static inline uint64_t
+mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* The call's hash (order-free over the arguments); 0 = not a plain call, -1 = error. */
+static int
+call_hash(PyObject *call, Py_hash_t *out)
+{
+    if (!PyTuple_CheckExact(call) || PyTuple_GET_SIZE(call) != 2) return 0;
+    PyObject *tool = PyTuple_GET_ITEM(call, 0), *args = PyTuple_GET_ITEM(call, 1);
+    if (!PyUnicode_CheckExact(tool) || !PyDict_CheckExact(args)) return 0;
+    Py_hash_t ht = PyObject_Hash(tool);
+    if (ht == -1) return -1;
+    uint64_t acc = 0;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(args, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k)) return 0;
+        int tag = plain_value(v);
+        if (!tag) return 0;
+        Py_hash_t hk = PyObject_Hash(k);
+        if (hk == -1) return -1;
+        Py_hash_t hv = PyObject_Hash(v);
+        if (hv == -1) return -1;
+        acc += mix((uint64_t)hk * 0x9E3779B97F4A7C15ULL ^ mix((uint64_t)hv + (uint64_t)tag));
+    }
+    uint64_t h = mix((uint64_t)ht ^ acc ^ ((uint64_t)PyDict_GET_SIZE(args) << 56));
+    Py_hash_t r = (Py_hash_t)(h >> 1);
+    *out = r == -1 ? -2 : r;
+    return 1;
+}
+
+/* 1 if two plain calls are equal with the same value types, 0 if not, -1 on error. */
+static int
+call_equal(PyObject *a, PyObject *b)
+{
+    if (a == b) return 1;
+    PyObject *ta = PyTuple_GET_ITEM(a, 0), *tb = PyTuple_GET_ITEM(b, 0);
+    if (ta != tb) {
+        int eq = PyUnicode_Compare(ta, tb);
+        if (eq == -1 && PyErr_Occurred()) return -1;
+        if (eq != 0) return 0;
+    }
+    PyObject *da = PyTuple_GET_ITEM(a, 1), *db = PyTuple_GET_ITEM(b, 1);
+    if (PyDict_GET_SIZE(da) != PyDict_GET_SIZE(db)) return 0;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v, *w;
+    while (PyDict_Next(da, &pos, &k, &v)) {
+        w = PyDict_GetItemWithError(db, k);
+        if (w == NULL) return PyErr_Occurred() ? -1 : 0;
+        if (Py_TYPE(v) != Py_TYPE(w)) return 0;
+        if (v != w) {
+            int eq = PyObject_RichCompareBool(v, w, Py_EQ);
+            if (eq <= 0) return eq;
+        }
+    }
+    return 1;
+}
+
+static int
+grow(Table *t)
+{
+    Py_ssize_t cap = t->cap * 2;
+    Slot *s = PyMem_Malloc(cap * sizeof(Slot));
+    if (!s) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < cap; i++) s[i].cls = -1;
+    for (Py_ssize_t i = 0; i < t->cap; i++) {
+        if (t->slots[i].cls < 0) continue;
+        size_t j = (size_t)t->slots[i].hash & (cap - 1);
+        while (s[j].cls >= 0) j = (j + 1) & (cap - 1);
+        s[j] = t->slots[i];
+    }
+    PyMem_Free(t->slots);
+    t->slots = s;
+    t->cap = cap;
+    return 0;
+}
+
+/* The class of a call (a new class when it is the first of its kind); -2 = not plain, -1 = error. */
+static Py_ssize_t
+intern_call(Table *t, PyObject *call)
+{
+    Py_hash_t h;
+    int ok = call_hash(call, &h);
+    if (ok <= 0) return ok == 0 ? -2 : -1;
+    size_t mask = t->cap - 1, j = (size_t)h & mask;
+    while (t->slots[j].cls >= 0) {
+        if (t->slots[j].hash == h) {
+            int eq = call_equal(call, PyList_GET_ITEM(t->reps, t->slots[j].cls));
+            if (eq < 0) return -1;
+            if (eq) return t->slots[j].cls;
+        }
+        j = (j + 1) & mask;
+    }
+    Py_ssize_t cls = PyList_GET_SIZE(t->reps);
+    if (cls >= MAX_ID) return -2;
+    /* its tool's id */
+    PyObject *tool = PyTuple_GET_ITEM(call, 0);
+    PyObject *id = PyDict_GetItemWithError(t->tool_ids, tool);
+    Py_ssize_t tid;
+    if (id == NULL) {
+        if (PyErr_Occurred()) return -1;
+        tid = PyList_GET_SIZE(t->tool_names);
+        if (tid >= MAX_ID) return -2;
+        PyObject *n = PyLong_FromSsize_t(tid);
+        if (!n) return -1;
+        int bad = PyDict_SetItem(t->tool_ids, tool, n);
+        Py_DECREF(n);
+        if (bad || PyList_Append(t->tool_names, tool)) return -1;
+    } else {
+        tid = PyLong_AsSsize_t(id);
+    }
+    if (cls >= t->tool_of_cap) {
+        Py_ssize_t cap = t->tool_of_cap ? t->tool_of_cap * 2 : 1024;
+        int *p = PyMem_Realloc(t->tool_of, cap * sizeof(int));
+        if (!p) { PyErr_NoMemory(); return -1; }
+        t->tool_of = p;
+        t->tool_of_cap = cap;
+    }
+    t->tool_of[cls] = (int)tid;
+    if (PyList_Append(t->reps, call)) return -1;
+    t->slots[j].cls = cls;
+    t->slots[j].hash = h;
+    if (2 * (cls + 1) > t->cap && grow(t)) return -1;
+    return cls;
+}
+
+static inline Py_UCS4
+code(Py_ssize_t id)
+{
+    return (Py_UCS4)(id < 0xD800 ? id : id + SURROGATES);
+}
+
+/* Classes of every call of `lists` into ids[]; 1 done, 0 not plain, -1 error. */
+static int
+read_side(Table *t, PyObject *lists, Py_ssize_t **ids, Py_ssize_t *n)
+{
+    if (!PyList_CheckExact(lists)) return 0;
+    Py_ssize_t total = 0, m = PyList_GET_SIZE(lists);
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *row = PyList_GET_ITEM(lists, i);
+        if (!PyList_CheckExact(row)) return 0;
+        total += PyList_GET_SIZE(row);
+    }
+    Py_ssize_t *out = PyMem_Malloc((total ? total : 1) * sizeof(Py_ssize_t));
+    if (!out) { PyErr_NoMemory(); return -1; }
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *row = PyList_GET_ITEM(lists, i);
+        Py_ssize_t r = PyList_GET_SIZE(row);
+        if (k + r > total) { PyMem_Free(out); return 0; }  /* a list grew under us */
+        for (Py_ssize_t c = 0; c < r; c++) {
+            Py_ssize_t cls = intern_call(t, PyList_GET_ITEM(row, c));
+            if (cls < 0) { PyMem_Free(out); return cls == -2 ? 0 : -1; }
+            out[k++] = cls;
+        }
+    }
+    *ids = out;
+    *n = k;
+    return 1;
+}
+
+/* One str per call list of `lists` (whose calls' ids are ids[], list after list): the code
+ * point of each call's id, or of its tool's id when tool_of is given. */
+static PyObject *
+codes_strs(PyObject *lists, const Py_ssize_t *ids, Py_ssize_t n, const int *tool_of)
+{
+    Py_ssize_t m = PyList_GET_SIZE(lists), k = 0;
+    PyObject *out = PyList_New(m);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        Py_ssize_t r = PyList_GET_SIZE(PyList_GET_ITEM(lists, i));
+        if (k + r > n || PyList_GET_SIZE(lists) != m) {  /* changed under us (a finalizer) */
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_RuntimeError, "encode: a call list changed while it was read");
+            return NULL;
+        }
+        Py_UCS4 top = 0;
+        for (Py_ssize_t c = 0; c < r; c++) {
+            Py_UCS4 x = code(tool_of ? tool_of[ids[k + c]] : ids[k + c]);
+            if (x > top) top = x;
+        }
+        PyObject *s = PyUnicode_New(r, top);
+        if (!s) { Py_DECREF(out); return NULL; }
+        int kind = PyUnicode_KIND(s);
+        void *data = PyUnicode_DATA(s);
+        for (Py_ssize_t c = 0; c < r; c++)
+            PyUnicode_WRITE(kind, data, c, code(tool_of ? tool_of[ids[k + c]] : ids[k + c]));
+        PyList_SET_ITEM(out, i, s);
+        k += r;
+    }
+    return out;
+}
+
+static PyObject *
+encode(PyObject *self, PyObject *args)
+{
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "OO:encode", &a, &b)) return NULL;
+    Table t = {0};
+    Py_ssize_t *ia = NULL, *ib = NULL, na = 0, nb = 0;
+    PyObject *result = NULL, *ca = NULL, *cb = NULL, *ta = NULL, *tb = NULL;
+    t.cap = 1024;
+    t.slots = PyMem_Malloc(t.cap * sizeof(Slot));
+    t.reps = PyList_New(0);
+    t.tool_ids = PyDict_New();
+    t.tool_names = PyList_New(0);
+    if (!t.slots || !t.reps || !t.tool_ids || !t.tool_names) {
+        if (!t.slots) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < t.cap; i++) t.slots[i].cls = -1;
+    int ok = read_side(&t, a, &ia, &na);
+    if (ok == 1) ok = read_side(&t, b, &ib, &nb);
+    if (ok <= 0) {
+        if (ok == 0) { result = Py_None; Py_INCREF(result); }
+        goto done;
+    }
+    if (!(ca = codes_strs(a, ia, na, NULL)) || !(cb = codes_strs(b, ib, nb, NULL))
+        || !(ta = codes_strs(a, ia, na, t.tool_of)) || !(tb = codes_strs(b, ib, nb, t.tool_of)))
+        goto done;
+    result = PyTuple_Pack(6, ca, cb, ta, tb, t.reps, t.tool_names);
+done:
+    Py_XDECREF(ca); Py_XDECREF(cb); Py_XDECREF(ta); Py_XDECREF(tb);
+    Py_XDECREF(t.reps); Py_XDECREF(t.tool_ids); Py_XDECREF(t.tool_names);
+    PyMem_Free(t.slots); PyMem_Free(t.tool_of); PyMem_Free(ia); PyMem_Free(ib);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"encode", encode, METH_VARARGS,
+     "encode(a, b) -> (classes_a, classes_b, tools_a, tools_b, representatives, tool_names) or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_callcodes", "One character per tool call (see ek_agents.callcodes).", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__callcodes(void)
+{
+    return PyModule_Create(&module);
+}
