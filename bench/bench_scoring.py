@@ -7,7 +7,9 @@ lists, ``json.dumps`` of the same calls, and -- the issue's row -- rapidfuzz's L
 distance on the tool-name sequences (``rapidfuzz``: with the names read from the same call
 lists; ``rapidfuzz_prebuilt``: on name lists built beforehand) against
 ``evaluate(preds, golds, {"d": TrajectoryMetric("in_order")})``, checked equal to the
-single-pair ``score`` on every pair (``in_order_pairs_differing`` must be 0).
+single-pair ``score`` on every pair (``in_order_pairs_differing`` must be 0). That row runs
+through ``ek_agents.callcodes`` (one code point per call, from the C extension) and rapidfuzz;
+bench/PROFILE-scoring.md ("Round 4") has where its time goes.
 """
 from __future__ import annotations
 
