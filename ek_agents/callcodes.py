@@ -13,7 +13,8 @@ returns ``None`` and the caller takes its general path (which reads, checks and 
 
 The work is done by the C extension ``ek_agents._callcodes`` when it was built at install
 time (it is optional: setup.py); :func:`encode_python` is its pure-Python twin, the same
-results (tests hold them equal), about 10x slower.
+results (tests hold them equal), about 10x slower -- slower than preparing each call's view,
+so without the extension :mod:`ek_agents.trajectory` keeps its view path.
 
 >>> codes = encode_calls([[("a", {"x": 1}), ("b", {})]], [[("a", {"x": 1.0})]])
 >>> codes.classes, codes.tools

@@ -51,7 +51,7 @@ from rapidfuzz.process import cpdist
 
 from .argmatch import CallComparer
 from .assignment import min_cost_assignment
-from .callcodes import MAX_CODES, CallCodes, code_id, code_point, encode_calls
+from .callcodes import HAS_C, MAX_CODES, CallCodes, code_id, code_point, encode_calls
 from .core import GraphGrammar, Score
 from .errors import InvalidInput, UnknownName, did_you_mean
 from .toolcalls import (PairViews, as_calls, batch_grammar, cached_comparer, call_grammar,
@@ -604,7 +604,8 @@ def trajectory_distances(preds: Sequence, golds: Sequence, *, scheme: str = "in_
         raise InvalidInput(f"trajectory_distances: {len(preds)} predictions but {len(golds)} golds; give one gold per prediction")
     cmp = comparer if comparer is not None else CallComparer(grammar, canonicalizer)
     if scheme == "in_order" and preds:
-        coded = _in_order_coded(cmp, preds, golds)
+        # (with its pure-Python twin the encoding is slower than preparing views: C only)
+        coded = _in_order_coded(cmp, preds, golds) if HAS_C else None
         if coded is not None:
             return coded
         views = pair_views(cmp, preds, golds, shared)
