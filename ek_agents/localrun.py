@@ -168,8 +168,9 @@ def _one_loop(chunks: tuple[TrialChunk, ...]) -> tuple[TrialChunk, ...]:
 
 
 def run_trials(request: TrialRequest, *, log: Log = _default_log) -> StageRef:
-    """The ``run-trials`` flow here: k trials per task (those not already stored), or the
-    cached episodes when the same inputs ran before (then no agent is called)."""
+    """The evaluate flow's trial steps here (plan-trials, the chunks, collect-episodes): k
+    trials per task (those not already stored), or the cached episodes when the same inputs
+    ran before (then no agent is called)."""
     plan = pipeline_support.plan_trials(request)
     if plan.episodes is not None:
         log(f"run {request.run_id}: reused all {plan.reused} episodes from run "

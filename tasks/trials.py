@@ -6,7 +6,8 @@ call that stores every episode as it finishes, so a killed run resumes where it 
 Prefect retry of a chunk re-runs only its missing trials). The episodes are cached on the
 digest of everything that decides them: a second identical run makes no agent call at all.
 Each task takes one typed request (``TrialRequest``, ``TrialChunk``, ``TrialPlan``), so the
-chunks fan out with ``run_trial_chunk.map(plan.chunks)``; each returns what it stored
+chunks fan out as task runs of the evaluate flow itself (``flows.runners.run_each`` on the
+run's bounded chunk runner; no sub-flow); each returns what it stored
 (``ChunkResult``: keys, digests, bytes), which ``collect_episodes`` assembles into the run's
 episodes document without listing or re-reading the run's folder.
 """
