@@ -127,7 +127,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
         request = TrialRequest(
             store=st.url, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
-            retries=retries, refresh=refresh, retry_errored=retry_errored)
+            retries=retries, refresh=refresh, retry_errored=retry_errored, check=check)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials(request, baseline, check, tolerance,
                                                   prices is not None)

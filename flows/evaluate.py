@@ -12,7 +12,7 @@ from ek_agents.harness import new_run_id
 from ek_agents.manifest import RunInputs
 from ek_agents.pipeline_support import TrialPlan, TrialRequest
 from ek_agents.store import Store, acquire_lease, release_lease
-from ek_agents_pipeline.tasks import (cached_plan, check_errors, collect_episodes, cost, gate,
+from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate,
                                       grade, ingest_bridge, ingest_tasks, load_prices,
                                       load_suite, metrics, plan_trials, publish_report,
                                       run_trial_chunk, write_manifest)
@@ -111,14 +111,12 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
         request = TrialRequest(
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
-            timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored)
+            timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored,
+            check=check)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)
-        elif (hit := cached_plan(request)) is not None:  # same inputs ran before: no trial
-            _log_reuse(hit)
-            episodes = hit.episodes
-        else:  # the chunks of the trials not already stored, on `runner`, then one document
+        else:  # the cached episodes, or the trials not stored yet in chunks on `runner`
             plan = plan_trials(request)
             _log_reuse(plan)
             episodes = plan.episodes or collect_episodes(

@@ -34,12 +34,6 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     return pipeline_support.plan_trials(request)
 
 
-@task(name="cached-episodes", **TASK_DEFAULTS, **IO_RETRIES)
-def cached_plan(request: TrialRequest) -> Optional[TrialPlan]:
-    """``pipeline_support.cached_plan``: the cached episodes when the same inputs ran before."""
-    return pipeline_support.cached_plan(request)
-
-
 @task(name="run-trial-chunk", task_run_name="trials-{chunk.request.run_id}-{chunk.index}",
       **TASK_DEFAULTS, **IO_RETRIES)
 def run_trial_chunk(chunk: TrialChunk) -> ChunkResult:
