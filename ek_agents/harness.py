@@ -165,7 +165,9 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
 def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Store, run_id: str,
                  seed: Optional[int] = None, run: Optional[RunProvenance] = None,
                  max_concurrency: int = 8, timeout_s: Optional[float] = None, retries: int = 0,
-                 backoff_s: float = 0.5) -> list[record.StoredTrial]:
+                 backoff_s: float = 0.5,
+                 on_stored: Optional[Callable[[record.StoredTrial], Any]] = None
+                 ) -> list[record.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
@@ -173,6 +175,9 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
 
     Nothing is listed or read back: a run's chunks take this after the run was planned once
     (``pipeline_support.plan_trials``), so that no chunk lists the run's stored trials.
+    ``on_stored`` is called with each trial once its file is stored, on the writer thread that
+    stored it (off the event loop: the chunks grade their trials there); what it raises fails
+    the run as a failed write does.
     """
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -183,7 +188,7 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
         return []
     runner = _Runner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                     store=store, run_id=run_id)
+                     store=store, run_id=run_id, on_stored=on_stored)
     _run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
     return [runner.written[p] for p in todo]
 
@@ -278,8 +283,10 @@ class _Runner:
 
     def __init__(self, agent: Callable, specs: Mapping[str, TaskSpec], *, seed: Optional[int],
                  run: Optional[RunProvenance], max_concurrency: int, timeout_s: Optional[float],
-                 retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str]):
+                 retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str],
+                 on_stored: Optional[Callable[[record.StoredTrial], Any]] = None):
         self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
+        self.on_stored = on_stored
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
         self.store, self.run_id = store, run_id
@@ -307,7 +314,8 @@ class _Runner:
                     writer = self.writer = _Writer(self.store, self.run_id, self.written,
                                                    _abort_on(tg, asyncio.get_running_loop()),
                                                    threads=_writer_threads(self.store,
-                                                                           self.max_concurrency))
+                                                                           self.max_concurrency),
+                                                   then=self.on_stored)
                 for pair in todo:
                     tg.create_task(self._one(pair, results, bar))
         except BaseExceptionGroup as group:  # a store failure: surface it, not the group
@@ -411,15 +419,17 @@ class _Writer:
     The event loop hands each finished trial's bytes over with one queue put (no future, no
     wake-up of the loop per write: a thread hop per trial cost ~0.1 ms of the loop's CPU) and
     goes on with the next trial; ``written`` gets each trial's :class:`record.StoredTrial`
-    once its file is in the store. The first failed write is kept in ``error`` and reported
+    once its file is in the store (and ``then`` is called with it). The first failed write is kept in ``error`` and reported
     once with ``on_error`` (the run then stops); later trials are not written. A trial
     handed over but not yet written when the process dies is simply not stored: a resume
     runs it again, as it would a trial still in flight.
     """
 
     def __init__(self, store: Store, run_id: str, written: dict,
-                 on_error: Callable[[BaseException], None], *, threads: int) -> None:
+                 on_error: Callable[[BaseException], None], *, threads: int,
+                 then: Optional[Callable[[record.StoredTrial], Any]] = None) -> None:
         self.store, self.run_id, self.written, self.on_error = store, run_id, written, on_error
+        self.then = then
         self.error: Optional[BaseException] = None
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.threads = [threading.Thread(target=self._loop, daemon=True, name="ek-store-writer")
@@ -446,8 +456,10 @@ class _Writer:
             key = episode_key(self.run_id, task_id, trial)
             try:
                 sha = self.store.write_bytes(key, data)
-                self.written[(task_id, trial)] = record.StoredTrial(
+                stored = self.written[(task_id, trial)] = record.StoredTrial(
                     task_id=task_id, trial=trial, key=key, sha256=sha, data=data.decode("ascii"))
+                if self.then is not None:
+                    self.then(stored)
             except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
                 if self.error is None:
                     self.error = exc

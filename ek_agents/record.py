@@ -610,25 +610,32 @@ _GRADED_MEMO: "OrderedDict[str, tuple[bytes, tuple[Episode, ...]]]" = OrderedDic
 GRADED_MEMO_DOCS = 2
 
 
-def grade_trials(trials: Iterable["StoredTrial"], tasks: Mapping,
-                 check: Optional[str]) -> Optional[tuple[tuple[Episode, ...], tuple[str, ...]]]:
-    """Stored trials graded as :func:`run_grade` grades them (the same parse, validation and
-    ``metrics.grade`` with ``check``, else the suite's checker): ``(graded episodes, each one's
-    canonical JSON)``, in the trials' order. None when they cannot be graded here (the grade
-    stage then grades, and says why)."""
-    trials = list(trials)
-    try:
-        doc = check_run_doc("episodes", parse_json(episodes_bytes(trials), "trials"), "trials")
-        graded = _graded(episodes_of(doc), tasks, check)
-        return tuple(graded), tuple(canonical_json(g.to_dict()).decode("ascii") for g in graded)
-    except Exception:  # noqa: BLE001 -- an optimisation only: the grade stage reports it
-        return None
+def trial_grader(tasks: Mapping, check: Optional[str]
+                 ) -> Callable[["StoredTrial"], Optional[tuple[Episode, str]]]:
+    """A function grading one stored trial as :func:`run_grade` grades it (the same parse,
+    validation and ``metrics.grade`` with ``check``, else the suite's checker): ``(graded
+    episode, its canonical JSON)``, or None when it cannot be graded here (the grade stage
+    then grades, and says why). The suite's task table is built once, here."""
+    table = {t.task_id: t for t in tasks_of(tasks)}
+    name = check if check is not None else tasks.get("checker")
+
+    def one(trial: "StoredTrial") -> Optional[tuple[Episode, str]]:
+        try:
+            doc = check_run_doc("episodes", parse_json(episodes_bytes([trial]), trial.key),
+                                trial.key)
+            (ep,) = episodes_of(doc)
+            (graded,) = grade([ep], {ep.task_id: table[ep.task_id]}, check=name)
+            return graded, canonical_json(graded.to_dict()).decode("ascii")
+        except Exception:  # noqa: BLE001 -- an optimisation only: the grade stage reports it
+            return None
+
+    return one
 
 
 def remember_graded(episodes_sha256: str, suite_digest: str, check: Optional[str],
                     graded: Iterable[Episode], data: Iterable[str]) -> None:
     """Keep (in this process) the graded document of the episodes document ``episodes_sha256``
-    -- ``graded`` episodes in its order, ``data`` their canonical JSON (:func:`grade_trials`)
+    -- ``graded`` episodes in its order, ``data`` their canonical JSON (:func:`trial_grader`)
     -- for :func:`run_grade` with the same inputs to take instead of grading again."""
     digest = graded_digest(episodes_sha256, suite_digest, check)
     with _EPISODES_MEMO_LOCK:
@@ -852,7 +859,7 @@ def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
     """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests.
 
     When this process already graded exactly these inputs (the trial chunks grade what they
-    stored: :func:`grade_trials`, :func:`remember_graded`), that document is taken as is --
+    stored: :func:`trial_grader`, :func:`remember_graded`), that document is taken as is --
     after the episodes document is read and verified, as always."""
     digest = graded_digest(episodes.sha256, tasks.digest, check)
     made: list[list[Episode]] = []
