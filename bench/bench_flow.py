@@ -22,22 +22,27 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
 - The flow is honest about concurrency: its chunks run on ``min(max_workers, max_concurrency)``
   workers and share ``max_concurrency`` (``TrialRequest.parallel_chunks``), so at most 64 agent
   calls are in flight. (Before, each of the 4 workers ran its chunk at 64: up to 256 in flight,
-  so the old "x ideal at 64" compared against a floor 4x too high.)
-- Trials phase: the 50 ms waits themselves, plus the harness's CPU per trial (building the
-  episode, ``to_dict``, the depth check, canonical JSON, a thread hop per write: ~0.3 ms idle,
-  0.5-0.6 ms under load), i.e. 7-12 s of CPU for 20,000 trials on 2 shared cores. Chunks no
-  longer list the run (``plan_trials`` lists it once) and return what they stored
-  (``ChunkResult``); ``collect-episodes`` assembles the episodes document from those bytes
-  (0.4 s instead of re-reading 20,000 files) and the manifest takes the digests computed as the
-  files were written (0.1 s instead of re-hashing them).
-- After the trials: grade, metrics and cost each read the 10 MB episodes/graded document back
-  (verified) and validate 20,000 ``Episode`` s (pydantic, ~30 us each): 5-8 s together; the
-  report's pass^k curve (40 bootstraps of 500 tasks x 2000 resamples and 20,000 ``pass_hat_k``
-  calls): ~2 s; Prefect's flow and sub-flow creation: 1-3 s under load.
-- Cache hit: every stage is a byte copy of a verified artifact (nothing parsed), no trial
-  sub-flow starts; what is left is Prefect's flow run (~1-2 s) and the report (~2 s).
-- ``run_suite``: the same per-trial harness CPU (0.5 s of CPU per 2,000 trials against a 1.56 s
-  ideal) plus ``graded_report`` (~0.3 s: grade + the pass^k bootstrap).
+  so the old "x ideal at 64" compared against a floor 4x too high.) The chunks are task runs of
+  the ``evaluate-agent`` flow run itself (``flows.runners.run_each``): no trial sub-flow, whose
+  creation cost ~2-3 s.
+- Trials phase: the 50 ms waits themselves, plus the harness's CPU per trial on the event
+  loop (the episode, ``to_dict``, the depth check, canonical JSON: ~0.35 ms with its writes),
+  done after the freed slot's next agent call has started; each trial's file is written, and
+  graded for the grade stage (``record.trial_grader``), by the run's writer threads
+  (``harness._Writer``), not on the loop. Alone (no Prefect) 20,000 trials at 4 x 16 in flight
+  run at x1.06-1.13 of ideal, ``asyncio.gather`` x1.05-1.09 in the same minutes; in the flow,
+  beside Prefect's threads on a loaded 2-core box, x1.15-1.2. Chunks no longer list the run
+  (``plan_trials`` lists it once) and return what they stored (``ChunkResult``);
+  ``collect-episodes`` assembles the episodes document from those bytes and the manifest takes
+  the digests computed as the files were written.
+- After the trials: ``grade`` takes the graded document the chunks made (same bytes; the
+  episodes document is still read and verified), metrics and cost take the graded episodes
+  from the in-process memo (``record.read_episodes``), the report's pass^k curve draws its
+  bootstrap indices once: ~1-2 s together with Prefect's task-run gaps.
+- Cache hit: ``plan-trials`` finds the episodes and every stage is a byte copy of a verified
+  artifact (nothing parsed); what is left is Prefect's flow run (~0.5-1 s) and the report.
+- ``run_suite``: the same per-trial harness CPU plus ``graded_report`` (~0.3 s: grade + the
+  pass^k bootstrap).
 """
 from __future__ import annotations
 

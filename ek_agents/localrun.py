@@ -127,7 +127,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
         request = TrialRequest(
             store=st.url, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
-            retries=retries, refresh=refresh, retry_errored=retry_errored)
+            retries=retries, refresh=refresh, retry_errored=retry_errored, check=check)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials(request, baseline, check, tolerance,
                                                   prices is not None)
@@ -168,8 +168,9 @@ def _one_loop(chunks: tuple[TrialChunk, ...]) -> tuple[TrialChunk, ...]:
 
 
 def run_trials(request: TrialRequest, *, log: Log = _default_log) -> StageRef:
-    """The ``run-trials`` flow here: k trials per task (those not already stored), or the
-    cached episodes when the same inputs ran before (then no agent is called)."""
+    """The evaluate flow's trial steps here (plan-trials, the chunks, collect-episodes): k
+    trials per task (those not already stored), or the cached episodes when the same inputs
+    ran before (then no agent is called)."""
     plan = pipeline_support.plan_trials(request)
     if plan.episodes is not None:
         log(f"run {request.run_id}: reused all {plan.reused} episodes from run "

@@ -31,8 +31,9 @@ from .metrics import final_state_match, get_checker, grade, output_match
 from .prices import load_prices, price_of
 from .record import (SOURCES, EpisodesRef, RunFingerprint, StageRef, StoredTrial, SuiteRef,
                      agent_config, cache_origin, claim_run, code_digest, episodes_bytes,
-                     episodes_doc, episodes_of, errored, index_output, load_baseline, lookup,
-                     read_trials, stage_output, tasks_of, write_doc)
+                     episodes_doc, episodes_of, errored, index_output,
+                     load_baseline, lookup, read_trials, remember_graded, stage_output, tasks_of,
+                     trial_grader, write_doc)
 from .sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
                          per_check_alpha, sequential_look)
 from .suite import load_suite
@@ -211,6 +212,10 @@ class TrialRequest(JsonShape):
     retry_errored: bool = False
     """Run again the trials that ended in an error (stored in this run, or in the cached
     episodes this run would otherwise reuse)."""
+    check: Optional[str] = None
+    """The checker the run's grade stage uses (None: the suite's). Each chunk grades the trials
+    it stored with it (``record.trial_grader``), so that the grade stage, in the same process,
+    takes that work instead of grading 20,000 episodes after the last trial."""
 
 
 @shape()
@@ -241,6 +246,12 @@ class ChunkResult(JsonShape):
     trials: tuple[StoredTrial, ...] = ()
     """Its trials' stored files (key, sha256, bytes); empty for a chunk that claimed the run
     itself (the collect step reads those from the store)."""
+    graded: tuple[Episode, ...] = ()
+    """``trials`` graded as the run's grade stage grades them (``record.trial_grader`` with the
+    request's ``check``, on the writer threads as each trial is stored), in the same order;
+    empty when they were not all graded here."""
+    graded_data: tuple[str, ...] = ()
+    """The canonical JSON of each of ``graded``."""
 
 
 @shape()
@@ -295,7 +306,7 @@ def cached_plan(request: TrialRequest) -> Optional[TrialPlan]:
     """:func:`plan_trials` when the same inputs ran before (its episodes, reused: copied into
     the run as their verified bytes, never parsed); None when there is something to run
     (nothing cached, ``refresh``, or ``retry_errored``: then :func:`plan_trials` decides).
-    The flow asks this first, so that a cache hit starts no trial sub-flow at all."""
+    :func:`plan_trials` asks this first: a cache hit claims and lists nothing."""
     if request.refresh or request.retry_errored:
         return None
     st = Store(request.store)
@@ -406,13 +417,26 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
     st = Store(req.store)
     pairs = [(t, n) for t, n in chunk.pairs]
     found = read_trials(st, req.run_id, pairs) if resume else {}
-    ran = store_trials(load_agent(req.agent), tasks_of(st.read_json(req.tasks.key)),
+    tasks = st.read_json(req.tasks.key)
+    grader, graded = trial_grader(tasks, req.check), {}
+
+    def grade_one(trial: StoredTrial) -> None:  # on the run's writer threads, as each is stored
+        graded[(trial.task_id, trial.trial)] = grader(trial)
+
+    ran = store_trials(load_agent(req.agent), tasks_of(tasks),
                        [p for p in pairs if p not in found], k=req.k, store=st,
                        run_id=req.run_id, seed=req.seed, run=RunProvenance.from_dict(req.run),
                        max_concurrency=chunk.concurrency or req.max_concurrency,
-                       timeout_s=req.timeout_s, retries=req.retries)
+                       timeout_s=req.timeout_s, retries=req.retries, on_stored=grade_one)
+    for trial in found.values():
+        grade_one(trial)
     done = {**found, **{(t.task_id, t.trial): t for t in ran}}
-    return ChunkResult(index=chunk.index, trials=tuple(done[p] for p in sorted(done)))
+    order = sorted(done)
+    if any(graded.get(p) is None for p in order):  # not all graded here: the grade stage will
+        return ChunkResult(index=chunk.index, trials=tuple(done[p] for p in order))
+    return ChunkResult(index=chunk.index, trials=tuple(done[p] for p in order),
+                       graded=tuple(graded[p][0] for p in order),
+                       graded_data=tuple(graded[p][1] for p in order))
 
 
 def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> EpisodesRef:
@@ -440,6 +464,11 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
         have.update({(t.task_id, t.trial): t for t in ran})
     trials = [have[p] for p in wanted]
     ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))
+    graded = {(t.task_id, t.trial): (g, d) for c in chunks
+              for t, g, d in zip(c.trials, c.graded, c.graded_data)}
+    if all(p in graded for p in wanted):  # every trial graded by its chunk: grade takes that
+        remember_graded(ref.sha256, req.tasks.digest, req.check, (graded[p][0] for p in wanted),
+                        (graded[p][1] for p in wanted))
     fields = {f.name: getattr(ref, f.name) for f in dataclasses.fields(ref)}
     return EpisodesRef(**{**fields, "reused": plan.reused, "reused_from": plan.reused_from},
                        trials={t.key: t.sha256 for t in trials})

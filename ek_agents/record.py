@@ -209,10 +209,12 @@ def stage_output(store: Any, run_id: str, stage: str, digest: str,
                         artifact=found[1], input_digest=digest, cached=True)
     if compute is None:
         return None
-    doc = as_plain(compute())
+    made = compute()  # the document, or its canonical JSON bytes already
+    doc = made if isinstance(made, bytes) else as_plain(made)
     artifact = _put_indexed(store, stage, digest, doc, run_id)
-    return StageRef(stage=stage, key=key, sha256=store.write_json(key, doc), artifact=artifact,
-                    input_digest=digest, cached=False)
+    sha = store.write_bytes(key, doc) if isinstance(doc, bytes) else store.write_json(key, doc)
+    return StageRef(stage=stage, key=key, sha256=sha, artifact=artifact, input_digest=digest,
+                    cached=False)
 
 
 def index_output(store: Any, run_id: str, stage: str, digest: str, doc: Any) -> StageRef:
@@ -257,8 +259,12 @@ def episodes_bytes(trials: Iterable["StoredTrial"]) -> bytes:
     """The canonical JSON bytes of :func:`episodes_doc` of the given stored trials, assembled
     from their stored bytes (each already canonical JSON of ``Episode.to_dict()``) without
     parsing or re-serializing one episode: equal to ``canonical_json(episodes_doc(eps))``."""
-    return (b'{"episodes":[' + b",".join(t.data.encode("ascii") for t in trials)
-            + b'],"schema_version":1}')
+    return _doc_bytes(t.data for t in trials)
+
+
+def _doc_bytes(episodes: Iterable[str]) -> bytes:
+    """:func:`episodes_doc`'s canonical JSON from each episode's canonical JSON (ASCII)."""
+    return b'{"episodes":[' + ",".join(episodes).encode("ascii") + b'],"schema_version":1}'
 
 
 def episodes_of(doc: Mapping) -> list[Episode]:
@@ -598,11 +604,52 @@ def _remember_episodes(sha256: str, episodes: Iterable[Episode]) -> None:
             _EPISODES_MEMO.popitem(last=False)
 
 
+#: Graded documents made ahead of their stage in this process (:func:`remember_graded`), by
+#: the graded stage's input digest: ``(canonical JSON bytes, graded episodes)``; taken once.
+_GRADED_MEMO: "OrderedDict[str, tuple[bytes, tuple[Episode, ...]]]" = OrderedDict()
+GRADED_MEMO_DOCS = 2
+
+
+def trial_grader(tasks: Mapping, check: Optional[str]
+                 ) -> Callable[["StoredTrial"], Optional[tuple[Episode, str]]]:
+    """A function grading one stored trial as :func:`run_grade` grades it (the same parse,
+    validation and ``metrics.grade`` with ``check``, else the suite's checker): ``(graded
+    episode, its canonical JSON)``, or None when it cannot be graded here (the grade stage
+    then grades, and says why). The suite's task table is built once, here."""
+    table = {t.task_id: t for t in tasks_of(tasks)}
+    name = check if check is not None else tasks.get("checker")
+
+    def one(trial: "StoredTrial") -> Optional[tuple[Episode, str]]:
+        try:
+            doc = check_run_doc("episodes", parse_json(episodes_bytes([trial]), trial.key),
+                                trial.key)
+            (ep,) = episodes_of(doc)
+            (graded,) = grade([ep], {ep.task_id: table[ep.task_id]}, check=name)
+            return graded, canonical_json(graded.to_dict()).decode("ascii")
+        except Exception:  # noqa: BLE001 -- an optimisation only: the grade stage reports it
+            return None
+
+    return one
+
+
+def remember_graded(episodes_sha256: str, suite_digest: str, check: Optional[str],
+                    graded: Iterable[Episode], data: Iterable[str]) -> None:
+    """Keep (in this process) the graded document of the episodes document ``episodes_sha256``
+    -- ``graded`` episodes in its order, ``data`` their canonical JSON (:func:`trial_grader`)
+    -- for :func:`run_grade` with the same inputs to take instead of grading again."""
+    digest = graded_digest(episodes_sha256, suite_digest, check)
+    with _EPISODES_MEMO_LOCK:
+        _GRADED_MEMO[digest] = (_doc_bytes(data), tuple(graded))
+        while len(_GRADED_MEMO) > GRADED_MEMO_DOCS:
+            _GRADED_MEMO.popitem(last=False)
+
+
 def forget_episodes() -> None:
     """Empty this process's memo of parsed episodes documents (:func:`read_episodes`): the
     next read of each parses its stored bytes again."""
     with _EPISODES_MEMO_LOCK:
         _EPISODES_MEMO.clear()
+        _GRADED_MEMO.clear()
 
 
 def read_episodes(store: Any, ref: StageRef) -> list[Episode]:
@@ -801,13 +848,29 @@ def ingest_suite(store: Any, run_id: str, episodes: StageRef) -> SuiteRef:
     return write_tasks(store, run_id, tasks_for_episodes(episodes_of(read_ref(store, episodes))))
 
 
+def graded_digest(episodes_sha256: str, suite_digest: str, check: Optional[str]) -> str:
+    """The graded stage's input digest: the episodes document's sha256, the suite's digest and
+    the checker name."""
+    return input_digest("graded", episodes=episodes_sha256, suite=suite_digest, check=check)
+
+
 def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
               check: Optional[str]) -> StageRef:
-    """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests."""
-    digest = input_digest("graded", episodes=episodes.sha256, suite=tasks.digest, check=check)
+    """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests.
+
+    When this process already graded exactly these inputs (the trial chunks grade what they
+    stored: :func:`trial_grader`, :func:`remember_graded`), that document is taken as is --
+    after the episodes document is read and verified, as always."""
+    digest = graded_digest(episodes.sha256, tasks.digest, check)
     made: list[list[Episode]] = []
 
-    def compute() -> dict:
+    def compute() -> Any:
+        with _EPISODES_MEMO_LOCK:
+            done = _GRADED_MEMO.pop(digest, None)
+        if done is not None:
+            _verified_bytes(store, episodes)  # a changed document is refused, as ever
+            made.append(list(done[1]))
+            return done[0]
         made.append(_graded(read_episodes(store, episodes), read_ref(store, tasks), check))
         return episodes_doc(made[0])
 

@@ -328,6 +328,12 @@ class Store:
     def __repr__(self) -> str:
         return f"Store({self.url!r})"
 
+    @property
+    def local(self) -> bool:
+        """Whether the store is a folder on a local disk (a write is a file rename, not a
+        network request)."""
+        return self._local
+
     # -- names and keys ---------------------------------------------------------------------
     @staticmethod
     def validate_name(name: Any, *, what: str = "name") -> str:

@@ -5,7 +5,6 @@
   keyed per tracked series; the figures in the run log).
 - ``audit_run`` ("audit-run"): verify a stored run's bytes and recompute its figures.
 - ``promote_baseline`` ("promote-baseline"): a run becomes ``baselines/<name>.json``.
-- ``run_trials_flow`` ("run-trials"): the chunked fan-out, on a bounded task runner.
 
 The names load on first use (``import`` of this package imports no Prefect), so that the CLI
 can start a temporary Prefect server from ``.local`` before it pays for importing Prefect.
@@ -15,9 +14,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["evaluate_agent", "audit_run", "promote_baseline", "run_trials_flow", "call_flow"]
+__all__ = ["evaluate_agent", "audit_run", "promote_baseline", "call_flow"]
 
-_HOMES = {"evaluate_agent": "evaluate", "run_trials_flow": "evaluate", "audit_run": "audit",
+_HOMES = {"evaluate_agent": "evaluate", "audit_run": "audit",
           "promote_baseline": "audit", "call_flow": "local"}
 
 

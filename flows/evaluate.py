@@ -1,61 +1,29 @@
 """``evaluate-agent``: run (or ingest) -> grade -> metrics -> cost -> gate -> manifest."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
 from ek_agents import pipeline_support
 from ek_agents.base import RunProvenance
 from ek_agents.harness import new_run_id
 from ek_agents.manifest import RunInputs
-from ek_agents.pipeline_support import TrialRequest
-from ek_agents.record import StageRef
+from ek_agents.pipeline_support import TrialPlan, TrialRequest
 from ek_agents.store import Store, acquire_lease, release_lease
-from ek_agents_pipeline.tasks import (cached_plan, check_errors, collect_episodes, cost, gate,
+from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate,
                                       grade, ingest_bridge, ingest_tasks, load_prices,
                                       load_suite, metrics, plan_trials, publish_report,
                                       run_trial_chunk, write_manifest)
 
 from .context import evaluate_run_name, rename_flow_run, run_context, run_parameters, scheduled_seed
 from .outcome import fails_as_state
-from .runners import as_data, make_task_runner
+from .runners import as_data, make_task_runner, run_each
 from .sequential import sequential_trials_flow
 
 #: A flow run that has not finished after this long is failed (TimedOut) by Prefect.
 EVALUATE_TIMEOUT_S = 6 * 3600
-
-
-@flow(name="run-trials", persist_result=False, timeout_seconds=EVALUATE_TIMEOUT_S,
-      flow_run_name="trials-{request.run_id}")
-@fails_as_state
-def run_trials_flow(request: TrialRequest) -> StageRef:
-    """k trials per task in chunks on this flow's task runner; cached episodes when the same
-    inputs ran before (then no agent is called at all). A failed chunk fails this flow, and
-    its caller, with the chunk's own error.
-
-    On the threads runner the reference comes back ``quote``d (``runners.as_data``; take it
-    with :func:`unquoted`): Prefect would otherwise walk its per-trial digests one by one as
-    the flow returns (~1 s at 20,000 trials)."""
-    plan = plan_trials(request)
-    log = get_run_logger()
-    if plan.episodes is not None:
-        log.info("run %s: reused all %d episodes from run %s (same fingerprint); no agent call",
-                 request.run_id, plan.reused, plan.reused_from)
-        return as_data(plan.episodes)
-    log.info("run %s: reused %d stored episodes (from run %s), running %d trials in %d chunks",
-             request.run_id, plan.reused, plan.reused_from,
-             sum(len(c.pairs) for c in plan.chunks), len(plan.chunks))
-    chunks = [run_trial_chunk.submit(as_data(chunk)) for chunk in plan.chunks]
-    ran = [chunk.result() for chunk in chunks]  # raises a chunk's own error: the flow fails with it
-    return as_data(collect_episodes(as_data(plan), as_data(ran)))
-
-
-def unquoted(value: Any) -> Any:
-    """``value``, unwrapped when it is ``quote``d (:func:`run_trials_flow`'s reference)."""
-    return value.unwrap() if isinstance(value, quote) else value
 
 
 @flow(name="evaluate-agent", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=4),
@@ -143,16 +111,16 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
         request = TrialRequest(
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
-            timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored)
+            timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored,
+            check=check)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)
-        elif (hit := cached_plan(request)) is not None:  # same inputs ran before: no sub-flow
-            get_run_logger().info("run %s: reused all %d episodes from run %s (same fingerprint); "
-                                  "no agent call", run_id, hit.reused, hit.reused_from)
-            episodes = hit.episodes
-        else:
-            episodes = unquoted(run_trials_flow.with_options(task_runner=runner)(request))
+        else:  # the cached episodes, or the trials not stored yet in chunks on `runner`
+            plan = plan_trials(request)
+            _log_reuse(plan)
+            episodes = plan.episodes or collect_episodes(
+                as_data(plan), as_data(run_each(runner, run_trial_chunk, plan.chunks)))
     price_list = load_prices(st, run_id, prices)
     graded = grade(st, run_id, as_data(episodes), tasks, check)
     reliability = metrics(st, run_id, graded, tasks, k, seed, run)
@@ -173,3 +141,15 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
     pipeline_support.raise_for_verdict(verdict and verdict.verdict)
     return {"run_id": run_id, "store": st, "manifest": manifest.key,
             "results": manifest.manifest["results"], "gate": manifest.manifest["gate"]}
+
+
+def _log_reuse(plan: TrialPlan) -> None:
+    """Say in the run log what the trials reused, and what they run."""
+    req = plan.request
+    if plan.episodes is not None:
+        get_run_logger().info("run %s: reused all %d episodes from run %s (same fingerprint); "
+                              "no agent call", req.run_id, plan.reused, plan.reused_from)
+    else:
+        get_run_logger().info("run %s: reused %d stored episodes (from run %s), running %d trials "
+                              "in %d chunks", req.run_id, plan.reused, plan.reused_from,
+                              sum(len(c.pairs) for c in plan.chunks), len(plan.chunks))

@@ -9,11 +9,11 @@ nothing is ever pickled.
 """
 from .inputs import load_prices, load_suite
 from .ingest import ingest_bridge, ingest_tasks
-from .trials import cached_plan, check_errors, collect_episodes, plan_trials, run_trial_chunk
+from .trials import check_errors, collect_episodes, plan_trials, run_trial_chunk
 from .scoring import cost, gate, grade, metrics
 from .record import audit, promote, publish_audit, publish_report, write_manifest
 
-__all__ = ["load_suite", "load_prices", "ingest_bridge", "ingest_tasks", "cached_plan", "plan_trials",
+__all__ = ["load_suite", "load_prices", "ingest_bridge", "ingest_tasks", "plan_trials",
            "run_trial_chunk",
            "collect_episodes", "check_errors", "grade", "metrics", "cost", "gate", "write_manifest",
            "publish_report", "audit", "publish_audit", "promote"]

@@ -6,7 +6,8 @@ call that stores every episode as it finishes, so a killed run resumes where it 
 Prefect retry of a chunk re-runs only its missing trials). The episodes are cached on the
 digest of everything that decides them: a second identical run makes no agent call at all.
 Each task takes one typed request (``TrialRequest``, ``TrialChunk``, ``TrialPlan``), so the
-chunks fan out with ``run_trial_chunk.map(plan.chunks)``; each returns what it stored
+chunks fan out as task runs of the evaluate flow itself (``flows.runners.run_each`` on the
+run's bounded chunk runner; no sub-flow); each returns what it stored
 (``ChunkResult``: keys, digests, bytes), which ``collect_episodes`` assembles into the run's
 episodes document without listing or re-reading the run's folder.
 """
@@ -31,12 +32,6 @@ from .common import IO_RETRIES, TASK_DEFAULTS
 def plan_trials(request: TrialRequest) -> TrialPlan:
     """``pipeline_support.plan_trials``: the input digest, and the cached episodes or the chunks."""
     return pipeline_support.plan_trials(request)
-
-
-@task(name="cached-episodes", **TASK_DEFAULTS, **IO_RETRIES)
-def cached_plan(request: TrialRequest) -> Optional[TrialPlan]:
-    """``pipeline_support.cached_plan``: the cached episodes when the same inputs ran before."""
-    return pipeline_support.cached_plan(request)
 
 
 @task(name="run-trial-chunk", task_run_name="trials-{chunk.request.run_id}-{chunk.index}",

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from ek_agents.base import Cost, Episode, RunProvenance, Step, TaskSpec, Trajectory
-from ek_agents.errors import InvalidInput, TransientAgentError
+from ek_agents.errors import InvalidInput, StoreError, TransientAgentError
 from ek_agents.harness import run_trials
 from ek_agents.store import Store, episode_key
 
@@ -239,3 +239,38 @@ def test_bad_agent_and_tasks_are_refused():
         run_trials(lambda t: 1, _tasks(1) + _tasks(1))
     with pytest.raises(InvalidInput, match="empty"):
         run_trials(lambda t: 1, [])
+
+
+class _FailingStore(Store):
+    """A store whose ``fail_at``-th trial-file write (1-based) raises a StoreError, and every
+    later one."""
+
+    def __init__(self, url: str, fail_at: int) -> None:
+        super().__init__(url)
+        self.fail_at, self.writes = fail_at, 0
+
+    def write_bytes(self, key: str, data: bytes) -> str:
+        self.writes += "/episodes/" in key
+        if "/episodes/" in key and self.writes >= self.fail_at:
+            raise StoreError(f"cannot write {key!r}: disk full (test)")
+        return super().write_bytes(key, data)
+
+
+def _echo(task: TaskSpec) -> object:
+    return task.input
+
+
+@pytest.mark.parametrize("fail_at", [1, 5, 12])
+def test_a_failed_trial_write_fails_the_run_with_its_own_error_and_keeps_what_was_stored(tmp_path, fail_at):
+    # the trials' files are written by the run's writer threads: a failure there (also one
+    # after the last trial finished: fail_at=12 is the last of 12 writes) is the run's error
+    tasks = [TaskSpec(f"t{i}", input=i, gold=i) for i in range(6)]
+    st = _FailingStore(str(tmp_path / "st"), fail_at)
+    with pytest.raises(StoreError, match="disk full"):
+        run_trials(_echo, tasks, k=2, store=st, run_id="r", max_concurrency=4)
+    stored = Store(str(tmp_path / "st")).list("runs/r/episodes")
+    assert len(stored) < 12
+    resumed = run_trials(_echo, tasks, k=2, store=str(tmp_path / "st"), run_id="r")
+    assert [(e.task_id, e.meta["trial"], e.output) for e in resumed] == \
+        [(f"t{i}", n, i) for i in range(6) for n in range(2)]
+    assert len(Store(str(tmp_path / "st")).list("runs/r/episodes")) == 12

@@ -98,3 +98,45 @@ def test_the_memo_is_bounded(stored, monkeypatch):
     assert len(parsed) == 2
     record.read_episodes(st, graded)  # evicted by the episodes just read
     assert len(parsed) == 3
+
+
+def test_the_grade_stage_takes_what_the_chunks_graded_and_it_is_what_grading_the_store_gives(
+        tmp_path, monkeypatch):
+    # the chunks grade the trials they stored (record.grade_trials); in the same process the
+    # grade stage takes that document instead of parsing and grading the episodes again, and
+    # it is byte for byte what grading the stored episodes document gives
+    from ek_agents import pipeline_support
+    from ek_agents.pipeline_support import TrialRequest
+
+    suite = tmp_path / "suite.jsonl"
+    rows = [{"suite": {"name": "chunks", "version": "1", "checker": "output"}}]
+    rows += [{"task_id": f"t{i}", "input": f"q{i}", "gold": f"A{i}"} for i in range(5)]
+    rows += [{"task_id": "tf", "input": "q", "gold": {"x": 1}, "checker": "final_state"}]
+    suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    st = Store(str(tmp_path / "store"))
+    record.forget_episodes()
+    tasks = record.record_suite(st, "r", str(suite))
+    request = TrialRequest(store=st.url, run_id="r", tasks=tasks, k=3, seed=1, chunk_size=4,
+                           agent="tests.pipeline.pipeline_agents:counting_agent", check=None)
+    plan = pipeline_support.plan_trials(request)
+    ran = [pipeline_support.run_trial_chunk(c) for c in plan.chunks]
+    assert len(ran) == 5 and all(len(c.graded) == len(c.trials) for c in ran)
+    episodes = pipeline_support.collect_episodes(plan, ran)
+    parsed = []
+    real = record.episodes_of
+    monkeypatch.setattr(record, "episodes_of", lambda doc: parsed.append(1) or real(doc))
+    graded = record.run_grade(st, "r", episodes, tasks, None)
+    assert parsed == []  # the chunks' grading, taken
+    record.run_metrics(st, "r", graded, tasks, k=3, seed=7, run=None)
+    assert parsed == []  # and the graded episodes with it
+    expected = record.grade_stage(st.read_json(episodes.key), st.read_json(tasks.key))
+    assert st.read_bytes(graded.key) == record.canonical_json(expected)
+    assert record.read_episodes(st, graded) == real(expected)
+    # a changed episodes document is refused, as when the stage grades it itself
+    record.forget_episodes()
+    again = [pipeline_support.run_trial_chunk(c) for c in plan.chunks]
+    ref = pipeline_support.collect_episodes(plan, again)
+    st.write_bytes(ref.key, st.read_bytes(ref.key) + b" ")
+    with pytest.raises(DigestMismatch):
+        record.run_grade(st, "r2", ref, tasks, None)
+    record.forget_episodes()
