@@ -267,7 +267,7 @@ def _may_hold_big_int(raw: bytes) -> bool:
         return _BIG_POSITIVE in nums or _BIG_NEGATIVE in nums
     for start in range(0, n, _CHUNK):  # each chunk with the 20 bytes before it (a run across
         # the cut); the document's first byte counts as preceded by a space
-        nums = ((raw[start - 20:start] if start else b" ") + raw[start:start + _CHUNK]).translate(_NUMBERS)
+        nums = (raw[start - 20:start + _CHUNK] if start else b" " + raw[:_CHUNK]).translate(_NUMBERS)
         if _BIG_POSITIVE in nums or _BIG_NEGATIVE in nums:
             return True
     return False
@@ -286,7 +286,7 @@ def _fast_loads(raw: bytes, max_depth: int) -> tuple[bool, Any]:
         else:
             walk = raw.count(b"[") + raw.count(b"{") > max_depth
     try:
-        doc = orjson.loads(b"[" * wrap + raw + b"]" * wrap if wrap else raw)
+        doc = orjson.loads(b"".join((b"[" * wrap, raw, b"]" * wrap)) if wrap else raw)  # (one copy)
     except ValueError:  # orjson.JSONDecodeError
         return False, None
     for _ in range(wrap):

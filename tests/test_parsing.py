@@ -210,6 +210,15 @@ def test_a_large_document_takes_the_fast_path_and_keeps_its_bounds():
     assert _outcome(data) == _outcome(data, fast=False)
 
 
+@pytest.mark.parametrize("offset", [-25, -19, -10, -1, 0, 1, 10])
+def test_a_big_integer_across_the_scans_chunk_boundary_stays_an_integer(offset):
+    """The integer scan reads 1 MiB at a time: a 20-digit integer cut by the boundary is seen."""
+    big = 2 ** 64 + 7  # 20 digits, over orjson's 64 bits
+    head = b'{"pad": "' + b"x" * ((1 << 20) + offset - 10) + b'", "n": '
+    got = parse_json(head + str(big).encode() + b"}", where="doc")
+    assert got["n"] == big and type(got["n"]) is int
+
+
 def test_bytes_like_and_text_inputs_read_alike():
     for data in (b'{"a": [1, 2.5]}', bytearray(b'{"a": [1, 2.5]}'), memoryview(b'{"a": [1, 2.5]}'),
                  '{"a": [1, 2.5]}'):

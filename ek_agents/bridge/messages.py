@@ -165,8 +165,9 @@ class Transcript:
             args, arg_error = raw_args, None
         else:
             args, arg_error = _parse_args(raw_args)
-        cid = _id(id)
-        call = _Call(cid, tool, args, _join(arg_error, error))
+        cid = id if type(id) is str and id else _id(id)
+        # (an error is None or non-empty text: _join only when there are two)
+        call = _Call(cid, tool, args, arg_error if error is None else _join(arg_error, error))
         self.calls.append(call)
         if result is not ...:  # a call that carries its own result (server-side tool use)
             call.observation, call.error, call.answered = result, _join(call.error, result_error), True
@@ -178,7 +179,7 @@ class Transcript:
                 waiting.append(call)
 
     def add_result(self, id: Any, content: Any, error: Optional[str]) -> None:
-        rid = _id(id)
+        rid = id if type(id) is str and id else _id(id)
         waiting = self._pending.get(rid) if rid is not None else None
         if waiting:
             call = waiting.popleft()
@@ -193,8 +194,9 @@ class Transcript:
             self.unpaired_results += 1
             return
         call.answered = True
-        call.observation = _observation(content)
-        call.error = _join(call.error, error)
+        call.observation = _observation(content) if isinstance(content, list) else content
+        if error is not None:
+            call.error = _join(call.error, error)
 
 
 def _messages_list(messages: Any) -> list:
@@ -363,7 +365,7 @@ def episode_from_messages(messages: Any, *, task_id: Any = "", usage: Any = None
     if usage is None and tr.usages:
         usage = tr.usages
     cost: Optional[Cost] = None if usage is None else cost_from_usage(usage, latency_s=latency_s)
-    info = dict(meta or {})
+    info = dict(meta) if meta else {}
     if cost is None and latency_s is not None:
         info.setdefault("latency_s", latency_s)
     if tr.unpaired_results:
