@@ -1,7 +1,8 @@
 """Benchmark: ingest of >= 50 MB Inspect ``.json`` / ``.eval`` logs and tau-bench results vs
 parsing the same bytes with ``orjson`` (and ``json``), with peak memory.
 
-Run: ``.venv/bin/python -m bench.bench_ingest [--mb 50]``. The inputs are the test fixtures
+Run: ``.venv/bin/python -m bench.bench_ingest [--mb 50] [--only tau_bench]`` (``--only``: one
+input, ``inspect_json``, ``inspect_eval`` or ``tau_bench``; repeatable). The inputs are the test fixtures
 (``tests/fixtures/inspect/calc.*``, ``tests/bridge/fixtures/tau_bench_v1.json``) with their
 samples repeated under new ids until the file reaches ``--mb`` MB. Each measurement runs in
 its own Python process (``--child``) so that its peak RSS (``VmHWM``, the peak after the imports
@@ -48,15 +49,29 @@ def _grow(items: list, key: str, target: int, size_of_one: int) -> list:
     return out
 
 
-def make_inputs(d: Path, mb: float) -> dict[str, Path]:
+KINDS = ("inspect_json", "inspect_eval", "tau_bench")
+
+
+def make_inputs(d: Path, mb: float, kinds: tuple = KINDS) -> dict[str, Path]:
     target = int(mb * 1e6)
-    log = json.loads((INSPECT / "calc.json").read_text())
-    per = len(json.dumps(log["samples"])) // len(log["samples"])
-    log["samples"] = _grow(log["samples"], "id", target, per)
     paths = {"inspect_json": d / "big.json", "inspect_eval": d / "big.eval", "tau_bench": d / "tau.json"}
-    paths["inspect_json"].write_text(json.dumps(log))
+    paths = {k: p for k, p in paths.items() if k in kinds}
+    if "inspect_json" in paths:
+        log = json.loads((INSPECT / "calc.json").read_text())
+        per = len(json.dumps(log["samples"])) // len(log["samples"])
+        log["samples"] = _grow(log["samples"], "id", target, per)
+        paths["inspect_json"].write_text(json.dumps(log))
+    if "inspect_eval" in paths:
+        _write_eval(paths["inspect_eval"], target)
+    if "tau_bench" in paths:
+        tau = json.loads(TAU.read_text())
+        paths["tau_bench"].write_text(json.dumps(_grow(tau, "task_id", target, len(json.dumps(tau)) // len(tau))))
+    return paths
+
+
+def _write_eval(path: Path, target: int) -> None:
     with zipfile.ZipFile(INSPECT / "calc_deflate.eval") as src, \
-            zipfile.ZipFile(paths["inspect_eval"], "w", compression=zipfile.ZIP_DEFLATED) as dst:
+            zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as dst:
         samples = [json.loads(src.read(n)) for n in src.namelist() if n.startswith("samples/")]
         infos = [i for i in src.infolist() if i.filename.startswith("samples/")]
         ratio = 1.05 * sum(i.file_size for i in infos) / max(1, sum(i.compress_size for i in infos))  # the file,
@@ -66,9 +81,6 @@ def make_inputs(d: Path, mb: float) -> dict[str, Path]:
                 dst.writestr(n, src.read(n))
         for s in _grow(samples, "id", int(target * ratio), len(json.dumps(samples)) // len(samples)):
             dst.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
-    tau = json.loads(TAU.read_text())
-    paths["tau_bench"].write_text(json.dumps(_grow(tau, "task_id", target, len(json.dumps(tau)) // len(tau))))
-    return paths
 
 
 def _peak_mb() -> float:
@@ -136,6 +148,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=50.0, help="size of each input (default 50 MB)")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--only", action="append", choices=KINDS, help="measure only this input (repeatable)")
     ap.add_argument("--child", nargs=3, metavar=("KIND", "WHAT", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -143,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
         return {}
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="ek-bench-ingest-") as d:
-        paths = make_inputs(Path(d), args.mb)
+        paths = make_inputs(Path(d), args.mb, tuple(args.only or KINDS))
         for kind, path in paths.items():
             size = os.path.getsize(path) / 1e6
             both = _measure(kind, ["ingest", "orjson"], path, args.repeat)
