@@ -158,7 +158,7 @@ class Transcript:
         indices ``at``, formatted only for an error)."""
         if not isinstance(tool, str) or not tool:
             raise BridgeError(
-                f"{where.format(*at)} has no tool name (got {tool!r}); a tool call needs a name "
+                f"{where.format(*at) if at else where} has no tool name (got {tool!r}); a tool call needs a name "
                 "(OpenAI: function.name, Anthropic: tool_use.name, Responses: name)"
             )
         if free_form and isinstance(raw_args, str):
