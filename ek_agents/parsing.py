@@ -109,13 +109,20 @@ def _parse_float(s: str) -> float:
     return v
 
 
-def _json_loads(text: str, nonfinite: str) -> Any:
-    def constant(name: str) -> float:
-        if nonfinite == "allow":
-            return float(name)
-        raise _TooBig(name, "constant")
+def _refuse_constant(name: str) -> float:
+    raise _TooBig(name, "constant")
 
-    return json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=constant)
+
+#: The strict decoders, made once (``json.loads`` with hooks builds a decoder and its scanner on
+#: every call: half the time of a short document); the stdlib's own ``json.loads`` shares one too.
+_DECODERS = {nonfinite: json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=constant)
+             for nonfinite, constant in (("allow", float), ("reject", _refuse_constant))}
+
+
+def _json_loads(text: str, nonfinite: str) -> Any:
+    if text.startswith("\ufeff"):  # what json.loads says before it decodes
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODERS[nonfinite].decode(text)
 
 
 def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: str = "reject",
@@ -135,9 +142,8 @@ def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: 
     """
     if nonfinite not in ("allow", "reject"):
         raise InvalidInput(f"nonfinite must be 'allow' or 'reject', got {nonfinite!r}")
-    raw = _fast_input(data, max_bytes) if fast else None
-    if raw is not None:
-        ok, doc = _fast_loads(raw, max_depth)
+    if fast:
+        ok, doc = _fast(data, max_depth, max_bytes)
         if ok:
             return doc
     text = decode_text(data, where=where, error=error, max_bytes=max_bytes)
@@ -171,15 +177,22 @@ def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: 
 #   max_depth) extra arrays, so orjson itself refuses it when it nests deeper than max_depth,
 #   and the value is taken back out of them (the extra arrays cost ~0.1 ms: a walk is cheaper
 #   below _SMALL, far dearer above).
+# Short text (up to _SHORT characters, e.g. each of tau-bench's 46k argument strings) is
+# read by orjson as it is: fewer than 19 digits or no run of 19 (its digits counted on a
+# translated copy: a regex for the run costs twice orjson's parse of a tool call's
+# arguments, measured) and no more than max_depth brackets (or too short to nest deeper)
+# leave nothing to check after the parse.
 # Everything orjson refuses -- NaN/Infinity, floats overflowing to infinity, lone surrogates
 # (escaped or encoded), a BOM, bad UTF-8, too deep, bad syntax -- goes to the strict path,
 # which accepts or refuses it exactly as before. Duplicate keys: both keep the last value at
 # the first key's position.
 
 _ORJSON: Any = None
-_ORJSON_DEPTH = 0  # orjson's nesting limit (0: none found; the fast path is then off)
+_ORJSON_DEPTH = 0  # orjson's nesting limit (0: none found; the fast path is then off, but for short text)
 _CHUNK = 1 << 20  # bytes per step of the integer scan (its copy stays small)
 _SMALL = 1 << 16  # up to this many bytes, a walk bounds the nesting; above, the wrapping
+_SHORT = 1 << 12  # text up to this many characters goes to orjson as it is (see _fast)
+_RUN_19 = b"0" * 19
 _NUMBERS = bytes(0x30 if 0x30 <= b <= 0x39 else b if b in b".-" else 0x20 for b in range(256))
 _BIG_POSITIVE, _BIG_NEGATIVE = b" " + b"0" * 20, b"-" + b"0" * 19
 
@@ -206,6 +219,29 @@ def _orjson() -> Any:
             _ORJSON_DEPTH = lo
         _ORJSON = orjson
     return _ORJSON
+
+
+def _fast(data: Any, max_depth: int, max_bytes: int) -> tuple[bool, Any]:
+    """``(True, document)`` when orjson reads ``data`` to what the strict path would return,
+    else ``(False, None)``.
+
+    Short text (a tool call's arguments, a JSONL line) is given to orjson as it is when it
+    cannot hold an integer orjson would read otherwise (fewer than 19 digits, or no run of 19:
+    19 digits fit in 64 bits unless after a '-') nor nest deeper than ``max_depth`` (fewer
+    than ``2 * max_depth`` characters, or at most ``max_depth`` brackets).
+    """
+    if type(data) is str:
+        n = len(data)
+        if n <= _SHORT and n <= max_bytes \
+                and (n <= 2 * max_depth or data.count("[") + data.count("{") <= max_depth):
+            digits = data.encode("utf-8", "surrogatepass").translate(_NUMBERS)
+            if digits.count(48) < 19 or _RUN_19 not in digits:  # (48: "0", what digits became)
+                try:
+                    return True, (_ORJSON or _orjson()).loads(data)
+                except ValueError:  # orjson.JSONDecodeError
+                    return False, None
+    raw = _fast_input(data, max_bytes)
+    return (False, None) if raw is None else _fast_loads(raw, max_depth)
 
 
 def _fast_input(data: Any, max_bytes: int) -> Optional[bytes]:
@@ -235,7 +271,7 @@ def _may_hold_big_int(raw: bytes) -> bool:
         return _BIG_POSITIVE in nums or _BIG_NEGATIVE in nums
     for start in range(0, n, _CHUNK):  # each chunk with the 20 bytes before it (a run across
         # the cut); the document's first byte counts as preceded by a space
-        nums = ((raw[start - 20:start] if start else b" ") + raw[start:start + _CHUNK]).translate(_NUMBERS)
+        nums = (raw[start - 20:start + _CHUNK] if start else b" " + raw[:_CHUNK]).translate(_NUMBERS)
         if _BIG_POSITIVE in nums or _BIG_NEGATIVE in nums:
             return True
     return False
@@ -254,7 +290,7 @@ def _fast_loads(raw: bytes, max_depth: int) -> tuple[bool, Any]:
         else:
             walk = raw.count(b"[") + raw.count(b"{") > max_depth
     try:
-        doc = orjson.loads(b"[" * wrap + raw + b"]" * wrap if wrap else raw)
+        doc = orjson.loads(b"".join((b"[" * wrap, raw, b"]" * wrap)) if wrap else raw)  # (one copy)
     except ValueError:  # orjson.JSONDecodeError
         return False, None
     for _ in range(wrap):

@@ -100,17 +100,61 @@ OPTIONS = [{}, {"nonfinite": "allow"}, {"lone_surrogates": "allow"}, {"max_depth
 
 @pytest.mark.parametrize("opts", OPTIONS, ids=lambda o: ",".join(f"{k}={getattr(v, '__name__', v)}" for k, v in o.items()) or "default")
 def test_fast_path_agrees_with_the_strict_path_on_a_seeded_corpus(opts):
+    assert _agree(CASES, opts) == {"value", "error"}  # the corpus holds both
+
+
+def _agree(cases: list, opts: dict) -> set:
+    """Asserts the fast and the strict path agree on each of ``cases``; the outcome kinds met."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10_000))  # repr of the 2000-deep values
     try:
         kinds = set()
-        for data in CASES:
+        for data in cases:
             fast, strict = _outcome(data, **opts), _outcome(data, fast=False, **opts)
             assert fast == strict, f"input {data[:200]!r}"
             kinds.add(fast[0])
     finally:
         sys.setrecursionlimit(limit)
-    assert kinds == {"value", "error"}  # the corpus holds both
+    return kinds
+
+
+def _as_text(data) -> list:
+    """``data`` as text too (lone surrogates kept), when it decodes."""
+    if isinstance(data, str):
+        return [data]
+    try:
+        return [data, data.decode("utf-8", "surrogatepass")]
+    except UnicodeDecodeError:
+        return [data]
+
+
+TEXT_CASES = [t for d in CASES for t in _as_text(d)[1:] if len(t) <= 4096] + [
+    "-" + "9" * 19, "9" * 19, "[" + "1" * 19 + "]", '{"a": -' + "1" * 19 + "}", '"' + "1" * 19 + '"',
+    "\ufeff{}", '{"a": "\ud800"}', '{"a": "\udfff x"}', "[" * 128 + "]" * 128, "[" * 129 + "]" * 129,
+    '{"k":' * 127 + "[1]" + "}" * 127, '{"k":' * 128 + "[1]" + "}" * 128, "[[[]]]", "[[[[]]]]",
+    '["[[[[[[[[["]', "[NaN, Infinity]", "1e400", "[1.5e-400]",
+]
+
+
+@pytest.mark.parametrize("opts", OPTIONS, ids=lambda o: ",".join(f"{k}={getattr(v, '__name__', v)}" for k, v in o.items()) or "default")
+def test_short_text_read_by_orjson_as_it_is_agrees_with_the_strict_path(opts):
+    """Text up to 4 KiB (tool-call arguments) skips the byte scans: the same value or the same
+    error as the strict path, near each bound (19-20 digit integers, max_depth brackets, BOM,
+    lone surrogates encoded or escaped)."""
+    assert _agree(TEXT_CASES, opts) == {"value", "error"} and len(TEXT_CASES) > 2000
+
+
+@pytest.mark.parametrize("text, message", [
+    ("\ufeff{}", "doc: column 1: not valid JSON (Unexpected UTF-8 BOM (decode using utf-8-sig))"),
+    ('{"a": NaN}', "doc: NaN at column 7 is not a number this document may hold; write a finite number "
+                   "(or null when there is none)"),
+    ("[1,", "doc: column 4: not valid JSON (Expecting value)"),
+])
+def test_strict_errors_are_worded_as_the_stdlib_words_them(text, message):
+    for fast in (True, False):
+        with pytest.raises(InvalidInput) as ei:
+            parse_json(text, where="doc", fast=fast)
+        assert str(ei.value) == message
 
 
 def test_the_corpus_reaches_every_bound():
@@ -124,15 +168,17 @@ def test_the_corpus_reaches_every_bound():
 
 @pytest.mark.parametrize("text, value", [
     (str(2**64), 2**64), (str(-2**63 - 1), -2**63 - 1), ("9" * 300, int("9" * 300)),
+    ("-" + "9" * 19, -int("9" * 19)), ('{"a": [' + "9" * 20 + "]}", {"a": [int("9" * 20)]}),
     ("[" + str(2**70) + ", 1.0, -0.0]", [2**70, 1.0, -0.0]),
     ('{"a": 1, "b": 2, "a": 3}', {"a": 3, "b": 2}),
     ('"\\ud83d\\ude00"', "\U0001F600"),
     ('{"big": "' + "7" * 40 + '"}', {"big": "7" * 40}),  # digits in a string: a false alarm, same value
 ])
 def test_values_orjson_would_read_otherwise_come_out_as_the_strict_parser_reads_them(text, value):
-    got = parse_json(text.encode(), where="doc")
-    assert got == value and repr(got) == repr(value)
-    assert type(got) is type(value)
+    for data in (text.encode(), text):  # bytes, and short text (the path tool-call arguments take)
+        got = parse_json(data, where="doc")
+        assert got == value and repr(got) == repr(value)
+        assert type(got) is type(value)
 
 
 @pytest.mark.parametrize("depth, ok", [(MAX_DEPTH, True), (MAX_DEPTH + 1, False), (1024, False), (1025, False)])
@@ -162,6 +208,15 @@ def test_a_large_document_takes_the_fast_path_and_keeps_its_bounds():
     with pytest.raises(InvalidInput, match="nesting deeper than 128"):
         parse_json(data, where="big.json")
     assert _outcome(data) == _outcome(data, fast=False)
+
+
+@pytest.mark.parametrize("offset", [-25, -19, -10, -1, 0, 1, 10])
+def test_a_big_integer_across_the_scans_chunk_boundary_stays_an_integer(offset):
+    """The integer scan reads 1 MiB at a time: a 20-digit integer cut by the boundary is seen."""
+    big = 2 ** 64 + 7  # 20 digits, over orjson's 64 bits
+    head = b'{"pad": "' + b"x" * ((1 << 20) + offset - 10) + b'", "n": '
+    got = parse_json(head + str(big).encode() + b"}", where="doc")
+    assert got["n"] == big and type(got["n"]) is int
 
 
 def test_bytes_like_and_text_inputs_read_alike():

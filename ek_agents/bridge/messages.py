@@ -126,6 +126,13 @@ class _Call:
         return construct(Step, tool=self.tool, args=self.args, observation=self.observation, error=self.error)
 
 
+def _id(value: Any) -> Optional[str]:
+    """A call or result id as text (None when absent or empty)."""
+    if type(value) is str:
+        return value or None
+    return None if value in (None, "") else str(value)
+
+
 class Transcript:
     """A parsed transcript: the calls in order, the assistant texts, and any usage records."""
 
@@ -138,36 +145,44 @@ class Transcript:
 
     @property
     def trajectory(self) -> Trajectory:
-        return construct(Trajectory, steps=tuple(c.step() for c in self.calls))
+        return construct(Trajectory, steps=tuple([c.step() for c in self.calls]))
 
     @property
     def final_text(self) -> Optional[str]:
         """The last assistant text: the agent's final answer."""
         return self.texts[-1] if self.texts else None
 
-    def add_call(self, id: Any, tool: Any, raw_args: Any, where: str, *, error: Optional[str] = None,
+    def add_call(self, id: Any, tool: Any, raw_args: Any, where: str, *at: int, error: Optional[str] = None,
                  result: Any = ..., result_error: Optional[str] = None, free_form: bool = False) -> None:
+        """One call; ``where`` names its field in errors (a ``str.format`` template of the
+        indices ``at``, formatted only for an error)."""
         if not isinstance(tool, str) or not tool:
             raise BridgeError(
-                f"{where} has no tool name (got {tool!r}); a tool call needs a name "
+                f"{where.format(*at) if at else where} has no tool name (got {tool!r}); a tool call needs a name "
                 "(OpenAI: function.name, Anthropic: tool_use.name, Responses: name)"
             )
         if free_form and isinstance(raw_args, str):
             args, arg_error = raw_args, None
         else:
             args, arg_error = _parse_args(raw_args)
-        call = _Call(None if id in (None, "") else str(id), tool, args, _join(arg_error, error))
+        cid = id if type(id) is str and id else _id(id)
+        # (an error is None or non-empty text: _join only when there are two)
+        call = _Call(cid, tool, args, arg_error if error is None else _join(arg_error, error))
         self.calls.append(call)
         if result is not ...:  # a call that carries its own result (server-side tool use)
             call.observation, call.error, call.answered = result, _join(call.error, result_error), True
-        elif call.id is not None:
-            self._pending.setdefault(call.id, deque()).append(call)
+        elif cid is not None:
+            waiting = self._pending.get(cid)
+            if waiting is None:
+                self._pending[cid] = deque((call,))
+            else:
+                waiting.append(call)
 
     def add_result(self, id: Any, content: Any, error: Optional[str]) -> None:
-        call = None
-        rid = None if id in (None, "") else str(id)
-        if rid is not None and self._pending.get(rid):
-            call = self._pending[rid].popleft()
+        rid = id if type(id) is str and id else _id(id)
+        waiting = self._pending.get(rid) if rid is not None else None
+        if waiting:
+            call = waiting.popleft()
         else:  # by order: the first unanswered call (one without an id first when ours has one)
             waiting = [c for c in self.calls if not c.answered]
             if rid is not None:
@@ -179,8 +194,9 @@ class Transcript:
             self.unpaired_results += 1
             return
         call.answered = True
-        call.observation = _observation(content)
-        call.error = _join(call.error, error)
+        call.observation = _observation(content) if isinstance(content, list) else content
+        if error is not None:
+            call.error = _join(call.error, error)
 
 
 def _messages_list(messages: Any) -> list:
@@ -202,37 +218,47 @@ def parse_transcript(messages: Any, *, from_json: bool = False) -> Transcript:
     :func:`~ek_agents.bridge._access.plain` first.
     """
     tr = Transcript()
-    for i, raw in enumerate(_messages_list(messages)):
+    # ``where`` (messages[i]...) is formatted only for an error: most messages never need it
+    for i, raw in enumerate(messages if from_json and type(messages) is list else _messages_list(messages)):
         m = raw if from_json and type(raw) is dict else plain(raw)
-        where = f"messages[{i}]"
-        if not isinstance(m, _MAP):
-            raise BridgeError(f"{where} is a {type(raw).__name__}, not a message: each message is a dict "
+        if type(m) is not dict and not isinstance(m, Mapping):
+            raise BridgeError(f"messages[{i}] is a {type(raw).__name__}, not a message: each message is a dict "
                               "(or SDK object) with a 'role', or a Responses item with a 'type'")
         role, kind = m.get("role"), m.get("type")
-        if kind is not None and not isinstance(kind, str):
-            raise BridgeError(f"{where}.type must be a string such as 'function_call', got {kind!r:.60}")
-        if kind == "function_call":
-            tr.add_call(m.get("call_id") or m.get("id"), m.get("name"), m.get("arguments"), where)
-        elif kind == "custom_tool_call":  # free-form text input by design: kept as given
-            tr.add_call(m.get("call_id") or m.get("id"), m.get("name"), m.get("input"), where, free_form=True)
-        elif kind in _OUTPUT_ITEMS:
-            out = m.get("output")
-            tr.add_result(m.get("call_id"), out, _tool_error(m.get("error"), out))
-        elif role is None:
-            if kind is None:
+        if kind is not None:  # a Responses item (or a message with a 'type')
+            if not isinstance(kind, str):
+                raise BridgeError(f"messages[{i}].type must be a string such as 'function_call', got {kind!r:.60}")
+            if kind == "function_call":
+                tr.add_call(m.get("call_id") or m.get("id"), m.get("name"), m.get("arguments"), "messages[{}]", i)
+                continue
+            if kind == "custom_tool_call":  # free-form text input by design: kept as given
+                tr.add_call(m.get("call_id") or m.get("id"), m.get("name"), m.get("input"), "messages[{}]", i,
+                            free_form=True)
+                continue
+            if kind in _OUTPUT_ITEMS:
+                out = m.get("output")
+                tr.add_result(m.get("call_id"), out, _tool_error(m.get("error"), out))
+                continue
+            if role is None:
+                continue  # another Responses item (reasoning, web_search_call, ...): not a tool step
+        if type(role) is not str:
+            if role is None:
                 raise BridgeError(
-                    f"{where} has no 'role' (keys: {sorted(m)}); give each message a role "
+                    f"messages[{i}] has no 'role' (keys: {sorted(m)}); give each message a role "
                     "('user', 'assistant', 'tool', 'system') or pass Responses items with their 'type'"
                 )
-            continue  # another Responses item (reasoning, web_search_call, ...): not a tool step
-        elif not isinstance(role, str):
-            raise BridgeError(f"{where}.role must be a string such as 'assistant', got {role!r}")
-        elif role == "assistant":
-            _assistant(tr, m, where)
-        elif role in ("tool", "function"):
-            tool_messages = m.get("tool_messages") or [m]
+            if not isinstance(role, str):
+                raise BridgeError(f"messages[{i}].role must be a string such as 'assistant', got {role!r}")
+        if role == "assistant":
+            _assistant(tr, m, i)
+        elif role == "tool" or role == "function":
+            tool_messages = m.get("tool_messages")
+            if not tool_messages:  # one tool message (a tau2 one may be the user simulator's)
+                if m.get("requestor") != "user":
+                    _tool_result(tr, m)
+                continue
             if not isinstance(tool_messages, list):
-                raise BridgeError(f"{where}.tool_messages must be a list of tool messages, got "
+                raise BridgeError(f"messages[{i}].tool_messages must be a list of tool messages, got "
                                   f"{tool_messages!r:.60}")
             for tm in tool_messages:  # tau2 MultiToolMessage
                 if isinstance(tm, _MAP) and tm.get("requestor") != "user":
@@ -245,8 +271,9 @@ def parse_transcript(messages: Any, *, from_json: bool = False) -> Transcript:
 def _tool_result(tr: Transcript, m: Mapping) -> None:
     rid = m.get("tool_call_id") if "tool_call_id" in m else m.get("id")  # tau2 uses id
     content = m.get("content")
-    tr.add_result(rid, content, _join(_tool_error(m.get("error"), content),
-                                      _tool_error(m.get("is_error"), content)))
+    err, is_error = m.get("error"), m.get("is_error")
+    tr.add_result(rid, content, None if err is None and is_error is None  # (most results: no error)
+                  else _join(_tool_error(err, content), _tool_error(is_error, content)))
 
 
 def _result_blocks(tr: Transcript, blocks: list) -> None:
@@ -256,42 +283,47 @@ def _result_blocks(tr: Transcript, blocks: list) -> None:
             tr.add_result(b.get("tool_use_id"), content, _tool_error(b.get("is_error"), content))
 
 
-def _assistant(tr: Transcript, m: Mapping, where: str) -> None:
+def _assistant(tr: Transcript, m: Mapping, i: int) -> None:
     content = m.get("content")
-    text = content_text(content)
-    if text:
-        tr.texts.append(text)
-    if isinstance(content, list):
+    if isinstance(content, str):
+        if content:
+            tr.texts.append(content)
+    elif isinstance(content, list):
+        text = content_text(content)
+        if text:
+            tr.texts.append(text)
         for j, b in enumerate(content):
             kind = str(b.get("type", "")) if isinstance(b, _MAP) else ""
             if kind.endswith("tool_use"):
                 args = b.get("input", b.get("arguments"))
                 if "result" in b:  # Inspect ContentToolUse: a server-side call with its result
-                    tr.add_call(b.get("id"), b.get("name"), args, f"{where}.content[{j}]",
+                    tr.add_call(b.get("id"), b.get("name"), args, "messages[{}].content[{}]", i, j,
                                 result=b.get("result"), result_error=_tool_error(b.get("error"), None))
                 else:
-                    tr.add_call(b.get("id"), b.get("name"), args, f"{where}.content[{j}]")
+                    tr.add_call(b.get("id"), b.get("name"), args, "messages[{}].content[{}]", i, j)
         _result_blocks(tr, content)  # server tool results live in the assistant message
-    calls = m.get("tool_calls") or []
-    if not isinstance(calls, list):
-        raise BridgeError(f"{where}.tool_calls must be a list of tool calls, got {type(calls).__name__}")
-    for j, c in enumerate(calls):
-        if not isinstance(c, _MAP):
-            raise BridgeError(f"{where}.tool_calls[{j}] must be a tool call dict or object, got {c!r:.80}")
-        fn = c.get("function")
-        if isinstance(fn, _MAP):  # OpenAI
-            name, args = fn.get("name"), fn.get("arguments")
-        elif isinstance(fn, str):  # Inspect
-            name, args = fn, c.get("arguments")
-        else:  # tau2 and other flat spellings
-            name, args = c.get("name"), c.get("arguments", c.get("input"))
-        tr.add_call(c.get("id"), name, args, f"{where}.tool_calls[{j}].function.name",
-                    error=c.get("parse_error") or None)
+    calls = m.get("tool_calls")
+    if calls:
+        if not isinstance(calls, list):
+            raise BridgeError(f"messages[{i}].tool_calls must be a list of tool calls, got {type(calls).__name__}")
+        for j, c in enumerate(calls):
+            if type(c) is not dict and not isinstance(c, Mapping):
+                raise BridgeError(f"messages[{i}].tool_calls[{j}] must be a tool call dict or object, got {c!r:.80}")
+            fn = c.get("function")
+            if isinstance(fn, _MAP):  # OpenAI
+                name, args = fn.get("name"), fn.get("arguments")
+            elif isinstance(fn, str):  # Inspect
+                name, args = fn, c.get("arguments")
+            else:  # tau2 and other flat spellings
+                name, args = c.get("name"), c.get("arguments", c.get("input"))
+            tr.add_call(c.get("id"), name, args, "messages[{}].tool_calls[{}].function.name", i, j,
+                        error=c.get("parse_error") or None)
     legacy = m.get("function_call")
-    if isinstance(legacy, _MAP):
-        tr.add_call(None, legacy.get("name"), legacy.get("arguments"), f"{where}.function_call.name")
-    if m.get("usage") is not None:
-        tr.usages.append(m["usage"])
+    if legacy is not None and isinstance(legacy, _MAP):
+        tr.add_call(None, legacy.get("name"), legacy.get("arguments"), "messages[{}].function_call.name", i)
+    usage = m.get("usage")
+    if usage is not None:
+        tr.usages.append(usage)
 
 
 def trajectory_from_messages(messages: Any) -> Trajectory:
@@ -333,7 +365,7 @@ def episode_from_messages(messages: Any, *, task_id: Any = "", usage: Any = None
     if usage is None and tr.usages:
         usage = tr.usages
     cost: Optional[Cost] = None if usage is None else cost_from_usage(usage, latency_s=latency_s)
-    info = dict(meta or {})
+    info = dict(meta) if meta else {}
     if cost is None and latency_s is not None:
         info.setdefault("latency_s", latency_s)
     if tr.unpaired_results:

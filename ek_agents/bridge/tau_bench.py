@@ -75,15 +75,22 @@ def read_tau_bench_results(path_or_url: Any, *, run: Optional[RunProvenance] = N
     return sorted(eps, key=lambda e: (e.task_id, e.meta.get("trial") if isinstance(e.meta.get("trial"), int) else -1))
 
 
-def _need(rec: Any, keys: tuple, where: str) -> Mapping:
-    if not isinstance(rec, Mapping):
-        raise BridgeError(f"{where} must be an object, got {type(rec).__name__}")
-    missing = [k for k in keys if k not in rec]
-    if missing:
-        raise BridgeError(f"{where} lacks {missing} (has {sorted(map(str, rec))[:10]}); is this a tau-bench results file?")
+def _need(rec: Any, keys: tuple, where: str, *at: Any) -> Mapping:
+    """``rec`` when it is a record with ``keys`` and a usable ``task_id``; else a
+    :class:`BridgeError` naming it (``where``: a ``str.format`` template of ``at``, formatted
+    only for an error)."""
+    if type(rec) is not dict and not isinstance(rec, Mapping):
+        raise BridgeError(f"{where.format(*at)} must be an object, got {type(rec).__name__}")
+    for k in keys:
+        if k not in rec:
+            missing = [k for k in keys if k not in rec]
+            raise BridgeError(f"{where.format(*at)} lacks {missing} (has {sorted(map(str, rec))[:10]}); "
+                              "is this a tau-bench results file?")
     tid = rec.get("task_id")
+    if type(tid) is str and tid or type(tid) is int:
+        return rec
     if isinstance(tid, bool) or not isinstance(tid, (str, int)) or str(tid) == "":
-        raise BridgeError(f"{where}.task_id must be a non-empty string or integer, got {tid!r:.60}")
+        raise BridgeError(f"{where.format(*at)}.task_id must be a non-empty string or integer, got {tid!r:.60}")
     return rec
 
 
@@ -100,14 +107,17 @@ def _crash_text(info: Mapping) -> str:
 def _v1(data: list, url: str, run: Optional[RunProvenance]) -> list[Episode]:
     eps = []
     for i, raw in enumerate(data):
-        where = f"{url}[{i}]"
-        rec = _need(raw, ("task_id", "reward"), where)
-        info = rec.get("info") if isinstance(rec.get("info"), Mapping) else {}
-        meta: dict = {"trial": rec.get("trial"), "reward": rec.get("reward")}
-        for key in ("reward_info", "task", "user_cost", "total_cost"):
-            if info.get(key) is not None:
-                meta[key] = info[key]
-        success = tau_success(rec.get("reward"))
+        rec = _need(raw, ("task_id", "reward"), "{}[{}]", url, i)
+        info = rec.get("info")
+        if type(info) is not dict and not isinstance(info, Mapping):
+            info = {}
+        reward = rec.get("reward")
+        meta: dict = {"trial": rec.get("trial"), "reward": reward}
+        for key in _V1_META:
+            value = info.get(key)
+            if value is not None:
+                meta[key] = value
+        success = tau_success(reward)
         if info.get("error") is not None:
             meta["error"], meta["error_kind"], success = _crash_text(info), "exception", False
         eps.append(episode_from_messages(
@@ -115,6 +125,9 @@ def _v1(data: list, url: str, run: Optional[RunProvenance]) -> list[Episode]:
             provenance=construct(Provenance, source=url, locator=f"[{i}]", meta={"format": "tau-bench"}),
             from_json=True))
     return eps
+
+
+_V1_META = ("reward_info", "task", "user_cost", "total_cost")  # copied from a v1 record's info when set
 
 
 def _folder(url: str) -> Optional[Store]:
@@ -212,7 +225,7 @@ def _v2(data: Mapping, url: str, run: Optional[RunProvenance], exclude: tuple) -
     prov_run = run if run is not None else _v2_run(info)
     kept, excluded = [], 0
     for i, raw in enumerate(_v2_sims(data, url)):
-        sim = _need(raw, ("task_id", "termination_reason"), f"{url}:simulations[{i}]")
+        sim = _need(raw, ("task_id", "termination_reason"), "{}:simulations[{}]", url, i)
         term = str(sim["termination_reason"])
         if term in exclude:
             excluded += 1

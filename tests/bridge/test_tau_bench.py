@@ -7,6 +7,7 @@ import fsspec
 import pytest
 
 from ek_agents.base import Episode, RunProvenance
+from ek_agents.core import Provenance
 from ek_agents.bridge import read_tau_bench_results
 from ek_agents.bridge.tau_bench import tau_success
 from ek_agents.errors import BridgeError
@@ -121,3 +122,126 @@ def test_malformed_results_raise(tmp_path, content, needle):
     with pytest.raises(BridgeError) as ei:
         read_tau_bench_results(p)
     assert needle in str(ei.value)
+
+
+def test_v1_every_field_of_every_episode():
+    """The whole episode list of the v1 fixture, field by field, written out from the fixture
+    (``task`` / ``reward_info`` are passed through from each record's ``info`` as they are)."""
+    records = json.loads(V1.read_text())
+    eps = read_tau_bench_results(V1)
+    src = str(V1)
+    order = {"trial": 0, "reward": 1, "reward_info": 2, "task": 3, "user_cost": 4}
+    steps_0 = [("find_user_id_by_name_zip", {"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"},
+                "yusuf_rossi_9620", None)]
+    expected = [  # (task_id, record, success, output, steps, user_cost)
+        ("0", 0, True, "Your order #W2378156 has been cancelled.",
+         steps_0 + [("cancel_pending_order", {"order_id": "#W2378156", "reason": "ordered by mistake"},
+                     '{"order_id": "#W2378156", "status": "cancelled"}', None)], 0.00123),
+        ("0", 2, False, "Your order #W2378156 has been cancelled.",
+         steps_0 + [("cancel_pending_order", {"order_id": "#W2378156", "reason": "no longer needed"},
+                     '{"order_id": "#W2378156", "status": "cancelled"}', None)], 0.0011),
+        ("1", 1, True, "It has shipped.",
+         [("get_order_details", '{"order_id": "#W6390527"', "Error: invalid arguments",
+           "arguments: column 25: not valid JSON (Expecting ',' delimiter); kept the raw string")], 0.0008),
+    ]
+    assert len(eps) == 4
+    for e, (tid, i, success, output, steps, user_cost) in zip(eps, expected):
+        info = records[i]["info"]
+        assert (e.task_id, e.success, e.output, e.final_state, e.cost, e.run) == (tid, success, output, None, None, None)
+        assert [(s.tool, s.args, s.observation, s.error) for s in e.trajectory.steps] == steps
+        assert all(type(s.args) is type(want[1]) for s, want in zip(e.trajectory.steps, steps))
+        assert e.provenance == Provenance(source=src, locator=f"[{i}]", meta={"format": "tau-bench"})
+        assert e.meta == {"trial": records[i]["trial"], "reward": records[i]["reward"],
+                          "reward_info": info["reward_info"], "task": info["task"], "user_cost": user_cost}
+        assert list(e.meta) == sorted(e.meta, key=order.get)
+    crashed = eps[3]
+    assert (crashed.task_id, crashed.success, crashed.output, crashed.cost, crashed.trajectory.steps) == \
+        ("1", False, None, None, ())
+    assert crashed.provenance == Provenance(source=src, locator="[3]", meta={"format": "tau-bench"})
+    assert list(crashed.meta.items()) == [
+        ("trial", 1), ("reward", 0.0),
+        ("error", "litellm.exceptions.RateLimitError: litellm.RateLimitError: rate limit reached for gpt-4o"),
+        ("error_kind", "exception")]
+
+
+def test_v1_transcript_shapes_each_step_as_written(tmp_path):
+    """One v1 file whose transcripts take every turn of the message parser that tau-bench
+    results can hold; each step, output, cost and meta written out by hand."""
+    big = "1" + "0" * 20  # an integer orjson would read as a float
+    traj = [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": "do things"},
+        {"role": "assistant", "content": [{"type": "text", "text": "on it"}], "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "first", "arguments": '{"x": [1, 2.5, null]}'}},
+            {"id": "b", "type": "function", "function": {"name": "second", "arguments": ""}},
+            {"id": "c", "type": "function", "function": {"name": "third", "arguments": None}},
+            {"type": "function", "function": {"name": "fourth", "arguments": "[1, 2]"}},
+            {"id": "e", "type": "function", "function": {"name": "fifth", "arguments": '{"n": ' + big + "}"}},
+            {"id": "f", "type": "function", "function": {"name": "sixth", "arguments": '{"v": Infinity}'}},
+            {"id": "g", "type": "function", "function": {"name": "seventh", "arguments": {"already": "a dict"}}},
+        ]},
+        {"role": "tool", "tool_call_id": "b", "content": "B"},  # answered out of order, by id
+        {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "A1"}, {"type": "text", "text": "A2"}]},
+        {"role": "tool", "content": "no id: the first unanswered call"},
+        {"role": "tool", "tool_call_id": "zzz", "content": "unknown id: the first unanswered call without one"},
+        {"role": "tool", "tool_call_id": "e", "content": {"not": "text"}, "error": "boom"},
+        {"role": "tool", "tool_call_id": "f", "content": "F", "error": {"type": "timeout", "message": "slow"}},
+        {"role": "tool", "tool_call_id": "g", "content": "G"},
+        {"role": "tool", "tool_call_id": "h", "content": "nobody asked"},
+        {"role": "assistant", "content": None, "function_call": {"name": "legacy", "arguments": '{"k": "v"}'}},
+        {"role": "assistant", "content": "done", "usage": None},
+        {"role": "user", "content": "###STOP###"},
+    ]
+    records = [{"task_id": "t", "reward": 1 + 1e-7, "info": {"total_cost": 0.5, "user_cost": None}, "traj": traj,
+                "trial": 3}]
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(records))
+    (e,) = read_tau_bench_results(p)
+    assert [(s.tool, s.args, s.observation, s.error) for s in e.trajectory.steps] == [
+        ("first", {"x": [1, 2.5, None]}, "A1\nA2", None),
+        ("second", {}, "B", None),
+        ("third", {}, "no id: the first unanswered call", None),
+        ("fourth", "[1, 2]", "unknown id: the first unanswered call without one",
+         "arguments are JSON list, not an object; kept the raw string"),
+        ("fifth", {"n": int(big)}, {"not": "text"}, "boom"),
+        ("sixth", {"v": float("inf")}, "F", "timeout: slow"),
+        ("seventh", {"already": "a dict"}, "G", None),
+        ("legacy", {"k": "v"}, None, None),
+    ]
+    assert type(e.trajectory.steps[4].args["n"]) is int
+    assert (e.task_id, e.success, e.output, e.cost) == ("t", True, "done", None)
+    assert list(e.meta.items()) == [("trial", 3), ("reward", 1 + 1e-7), ("total_cost", 0.5),
+                                    ("unpaired_tool_results", 1)]
+
+
+def test_tau2_every_field_of_every_episode():
+    """The whole episode list of the tau2 fixture: steps, outputs, costs and meta."""
+    eps = read_tau_bench_results(V2)
+    lookup = ("get_customer_by_phone", {"phone_number": "555-123-2002"},
+              '{"customer_id": "C1001", "name": "John Smith"}', None)
+    want = [  # (simulation, locator index, steps, output, (in, cached, out tokens, latency), trial, seed, term, costs)
+        ("sim-a", 0, [lookup], "Please turn airplane mode off.", (3900, 3328, 51, 21.5), 0, 300, "user_stop", 0.0013),
+        ("sim-e", 4, [lookup], "Please turn airplane mode off.", (3900, 3328, 51, 19.0), 1, 301, "user_stop", 0.0013),
+        ("sim-c", 2, [("suspend_line", {"customer_id": "C1001", "line_id": "L9"}, "Error: line L9 not found",
+                       "Error: line L9 not found"),
+                      ("get_details_by_id", {"id": "C1001"}, '{"lines": ["L1", "L2"]}', None)],
+         "Sorry, I could not find that line.", (3900, 0, 45, 18.0), 0, 300, "user_stop", 0.0013),
+        ("sim-d", 3, [], "Hi!", (1200, 0, 3, 3.0), 1, 301, "agent_error", 0.0001),
+    ]
+    assert len(eps) == len(want)
+    for e, (sim, i, steps, output, tokens, trial, seed, term, agent_cost) in zip(eps, want):
+        assert [(s.tool, s.args, s.observation, s.error) for s in e.trajectory.steps] == steps
+        assert e.output == output
+        c = e.cost
+        assert (c.input_tokens, c.cached_input_tokens, c.output_tokens, c.latency_s) == tokens
+        assert (c.reasoning_tokens, c.retries, c.cache_write_tokens) == (0, 0, 0)
+        assert e.run.seed == seed
+        assert e.provenance == Provenance(source=str(V2), locator=f"simulations[{i}]", meta={
+            "format": "tau2-bench", "simulation_id": sim, "excluded_infrastructure_errors": 1})
+        meta = {"trial": trial, "reward": 1.0 if e.success else 0.0, "termination_reason": term,
+                "simulation_id": sim, "excluded_infrastructure_errors": 1, "agent_cost_usd": agent_cost,
+                "user_cost_usd": 0.0004, "seed": seed}
+        if term == "agent_error":
+            meta.update(error_kind="exception",
+                        error="AgentError: tau2 simulation ended with termination_reason='agent_error'")
+        assert list(e.meta.items()) == list(meta.items())
