@@ -152,6 +152,8 @@ def output_match(episode: Any, gold: Any) -> bool:
         return False
     expected = _gold_part(episode, gold, "output")
     got = getattr(episode, "output", episode) if is_episode(episode) else episode
+    if type(got) is str and type(expected) is str:  # what state_equal does for two strings
+        return got == expected or canonicalize(got) == canonicalize(expected)
     if isinstance(got, str) and _number(expected) or isinstance(expected, str) and _number(got):
         text, num = (got, expected) if isinstance(got, str) else (expected, got)
         try:
