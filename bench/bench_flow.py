@@ -41,8 +41,12 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   calls): ~2 s; Prefect's flow and sub-flow creation: 1-3 s under load.
 - Cache hit: every stage is a byte copy of a verified artifact (nothing parsed), no trial
   sub-flow starts; what is left is Prefect's flow run (~1-2 s) and the report (~2 s).
-- ``run_suite``: the same per-trial harness CPU (0.5 s of CPU per 2,000 trials against a 1.56 s
-  ideal) plus ``graded_report`` (~0.3 s: grade + the pass^k bootstrap).
+- ``run_suite``: the harness's CPU per trial above ``asyncio.gather``'s (30-50 us at load 2,
+  up to ~100 us at load 4: the episode built and validated, ``_storable``'s to_dict + depth check +
+  canonical JSON even when nothing is stored, four coroutine frames), spent while the slot's
+  next trial waits, so it adds up wave by wave (~32 waves of 64); ``graded_report`` is
+  ~20 ms at 2,000 trials (35 ms when the pass^k bootstrap is drawn, plus numpy's import on
+  the first such call). bench/PROFILE-flow.md, "run_suite, third pass".
 """
 from __future__ import annotations
 
