@@ -22,7 +22,6 @@ Token accounting (what :class:`Cost` counts, the convention every bridge maps on
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import math
@@ -31,7 +30,8 @@ from typing import Any, Optional, Union
 
 from pydantic import Field, TypeAdapter
 
-from .core import FieldSpec, GraphGrammar, NodeType, Provenance, canonical_json, shape
+from .core import (FieldSpec, GraphGrammar, NodeType, Provenance, canonical_json, construct, copy_plain,
+                   shape)
 from .errors import InvalidInput, SchemaVersionError
 from .parsing import parse_json
 
@@ -192,6 +192,11 @@ class Trajectory(JsonShape):
         return tuple(s.tool for s in self.steps)
 
 
+#: The empty trajectory every episode without steps shares (frozen, so sharing it is safe;
+#: built once instead of validated again for each such episode).
+_NO_STEPS = Trajectory()
+
+
 @shape()
 class Cost(JsonShape):
     """What one episode consumed: tokens (by kind), retries, and wall-clock.
@@ -275,7 +280,7 @@ class Episode(JsonShape):
     """Layer B: one agent run over one task -- the object agent evaluation scores."""
 
     task_id: str = ""
-    trajectory: Trajectory = Field(default_factory=Trajectory)
+    trajectory: Trajectory = Field(default_factory=lambda: _NO_STEPS)
     output: Any = None
     final_state: Any = None
     cost: Optional[Cost] = None
@@ -295,14 +300,27 @@ class Episode(JsonShape):
         >>> e = Episode("t", meta={"k": [1]}); g = e.graded(True)
         >>> g.success, e.success, g.meta is e.meta
         (True, None, False)
+
+        Every field but ``success`` and ``meta`` is this (validated) episode's own, so an
+        ``Episode`` graded ``True`` / ``False`` / ``None`` is built without validating it
+        again (``core.construct``); any other ``success`` (``1``, a numpy bool), or a subclass,
+        goes through the validating ``dataclasses.replace`` as before.
         """
-        return dataclasses.replace(self, success=success, meta=copy.deepcopy(self.meta))
+        meta = copy_plain(self.meta)
+        if type(self) is Episode and (success is None or type(success) is bool):
+            own = self.__dict__
+            return construct(Episode, **{name: own[name] for name in _EPISODE_FIELDS},
+                             success=success, meta=meta)
+        return dataclasses.replace(self, success=success, meta=meta)
 
     def replace(self, **changes: Any) -> "Episode":
         """A copy with ``changes`` applied (``meta`` deep-copied unless given)."""
         if "meta" not in changes:  # not setdefault: that would deep-copy even when meta is given
-            changes["meta"] = copy.deepcopy(self.meta)
+            changes["meta"] = copy_plain(self.meta)
         return dataclasses.replace(self, **changes)
+
+
+_EPISODE_FIELDS = tuple(f for f in Episode.__pydantic_fields__ if f not in ("success", "meta"))
 
 
 @shape()
@@ -425,4 +443,4 @@ def as_call(x: Any) -> tuple:
 
 def is_episode(x: Any) -> bool:
     """Duck-typed episode check (it checks the *shape*, not the class)."""
-    return all(hasattr(x, a) for a in ("task_id", "trajectory", "success", "cost"))
+    return isinstance(x, Episode) or all(hasattr(x, a) for a in ("task_id", "trajectory", "success", "cost"))

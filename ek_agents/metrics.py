@@ -57,7 +57,7 @@ class Checker(Protocol):
 def is_errored(episode: Any) -> bool:
     """True when the episode records an error (``meta["error"]``): it never counts as success."""
     meta = getattr(episode, "meta", None)
-    return isinstance(meta, Mapping) and bool(meta.get("error"))
+    return (type(meta) is dict or isinstance(meta, Mapping)) and bool(meta.get("error"))
 
 
 def _unwrap(gold: Any, key: str) -> Any:
@@ -67,6 +67,8 @@ def _unwrap(gold: Any, key: str) -> Any:
 
 
 def _gold_part(episode: Any, gold: Any, key: str) -> Any:
+    if type(gold) is str:  # the common gold: no wrapper to look into
+        return gold
     part = _unwrap(gold, key)
     wrapper_without_key = isinstance(gold, Mapping) and gold and set(gold) <= GOLD_KEYS and key not in gold
     if part is None or wrapper_without_key:
@@ -152,6 +154,8 @@ def output_match(episode: Any, gold: Any) -> bool:
         return False
     expected = _gold_part(episode, gold, "output")
     got = getattr(episode, "output", episode) if is_episode(episode) else episode
+    if type(got) is str and type(expected) is str:  # what state_equal does for two strings
+        return got == expected or canonicalize(got) == canonicalize(expected)
     if isinstance(got, str) and _number(expected) or isinstance(expected, str) and _number(got):
         text, num = (got, expected) if isinstance(got, str) else (expected, got)
         try:

@@ -165,14 +165,17 @@ def reliability(source: Any, *, k: int = 1, slices: Optional[Mapping[str, str]] 
     notes: list[str] = []
     per_task: dict[str, dict] = {}
     skipped: list[str] = []
+    estimates: dict[tuple[int, int], tuple[float, float]] = {}  # tasks share few distinct (n, c)
     for tid in sorted(outcomes):
         row = outcomes[tid]
         n, c = len(row), sum(row)
         entry: dict[str, Any] = {"n": n, "c": c, "slice": labels.get(tid),
                                  "pass_at_k": None, "pass_hat_k": None}
         if n >= k:
-            entry["pass_at_k"] = pass_at_k(n=n, c=c, k=k)
-            entry["pass_hat_k"] = pass_hat_k(n=n, c=c, k=k)
+            est = estimates.get((n, c))
+            if est is None:
+                est = estimates[n, c] = (pass_at_k(n=n, c=c, k=k), pass_hat_k(n=n, c=c, k=k))
+            entry["pass_at_k"], entry["pass_hat_k"] = est
         else:
             skipped.append(tid)
         per_task[tid] = entry
@@ -235,7 +238,17 @@ def _hat_ci(hats: list, seed: int) -> tuple[float, float]:
     (0, 1) with fewer than two scored tasks."""
     if len(hats) < 2:
         return (0.0, 1.0)
+    if _all_zero_or_all_one(hats):
+        return (hats[0], hats[0])
     return _clipped(bootstrap_ci(hats, "mean", resamples=DEFAULT_RESAMPLES, seed=seed))
+
+
+def _all_zero_or_all_one(hats: list) -> bool:
+    """Whether every pass^k is 0.0 or every one is 1.0 (no task / every task passed every
+    trial): then every resample's mean is that value exactly (n ones sum to n in floating
+    point), so the bootstrap's interval is ``(v, v)`` without drawing -- or importing numpy."""
+    first = hats[0]
+    return (first == 0.0 or first == 1.0) and all(h == first for h in hats)
 
 
 def _clipped(ci: tuple[float, float]) -> tuple[float, float]:

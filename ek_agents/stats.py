@@ -359,6 +359,8 @@ def bootstrap_ci(values: Sequence[Any], statistic: Union[str, Callable[..., Any]
     if statistic == "ratio":  # sums of resampled columns: counts x table, no 2-D gather
         num, den = _resampled_sums([data[:, 0], data[:, 1]], resamples, seed)
         return _percentile(_ratio(num, den), alpha)
+    if statistic == "mean" and data.ndim == 1:  # the same means, cache-sized blocks of draws
+        return _percentile(_resampled_means([data], resamples, seed)[0], alpha)
     rng = np.random.default_rng(seed)
     out: list = []
     for start in range(0, resamples, block):
@@ -410,17 +412,33 @@ def bootstrap_mean_cis(columns: Sequence[Sequence[float]], *, resamples: int = 2
     for i, col in enumerate(data):
         by_length.setdefault(col.size, []).append(i)
     stats: list = [None] * len(data)
-    for n, members in by_length.items():
-        block = max(1, min(resamples, _BLOCK_ELEMENTS // n))  # as bootstrap_ci blocks them
-        rng = np.random.default_rng(seed)
-        outs: list[list] = [[] for _ in members]
-        for start in range(0, resamples, block):
-            idx = rng.integers(0, n, size=(min(block, resamples - start), n))
-            for out, i in zip(outs, members):
-                out.extend(np.mean(data[i][idx], axis=1).tolist())
-        for out, i in zip(outs, members):
-            stats[i] = np.asarray(out, dtype=float)
+    for members in by_length.values():
+        for i, st in zip(members, _resampled_means([data[i] for i in members], resamples, seed)):
+            stats[i] = st
     return [_percentile(st, alpha) for st in stats]
+
+
+def _resampled_means(columns: Sequence[Any], resamples: int, seed: int) -> list:
+    """For each 1-D float column (all of one length ``n``), its mean over each of
+    ``resamples`` resamples: row ``r`` of ``numpy.random.default_rng(seed).integers(0, n,
+    (resamples, n))`` gathered from the column and averaged with ``numpy.mean(..., axis=1)``
+    (so exactly the numbers of one such draw), the indices drawn by :class:`_TaskIndices`
+    a cache-sized sub-block of rows at a time (``_COUNT_ELEMENTS``), never the whole matrix."""
+    import numpy as np
+
+    n = columns[0].size
+    draws = _TaskIndices(seed, n)
+    sub = max(1, min(resamples, _COUNT_ELEMENTS // n))
+    slots = np.empty(sub * n, dtype=np.uint64)
+    outs = [np.empty(resamples) for _ in columns]
+    for start in range(0, resamples, sub):
+        m = min(sub, resamples - start)
+        part = slots[:m * n]
+        draws.fill(part)
+        idx = part.view(np.int64).reshape(m, n)
+        for col, out in zip(columns, outs):
+            out[start:start + m] = np.mean(col[idx], axis=1)
+    return outs
 
 
 # -- Student t (no scipy) ------------------------------------------------------------------
@@ -532,7 +550,8 @@ def _task_counts(fn: str, successes: Sequence[Any], trials: Sequence[Any]) -> li
                            "of each per task")
     out = []
     for i, (c, n) in enumerate(zip(cs, ns)):
-        c, n = _count(f"successes[{i}]", c), _count(f"trials[{i}]", n)
+        if type(c) is not int or type(n) is not int or c < 0 or n < 0:  # checks where needed
+            c, n = _count(f"successes[{i}]", c), _count(f"trials[{i}]", n)
         if c > n:
             raise InvalidInput(f"{fn}: task {i} has {c} successes in {n} trials")
         if n:

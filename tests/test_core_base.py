@@ -34,6 +34,61 @@ def test_graded_never_shares_meta():
     assert e.meta["a"]["b"] == 1 and e.success is None and g.success is True
 
 
+def _graded_as_before(e, success):
+    import copy
+    import dataclasses
+    return dataclasses.replace(e, success=success, meta=copy.deepcopy(e.meta))
+
+
+@pytest.mark.parametrize("success", [True, False, None])
+def test_graded_equals_and_serialises_as_the_validating_replace(success):
+    # graded builds the copy with core.construct (no re-validation) and copy_plain's meta:
+    # the same episode, the same bytes, as the validating dataclasses.replace + deepcopy
+    e = Episode("t1", Trajectory([Step("buy", {"sku": "A1"}, {"ok": True})]), output={"x": [1, 2.5]},
+                final_state={"n": 1}, cost=Cost(10, 2, latency_s=0.1), run=RunProvenance(seed=3, model="m"),
+                provenance=Provenance(source="log.json", locator="[0]"),
+                meta={"trial": 0, "nested": {"a": [1, {"b": (2, None)}]}, "latency_s": 0.05})
+    g, ref = e.graded(success), _graded_as_before(e, success)
+    assert type(g) is Episode and g == ref and g.to_json() == ref.to_json() and repr(g) == repr(ref)
+    assert g.meta is not e.meta and g.meta["nested"]["a"] is not e.meta["nested"]["a"]
+    assert e.success is None and Episode.from_json(g.to_json()).to_json() == g.to_json()
+
+
+def test_graded_with_a_success_that_is_not_a_bool_still_validates():
+    e = Episode("t", output="a")
+    assert e.graded(1).success is True and e.graded(0).success is False  # lax bool, as before
+    with pytest.raises(InvalidInput, match="success"):
+        e.graded("maybe")
+
+
+def test_copy_plain_is_a_deep_copy():
+    from ek_agents.core import copy_plain
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    plain = {"a": [1, 2.5, None, True, "s", {"b": (1, [2])}], "c": {}}
+    got = copy_plain(plain)
+    assert got == plain and got["a"] is not plain["a"] and got["a"][5]["b"][1] is not plain["a"][5]["b"][1]
+    odd = {"box": Box([1]), "n": 1}  # not JSON-plain: deepcopy
+    got = copy_plain(odd)
+    assert got["box"] is not odd["box"] and got["box"].v == [1] and got["box"].v is not odd["box"].v
+    cyc: dict = {"k": []}
+    cyc["k"].append(cyc)  # a cycle: deepcopy's memo keeps it one
+    got = copy_plain(cyc)
+    assert got["k"][0] is got and got is not cyc
+    assert copy_plain({1.5: "x", None: [()]}) == {1.5: "x", None: [()]}
+
+
+def test_episodes_without_steps_share_one_frozen_empty_trajectory():
+    a, b = Episode("a"), Episode("b", meta={"x": 1})
+    assert a.trajectory == Trajectory() and len(a.trajectory) == 0
+    with pytest.raises(Exception):
+        a.trajectory.steps = (Step("x"),)  # frozen: sharing it cannot leak a change
+    assert b.trajectory.to_dict() == Trajectory().to_dict()
+
+
 def test_cost_add_and_invariants():
     c = sum([Cost(10, 5, latency_s=1.0), Cost(1, 1, retries=2)])
     assert (c.input_tokens, c.output_tokens, c.retries, c.latency_s, c.total_tokens) == (11, 6, 2, 1.0, 17)

@@ -20,6 +20,17 @@ def test_output_match_canonicalizes_case_and_whitespace():
     assert not output_match(ep(output="hello worlds"), "hello world")
 
 
+def test_output_match_of_two_strings_is_state_equal_under_canonicalize():
+    # two plain strings take a short path; it decides exactly as state_equal does
+    from ek_agents.core import canonicalize
+
+    words = ["", " ", "Paris", "paris ", "PARIS\n", "Stra\u00dfe", "strasse", "\ufb01le", "file",
+             "a  b", "a b", "42", " 42.0", "\u00e9", "e\u0301"]
+    for a in words:
+        for b in words:
+            assert output_match(ep(output=a), b) is state_equal(a, b, canon=canonicalize), (a, b)
+
+
 def test_output_match_gold_dict_with_output_key():
     assert output_match(ep(output="Paris"), {"output": "paris"})
     assert output_match(ep(output="Paris"), {"output": "paris", "final_state": {"x": 1}})

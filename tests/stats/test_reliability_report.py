@@ -105,6 +105,22 @@ def test_pass_hat_k_ci_is_a_seeded_bootstrap_over_tasks():
     assert a.detail["seed"] == 4
 
 
+@pytest.mark.parametrize("outcome, k", [(True, 1), (False, 1), (True, 3), (False, 2)])
+def test_pass_hat_k_ci_of_all_pass_or_all_fail_is_the_bootstrap_s_without_drawing(outcome, k):
+    # every task passed (or failed) every trial: the interval is (v, v), what the bootstrap of
+    # a constant column gives (reporting skips the draws there), for a few tasks and for many
+    from ek_agents.stats import bootstrap_ci
+
+    for n_tasks in (2, 7, 2000):
+        r = reliability({f"t{i}": [outcome] * k for i in range(n_tasks)}, k=k, seed=3,
+                        warn_deterministic=False)
+        ref = bootstrap_ci([float(outcome)] * n_tasks, "mean", resamples=2000, seed=3)
+        assert r.pass_hat_k_ci == ref == (float(outcome), float(outcome))
+    mixed = reliability({"a": [True] * k, "b": [False] * k, "c": [True] * k}, k=k, seed=3,
+                        warn_deterministic=False)
+    assert mixed.pass_hat_k_ci == bootstrap_ci([1.0, 0.0, 1.0], "mean", seed=3)  # drawn as before
+
+
 def test_report_round_trips_through_strict_json_with_an_infinite_cost():
     cost = {"n": 2, "cost_per_success": math.inf, "total_dollars": 3.0}
     r = reliability({"a": [False, False], "b": [True, False]}, k=2, cost=cost)

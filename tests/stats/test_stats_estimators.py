@@ -196,6 +196,22 @@ def test_bootstrap_matches_a_plain_loop_with_the_same_indices():
     assert bootstrap_ci(values, lambda v: sum(v) / len(v), resamples=500, seed=11) == pytest.approx((lo, hi))
 
 
+@pytest.mark.parametrize("n, resamples, seed", [(1, 9, 0), (7, 301, 2), (2000, 2000, 0), (2000, 77, 5),
+                                                 (70_001, 5, 3)])
+def test_mean_bootstrap_is_exactly_numpys_one_matrix_draw(n, resamples, seed):
+    # "mean" over 1-D values (the pass^k CI) draws its indices in cache-sized sub-blocks
+    # (stats._TaskIndices); every resampled mean, and so the interval, is bit for bit the one
+    # numpy gives from the whole (resamples, n) integers matrix -- also where a sub-block holds
+    # less than one row (n = 70,001) and where it ends mid-way through a 64-bit output (n = 7)
+    gen = np.random.default_rng(n)
+    for values in (gen.random(n), gen.integers(0, 2, n).astype(float), np.full(n, 0.1)):
+        idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+        means = np.mean(values[idx], axis=1)
+        ref = tuple(float(x) for x in np.quantile(means, (0.025, 0.975)))
+        assert bootstrap_ci(values, "mean", resamples=resamples, seed=seed) == ref
+        assert bootstrap_ci(values.tolist(), "mean", resamples=resamples, seed=seed) == ref
+
+
 def test_bootstrap_is_seeded_and_covers_the_mean():
     values = np.random.default_rng(0).normal(10.0, 2.0, size=2000)
     a = bootstrap_ci(values, "mean", seed=1)
