@@ -46,12 +46,12 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   bootstrap indices once: ~1-2 s together with Prefect's task-run gaps.
 - Cache hit: ``plan-trials`` finds the episodes and every stage is a byte copy of a verified
   artifact (nothing parsed); what is left is Prefect's flow run (~0.5-1 s) and the report.
-- ``run_suite``: the harness's CPU per trial above ``asyncio.gather``'s (30-50 us at load 2,
-  up to ~100 us at load 4: the episode built and validated, ``_storable``'s to_dict + depth check +
-  canonical JSON even when nothing is stored, four coroutine frames), spent while the slot's
-  next trial waits, so it adds up wave by wave (~32 waves of 64); ``graded_report`` is
-  ~20 ms at 2,000 trials (35 ms when the pass^k bootstrap is drawn, plus numpy's import on
-  the first such call). bench/PROFILE-flow.md, "run_suite, third pass".
+- ``run_suite``: x1.07 of ideal against ``asyncio.gather``'s x1.06 in the same runs. The
+  harness's CPU per trial (the episode, ``to_dict``, the depth check, canonical JSON) is spent
+  after the freed slot's next agent call has started, so it no longer delays each wave of 64;
+  ``graded_report`` is ~20 ms at 2,000 trials (35 ms when the pass^k bootstrap is drawn, plus
+  numpy's import on the first such call). bench/PROFILE-flow.md, "run_suite, third pass" and
+  "run_suite after the merge".
 """
 from __future__ import annotations
 
