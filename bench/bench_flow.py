@@ -34,8 +34,10 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   graded for the grade stage (``record.trial_grader``), by the run's writer threads
   (``harness._Writer``), not on the loop. Alone (no Prefect) 20,000 trials at 4 x 16 in flight
   run at x1.06-1.13 of ideal, ``asyncio.gather`` x1.05-1.09 in the same minutes; in the flow,
-  beside Prefect's threads on a loaded 2-core box, x1.15-1.2. Chunks no longer list the run
-  (``plan_trials`` lists it once) and return what they stored (``ChunkResult``);
+  beside Prefect's threads (which hold the GIL little: ~0.2 s a run) on a shared 2-core box,
+  x1.11-1.14 (the whole row x1.25-1.27; Prefect's heartbeat join at the end adds 0-1 s).
+  Chunks no longer list the run (``plan_trials`` lists it once) and return what they stored
+  (``ChunkResult``);
   ``collect-episodes`` assembles the episodes document from those bytes and the manifest takes
   the digests computed as the files were written.
 - After the trials: ``grade`` takes the graded document the chunks made (same bytes; the
