@@ -35,7 +35,7 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   (``harness._Writer``), not on the loop. Alone (no Prefect) 20,000 trials at 4 x 16 in flight
   run at x1.06-1.13 of ideal, ``asyncio.gather`` x1.05-1.09 in the same minutes; in the flow,
   beside Prefect's threads (which hold the GIL little: ~0.2 s a run) on a shared 2-core box,
-  x1.11-1.14 (the whole row x1.25-1.27; Prefect's heartbeat join at the end adds 0-1 s).
+  x1.11-1.16 (the whole row x1.25-1.33 at load 0.2-3; Prefect's heartbeat join at the end adds 0-1 s).
   Chunks no longer list the run (``plan_trials`` lists it once) and return what they stored
   (``ChunkResult``);
   ``collect-episodes`` assembles the episodes document from those bytes and the manifest takes
