@@ -13,8 +13,11 @@ Run: ``.venv/bin/python -m bench.bench_flow [--trials 20000] [--quick]``. Rows (
   is skipped as exact; with mixed outcomes it is drawn, and numpy imported, as for a real agent);
 - the ``evaluate-agent`` flow on ``--trials`` trials (default 20,000) of the same agent,
   concurrency 64, artifacts persisted, with a Prefect API up (a temporary ``prefect server
-  start`` on a free 127.0.0.1 port; its start-up is reported apart) vs the ideal; then the same
-  flow with identical inputs (a cache hit) vs the first run;
+  start`` on a free 127.0.0.1 port; its start-up -- until it answers ``/health`` and then its
+  first API call, which waits 0.5-0.7 s more for the server to finish starting -- is reported
+  apart) vs the ideal; then the same flow with identical inputs (a cache hit) vs the first
+  run. The phases are the task runs' spans and the flow run's own (``flow-run``: to its final
+  state; the call returns up to 1 s later, when Prefect's heartbeat thread has been joined);
 - ``import ek_agents`` vs ``import prefect``, and with every public name resolved (each timed
   inside a fresh interpreter, min of 5).
 
@@ -36,8 +39,10 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   graded for the grade stage (``record.trial_grader``), by the run's writer threads
   (``harness._Writer``), not on the loop. Alone (no Prefect) 20,000 trials at 4 x 16 in flight
   run at x1.06-1.13 of ideal, ``asyncio.gather`` x1.05-1.09 in the same minutes; in the flow,
-  beside Prefect's threads on a loaded 2-core box, x1.15-1.2. Chunks no longer list the run
-  (``plan_trials`` lists it once) and return what they stored (``ChunkResult``);
+  beside Prefect's threads (which hold the GIL little: ~0.2 s a run) on a shared 2-core box,
+  x1.11-1.16 (the whole row x1.25-1.33 at load 0.2-3; Prefect's heartbeat join at the end adds 0-1 s).
+  Chunks no longer list the run (``plan_trials`` lists it once) and return what they stored
+  (``ChunkResult``);
   ``collect-episodes`` assembles the episodes document from those bytes and the manifest takes
   the digests computed as the files were written.
 - After the trials: ``grade`` takes the graded document the chunks made (same bytes; the
@@ -166,6 +171,10 @@ def start_server(home: Path, timeout: float = 180.0) -> tuple[subprocess.Popen, 
         try:
             with urllib.request.urlopen(url + "/health", timeout=2) as r:
                 if r.status == 200:
+                    # the first API call after /health answers still waits for the server to
+                    # finish starting (0.5-0.7 s measured): part of its start-up, not the flow's
+                    with urllib.request.urlopen(url + "/admin/version", timeout=30) as v:
+                        v.read()
                     return proc, url, time.perf_counter() - t0
         except OSError:
             time.sleep(0.25)
@@ -255,11 +264,14 @@ def _phases(since: datetime.datetime, run_id: str) -> dict:
     """(start offset, seconds) per task of the flow run just finished, read back from the API (task runs that
     started after ``since``): the trial chunks as one span, every other task its own."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterStartTime
+    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterStartTime, TaskRunFilter,
+                                                TaskRunFilterStartTime)
 
     with get_client(sync_client=True) as client:
         runs = client.read_task_runs(task_run_filter=TaskRunFilter(
             start_time=TaskRunFilterStartTime(after_=since)), limit=200)
+        flow_runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            start_time=FlowRunFilterStartTime(after_=since)), limit=10)
     spans: dict[str, list] = {}
     for r in runs:
         if r.start_time is None or r.end_time is None:
@@ -267,8 +279,15 @@ def _phases(since: datetime.datetime, run_id: str) -> dict:
         name = re.sub(r"(-[0-9a-f]{3}|-\d+)+$", "", r.name.replace(f"-{run_id}", ""))
         span = spans.setdefault(name, [r.start_time, r.end_time])
         span[0], span[1] = min(span[0], r.start_time), max(span[1], r.end_time)
-    return {n: (round((a - since).total_seconds(), 2), round((b - a).total_seconds(), 2))
-            for n, (a, b) in sorted(spans.items(), key=lambda i: i[1][0])}
+    phases = {n: (round((a - since).total_seconds(), 2), round((b - a).total_seconds(), 2))
+              for n, (a, b) in sorted(spans.items(), key=lambda i: i[1][0])}
+    # the flow run's own span as the API recorded it: (start, seconds) to its final state; the
+    # call returns later (Prefect's teardown: its heartbeat thread is joined, up to 1 s)
+    ends = [(r.start_time, r.end_time) for r in flow_runs if r.start_time and r.end_time]
+    if ends:
+        a, b = min(ends)
+        phases["flow-run"] = (round((a - since).total_seconds(), 2), round((b - a).total_seconds(), 2))
+    return phases
 
 
 def main(argv: list[str] | None = None) -> dict:

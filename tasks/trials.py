@@ -22,7 +22,7 @@ from prefect.runtime import task_run
 
 from ek_agents import pipeline_support
 from ek_agents.pipeline_support import ChunkResult, TrialChunk, TrialPlan, TrialRequest
-from ek_agents.record import EpisodesRef
+from ek_agents.record import EpisodesRef, StageRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
