@@ -26,17 +26,20 @@ True
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
+#: The C extension's ``encode`` (the same contract as :func:`encode_python`), None when it
+#: was not built.
+c_encode: Optional[Callable[[Any, Any], Optional[tuple]]]
 try:  # built from _callcodes.c at install time when a C compiler was there (optional)
-    from ._callcodes import encode as _encode_c
+    from ._callcodes import encode as c_encode
 except ImportError:  # pragma: no cover - exercised by the twin's own tests
-    _encode_c = None
+    c_encode = None
 
-__all__ = ["CallCodes", "encode_calls", "encode_python", "code_point", "code_id", "HAS_C", "MAX_CODES"]
+__all__ = ["CallCodes", "encode_calls", "encode_python", "c_encode", "code_point", "code_id", "HAS_C", "MAX_CODES"]
 
 #: Whether the C extension is in use.
-HAS_C = _encode_c is not None
+HAS_C = c_encode is not None
 
 _SURROGATES = 0x800
 #: Ids a code point can carry (the surrogate block 0xD800-0xDFFF is skipped).
@@ -75,7 +78,7 @@ def code_id(c: str) -> int:
 
 def encode_calls(preds: Any, golds: Any) -> Optional[CallCodes]:
     """:class:`CallCodes` of two lists of call lists, or ``None`` when the input is not plain."""
-    raw = _encode_c(preds, golds) if _encode_c is not None else encode_python(preds, golds)
+    raw = c_encode(preds, golds) if c_encode is not None else encode_python(preds, golds)
     if raw is None:
         return None
     return CallCodes((raw[0], raw[1]), (raw[2], raw[3]), raw[4], raw[5])

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ek_agents import callcodes
-from ek_agents.callcodes import HAS_C, code_id, code_point, encode_calls, encode_python
+from ek_agents.callcodes import HAS_C, c_encode, code_id, code_point, encode_calls, encode_python
 
 NAN = float("nan")
 plain = st.sampled_from(["a", "A", "", "é", "a b", 0, 1, 2, -1, 10**30, 0.0, -0.0, 1.0, 2.5, True, False, None, NAN])
@@ -20,16 +20,11 @@ call = st.tuples(st.sampled_from(["search", "answer", "open"]), args)
 side = st.lists(st.lists(call, max_size=6), max_size=8)
 
 
-def c_encode(a, b):
-    from ek_agents._callcodes import encode
-    return encode(a, b)
-
-
 def test_the_c_extension_is_built_where_it_must_be():
     """CI sets EK_REQUIRE_CEXT=1: there a missing extension (no compiler) fails, never slows down silently."""
     if os.environ.get("EK_REQUIRE_CEXT") == "1":
         assert HAS_C, "ek_agents._callcodes was not built (pip install -e . needs a C compiler and Python's headers)"
-    assert callcodes.HAS_C is (callcodes._encode_c is not None)
+    assert callcodes.HAS_C is (c_encode is not None)
 
 
 @pytest.mark.skipif(not HAS_C, reason="the C extension was not built here")
