@@ -270,11 +270,15 @@ def pass_hat_curve(counts: Mapping[str, tuple[int, int]], k_max: int, *,
     for k in range(1, k_max + 1):
         each = {nc: pass_hat_k(n=nc[0], c=nc[1], k=k) for nc in set(rows) if nc[0] >= k}
         per_k.append([each[nc] for nc in rows if nc[0] >= k])  # tasks share few distinct (n, c)
-    # _hat_ci of every k at once: the bootstrap's draws made once per number of scored tasks
-    boot = [hats for hats in per_k if len(hats) >= 2]
+    # _hat_ci of every k at once: the bootstrap's draws made once per number of scored tasks,
+    # and not at all (nor numpy imported) for a k whose pass^k are all 0 or all 1
+    def drawn(hats: list) -> bool:
+        return len(hats) >= 2 and not _all_zero_or_all_one(hats)
+
+    boot = [hats for hats in per_k if drawn(hats)]
     cis = iter(_clipped(ci) for ci in bootstrap_mean_cis(boot, resamples=DEFAULT_RESAMPLES,
-                                                          seed=seed))
-    return [(k, _mean(hats), *(next(cis) if len(hats) >= 2 else (0.0, 1.0)))
+                                                          seed=seed)) if boot else iter(())
+    return [(k, _mean(hats), *(next(cis) if drawn(hats) else _hat_ci(hats, seed)))
             for k, hats in enumerate(per_k, start=1)]
 
 
