@@ -643,7 +643,7 @@ class PlainEpisodeJson:
     """
 
     def __init__(self) -> None:
-        self._runs: dict[int, tuple[Any, str]] = {}  # id(run) -> (run, its JSON): run kept alive
+        self._runs: dict[int, tuple[Any, bytes]] = {}  # id(run) -> (run, its JSON): run kept alive
         self._broken = False
 
     def __call__(self, ep: Any) -> Optional[bytes]:
@@ -655,9 +655,11 @@ class PlainEpisodeJson:
         if (type(traj) is not Trajectory or traj.steps or own["final_state"] is not None
                 or own["cost"] is not None or own["provenance"] is not None
                 or not (success is None or type(success) is bool)
-                or not _plain_value(out) or type(meta) is not dict
-                or not all(type(k) is str and _plain_value(v) for k, v in meta.items())):
+                or not _plain_value(out) or type(meta) is not dict):
             return None
+        for key, value in meta.items():
+            if type(key) is not str or not _plain_value(value):
+                return None
         run = own["run"]
         held = self._runs.get(id(run))
         first = held is None or held[0] is not run
@@ -665,14 +667,16 @@ class PlainEpisodeJson:
             if len(self._runs) >= PLAIN_RUNS:  # one provenance per trial seed is the norm
                 return None
             general = ep.to_dict()  # this episode the general way: its run's JSON, and a check
-            held = self._runs[id(run)] = (run, canonical_json(general.get("run")).decode("ascii"))
-        data = "".join((
-            '{"cost":null,"final_state":null,"meta":', canonical_json(meta).decode("ascii"),
-            ',"output":', canonical_json(out).decode("ascii"), ',"provenance":null,"run":',
-            held[1], ',"schema_version":1,"success":',
-            "null" if success is None else "true" if success else "false",
-            ',"task_id":', canonical_json(own["task_id"]).decode("ascii"),
-            ',"trajectory":{"steps":[]}}')).encode("ascii")
+            held = self._runs[id(run)] = (run, canonical_json(general.get("run")))
+        try:
+            data = b"".join((
+                b'{"cost":null,"final_state":null,"meta":', canonical_json(meta),
+                b',"output":', canonical_json(out), b',"provenance":null,"run":', held[1],
+                b',"schema_version":1,"success":',
+                b"null" if success is None else b"true" if success else b"false",
+                b',"task_id":', canonical_json(own["task_id"]), b',"trajectory":{"steps":[]}}'))
+        except InvalidInput:  # an int too long to print, say: the general path says why
+            return None
         if first and data != canonical_json(general):
             self._broken = True
             return None
