@@ -403,10 +403,12 @@ class _Runner:
         # delaying it; measured: x1.18 -> x1.1 of ideal at 64 in flight)
         await asyncio.sleep(0)
         await asyncio.sleep(0)
-        if not isinstance(result, Episode):  # a plain answer: its episode built once
-            return Episode(task.task_id, output=result, run=self.merged_run(trial_seed),
-                           meta={"trial": trial, "attempts": attempts, "latency_s": elapsed,
-                                 **({"retries": transient} if transient else {})}), True
+        if not isinstance(result, Episode):  # a plain answer: its episode built once, from
+            # values made here (``output`` is typed Any: validation keeps it as is)
+            return construct(Episode, task_id=task.task_id, output=result,
+                             run=self.merged_run(trial_seed),
+                             meta={"trial": trial, "attempts": attempts, "latency_s": elapsed,
+                                   **({"retries": transient} if transient else {})}), True
         return _finish(result, task, trial, self.run, trial_seed, attempts, transient,
                        elapsed), False
 

@@ -147,3 +147,19 @@ def test_stored_files_are_the_general_bytes_and_the_hook_gets_only_plain_episode
     if agent is _bad_agent:
         assert not any(p[0] in ("t4", "t5", "t6") for p in handed)
     assert len(handed) == (16 if agent is _plain_agent else 10)
+
+
+def test_a_plain_answer_s_episode_is_the_validated_episode_of_the_same_fields():
+    answers = {"t0": "caf\u00e9", "t1": 2.5, "t2": None, "t3": {"a": [1, (2,)]}, "t4": 7}
+
+    def agent(task, *, seed):
+        return answers[task.task_id]
+
+    tasks = [TaskSpec(t, input="q", gold="g") for t in answers]
+    run = RunProvenance(model="m", suite_version="1")
+    for ep in run_trials(agent, tasks, k=2, seed=3, run=run):
+        same = Episode(ep.task_id, output=answers[ep.task_id],
+                       run=RunProvenance(seed=3 + ep.meta["trial"], model="m", suite_version="1"),
+                       meta=dict(ep.meta))
+        assert ep == same and repr(ep) == repr(same)
+        assert canonical_json(ep.to_dict()) == canonical_json(same.to_dict())
