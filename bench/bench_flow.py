@@ -33,18 +33,24 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   so the old "x ideal at 64" compared against a floor 4x too high.) The chunks are task runs of
   the ``evaluate-agent`` flow run itself (``flows.runners.run_each``): no trial sub-flow, whose
   creation cost ~2-3 s.
-- Trials phase: the 50 ms waits themselves, plus the harness's CPU per trial on the event
-  loop (the episode, ``to_dict``, the depth check, canonical JSON: ~0.35 ms with its writes),
-  done after the freed slot's next agent call has started; each trial's file is written, and
-  graded for the grade stage (``record.trial_grader``), by the run's writer threads
-  (``harness._Writer``), not on the loop. Alone (no Prefect) 20,000 trials at 4 x 16 in flight
-  run at x1.06-1.13 of ideal, ``asyncio.gather`` x1.05-1.09 in the same minutes; in the flow,
-  beside Prefect's threads (which hold the GIL little: ~0.2 s a run) on a shared 2-core box,
-  x1.11-1.16 (the whole row x1.25-1.33 at load 0.2-3; Prefect's heartbeat join at the end adds 0-1 s).
+- Trials phase: the 50 ms waits themselves, plus the per-wave hand-over: each of a chunk's
+  slots (``harness._Runner._slot``: one task per slot) starts its next agent call in the
+  event-loop turn its last one returned, and the finished trial's episode and bytes are
+  built by a task of their own after that (a plain answer's bytes assembled directly,
+  ``record.PlainEpisodeJson``: the general path's bytes, ~3x cheaper); each trial's file is
+  written, and graded from the episode the loop handed over (no re-parse of the file), by the
+  run's writer threads. What is left is mostly the GIL: 4 chunk loops, 8 writer threads and
+  Prefect's threads in one process, each loop turn waiting ~1 ms for the GIL on a busy box.
+  Alone (no Prefect) 20,000 trials at 4 x 16 in flight run at x1.05-1.13 of ideal depending on
+  the box's load; in the flow x1.08-1.15.
   Chunks no longer list the run (``plan_trials`` lists it once) and return what they stored
   (``ChunkResult``);
   ``collect-episodes`` assembles the episodes document from those bytes and the manifest takes
   the digests computed as the files were written.
+- Prefect's teardown: the sync flow engine joins its heartbeat thread, which sleeps in 1 s
+  steps: the call returns 0.1-1.0 s after the flow run reached Completed (the ``flow-run``
+  phase). An ``async def`` flow is not joined (0.03-0.2 s) but would make ``evaluate_agent(...)``
+  return a coroutine to every sync caller (bench/PROFILE-flow.md, fifth pass), so it stays sync.
 - After the trials: ``grade`` takes the graded document the chunks made (same bytes; the
   episodes document is still read and verified), metrics and cost take the graded episodes
   from the in-process memo (``record.read_episodes``), the report's pass^k curve draws its

@@ -275,6 +275,11 @@ class Finding:
     provenance: Optional[Provenance] = None
 
 
+#: The encoder behind :func:`canonical_json`, built once (``json.dumps`` with these arguments
+#: builds the same encoder on every call: ~3 us of a per-trial path); it holds no state.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
 def canonical_json(obj: Any) -> bytes:
     """Canonical JSON bytes: sorted keys, compact, ASCII, NaN/inf refused.
 
@@ -286,7 +291,7 @@ def canonical_json(obj: Any) -> bytes:
     if hasattr(obj, "to_dict") and callable(obj.to_dict):
         obj = obj.to_dict()
     try:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+        return _CANONICAL.encode(obj).encode("ascii")
     except (TypeError, ValueError) as exc:
         raise InvalidInput(
             f"cannot store {type(obj).__name__} as JSON ({exc}): give plain dicts, lists, strings, "

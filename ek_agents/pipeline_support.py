@@ -425,8 +425,10 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
              or suite["tasks"]}
     grader, graded = trial_grader(tasks, req.check), {}
 
-    def grade_one(trial: StoredTrial) -> None:  # on the run's writer threads, as each is stored
-        graded[(trial.task_id, trial.trial)] = grader(trial)
+    def grade_one(trial: StoredTrial, episode: Optional[Episode] = None) -> None:
+        # on the run's writer threads, as each is stored (from its episode when the harness
+        # hands it over: a plain answer's, which is what parsing the bytes gives back)
+        graded[(trial.task_id, trial.trial)] = grader(trial, episode)
 
     ran = store_trials(load_agent(req.agent), tasks_of(tasks),
                        [p for p in pairs if p not in found], k=req.k, store=st,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import math
@@ -106,7 +107,16 @@ def episode_key(run_id: str, task_id: str, trial: int) -> str:
     """
     if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
         raise InvalidInput(f"trial must be an int >= 0, got {trial!r}")
+    if type(run_id) is str and type(task_id) is str:  # the usual case: checked once per pair
+        return f"{_trials_folder(run_id, task_id)}/{trial}.json"
     return f"runs/{Store.validate_name(run_id)}/episodes/{task_key(task_id)}/{trial}.json"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _trials_folder(run_id: str, task_id: str) -> str:
+    """:func:`episode_key`'s folder of one task's trials, the names checked once (a run's
+    ``k`` trials of a task share it; an invalid name raises, and is not cached)."""
+    return f"runs/{Store.validate_name(run_id)}/episodes/{task_key(task_id)}"
 
 
 def run_key(run_id: str, name: str) -> str:

@@ -6,7 +6,9 @@ from typing import Optional
 
 import prefect
 from prefect.client.orchestration import get_client
-from prefect.runtime import deployment, flow_run
+from prefect.runtime import flow_run
+
+from ek_agents_pipeline.tasks.common import deployment_id
 
 
 def run_context() -> dict:
@@ -14,7 +16,7 @@ def run_context() -> dict:
     return {"orchestrator": "prefect", "prefect_version": prefect.__version__,
             "flow_run_id": flow_run.id, "flow_run_name": flow_run.name,
             "flow_name": flow_run.flow_name, "parent_flow_run_id": flow_run.parent_flow_run_id,
-            "deployment_id": deployment.id}
+            "deployment_id": deployment_id()}
 
 
 def run_parameters() -> dict:

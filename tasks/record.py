@@ -7,7 +7,6 @@ from typing import Optional
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.runtime import deployment
 
 from ek_agents import audit as audit_mod
 from ek_agents import htmlreport, record, runsummary
@@ -16,7 +15,7 @@ from ek_agents.manifest import RunInputs
 from ek_agents.record import ManifestRef
 from ek_agents.store import Store
 
-from .common import IO_RETRIES, TASK_DEFAULTS, run_name
+from .common import IO_RETRIES, TASK_DEFAULTS, deployment_name, run_name
 
 
 @task(name="write-manifest", task_run_name="manifest-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
@@ -39,7 +38,7 @@ def series_key(*parts: Optional[str]) -> str:
 def series_name(suite: Optional[str]) -> Optional[str]:
     """The first part of a series key: the deployment's name when a deployment runs the flow
     (``nightly``), else the suite's name."""
-    return deployment.name or suite
+    return deployment_name() or suite
 
 
 @task(name="publish-report", task_run_name="report-{run_id}", **TASK_DEFAULTS)
