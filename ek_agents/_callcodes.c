@@ -22,6 +22,7 @@
 #include <Python.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SURROGATES 0x800
 #define MAX_ID (0x10FFFF - SURROGATES)
@@ -315,10 +316,14 @@ done:
  *
  * The caller may give a class an exact *key* per side and a weight: set_pred(i, key, weight),
  * set_gold(i, key) (keys are ints; a predicted and a gold call are an exact match iff their
- * keys are equal). read(a, b) is classes(a, b), except that when both lists have the same
- * length and every call's key is set and equal to the key of the call at the same position on
- * the other side, it returns the sum of the predicted calls' weights (a float, added in list
- * order) instead of the ids.
+ * keys are equal). read(a, b) is classes(a, b), except
+ *   - when both lists have the same length and every call's key is set and equal to the key of
+ *     the call at the same position on the other side: the sum of the predicted calls' weights
+ *     (a float, added in list order);
+ *   - else when every call's key is set (and the lists are not huge): (ids_a, ids_b, tp, rest,
+ *     left), each predicted call, in order, paired with the first free gold call of its key;
+ *     tp the paired predicted calls' weights added in order, rest / left the positions of the
+ *     calls left unpaired.
  */
 #define UNSET INT64_MIN
 
@@ -454,6 +459,60 @@ ids_tuple(const Py_ssize_t *ids, Py_ssize_t n)
 }
 
 #define ON_STACK 64
+#define PAIR_MAX 65536  /* read() pairs keys by scanning: up to this many (pred, gold) comparisons */
+
+/* read()'s pairing when every key is set (else Py_None): each predicted call, in order, takes
+ * the first free gold call of its key. (ids_a, ids_b, tp, rest, left): tp the paired predicted
+ * calls' weights added in order; rest / left the positions of the calls left unpaired. */
+static PyObject *
+pair_keys(CallTable *self, const Py_ssize_t *ia, Py_ssize_t na, const Py_ssize_t *ib, Py_ssize_t nb)
+{
+    for (Py_ssize_t j = 0; j < nb; j++)
+        if (self->gkey[ib[j]] == UNSET) Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < na; i++)
+        if (self->pkey[ia[i]] == UNSET) Py_RETURN_NONE;
+    char used_s[ON_STACK], *used = nb <= ON_STACK ? used_s : PyMem_Malloc(nb);
+    Py_ssize_t rest_s[ON_STACK], *rest = na <= ON_STACK ? rest_s : PyMem_Malloc(na * sizeof(Py_ssize_t));
+    PyObject *result = NULL, *ta = NULL, *tb = NULL, *tr = NULL, *tl = NULL, *tp_obj = NULL;
+    if (!used || !rest) { PyErr_NoMemory(); goto done; }
+    memset(used, 0, nb);
+    double tp = 0.0;
+    Py_ssize_t nr = 0, first = 0;  /* golds before `first` are all used */
+    for (Py_ssize_t i = 0; i < na; i++) {
+        int64_t k = self->pkey[ia[i]];
+        Py_ssize_t j = first;
+        for (; j < nb; j++)
+            if (!used[j] && self->gkey[ib[j]] == k) break;
+        if (j < nb) {
+            used[j] = 1;
+            tp += self->weight[ia[i]];
+            while (first < nb && used[first]) first++;
+        } else {
+            rest[nr++] = i;
+        }
+    }
+    Py_ssize_t nl = 0;
+    for (Py_ssize_t j = 0; j < nb; j++) nl += !used[j];
+    if (!(tr = PyTuple_New(nr)) || !(tl = PyTuple_New(nl))) goto done;
+    for (Py_ssize_t r = 0; r < nr; r++) {
+        PyObject *x = PyLong_FromSsize_t(rest[r]);
+        if (!x) goto done;
+        PyTuple_SET_ITEM(tr, r, x);
+    }
+    for (Py_ssize_t j = 0, l = 0; j < nb; j++) {
+        if (used[j]) continue;
+        PyObject *x = PyLong_FromSsize_t(j);
+        if (!x) goto done;
+        PyTuple_SET_ITEM(tl, l++, x);
+    }
+    if (!(ta = ids_tuple(ia, na)) || !(tb = ids_tuple(ib, nb)) || !(tp_obj = PyFloat_FromDouble(tp))) goto done;
+    result = PyTuple_Pack(5, ta, tb, tp_obj, tr, tl);
+done:
+    Py_XDECREF(ta); Py_XDECREF(tb); Py_XDECREF(tr); Py_XDECREF(tl); Py_XDECREF(tp_obj);
+    if (used != used_s) PyMem_Free(used);
+    if (rest != rest_s) PyMem_Free(rest);
+    return result;
+}
 
 /* classes(a, b) (exact=0) or read(a, b) (exact=1). */
 static PyObject *
@@ -472,16 +531,24 @@ calltable_read_impl(CallTable *self, PyObject *const *args, Py_ssize_t nargs, in
         goto done;
     }
     const Py_ssize_t *ia = ha ? ha : sa, *ib = hb ? hb : sb;
-    if (exact && na == nb) {
+    if (exact) {
         if (keys_fit(self)) goto done;
-        double tp = 0.0;
-        Py_ssize_t i = 0;
-        for (; i < na; i++) {
-            int64_t k = self->pkey[ia[i]];
-            if (k == UNSET || k != self->gkey[ib[i]]) break;
-            tp += self->weight[ia[i]];
+        if (na == nb) {
+            double tp = 0.0;
+            Py_ssize_t i = 0;
+            for (; i < na; i++) {
+                int64_t k = self->pkey[ia[i]];
+                if (k == UNSET || k != self->gkey[ib[i]]) break;
+                tp += self->weight[ia[i]];
+            }
+            if (i == na) { result = PyFloat_FromDouble(tp); goto done; }
         }
-        if (i == na) { result = PyFloat_FromDouble(tp); goto done; }
+        if (na * nb <= PAIR_MAX) {
+            result = pair_keys(self, ia, na, ib, nb);
+            if (result != Py_None) goto done;
+            Py_DECREF(result);
+            result = NULL;
+        }
     }
     PyObject *ta = ids_tuple(ia, na);
     if (!ta) goto done;

@@ -514,8 +514,10 @@ class CallComparer:
     def classes(self) -> Optional["CallClasses"]:
         """This comparer's :class:`CallClasses` (made on first use), or None without the C
         extension (:data:`ek_agents.callcodes.CallTable`)."""
+        if callcodes.CallTable is None:
+            return None
         c = self._classes
-        if c is None and callcodes.CallTable is not None:
+        if c is None:
             c = self._classes = CallClasses(self)
         return c
 
@@ -537,10 +539,11 @@ class CallClasses:
     missing required argument) has the key :data:`PRED_NOT_EXACT`, a gold call with markers
     :data:`GOLD_NOT_EXACT` (neither ever matches). ``pview[c]`` / ``gview[c]`` are the prepared
     calls (:meth:`CallComparer.pred` / :meth:`~CallComparer.gold`) of class ``c``, ``pkey[c]``
-    / ``gkey[c]`` their keys (None until prepared).
+    / ``gkey[c]`` their keys (None until prepared). ``pairs`` is a dict a caller may keep
+    results per pair of classes in (cleared with the classes).
     """
 
-    __slots__ = ("comparer", "table", "pview", "gview", "pkey", "gkey", "keys")
+    __slots__ = ("comparer", "table", "pview", "gview", "pkey", "gkey", "keys", "pairs")
 
     def __init__(self, comparer: CallComparer) -> None:
         self.comparer = comparer
@@ -550,24 +553,29 @@ class CallClasses:
         self.pkey: list = []
         self.gkey: list = []
         self.keys: dict = {}
+        self.pairs: dict = {}
 
     def clear(self) -> None:
-        """Forget every class (the table is bounded: :meth:`read` clears it past 100k classes)."""
+        """Forget every class (bounded: :meth:`read` clears past 100k classes or pairs)."""
         self.table.clear()
         self.pview, self.gview, self.pkey, self.gkey = [], [], [], []
         self.keys = {}
+        self.pairs = {}
 
     def read(self, pred: Any, gold: Any, sums: bool = True) -> Any:
         """One episode's two lists of plain calls: ``None`` when a call is not plain (see
         :mod:`ek_agents.callcodes`; the caller then takes the general path); with ``sums``, a
         float -- the predicted calls' weights added in order -- when both lists have the same
         length and each call's key equals the key of the call at the same position on the
-        other side (every call an exact match, in order); else ``(pred classes, gold classes,
-        pred keys, gold keys)``, one item per call."""
-        if len(self.pkey) > _CACHE_SIZE:
+        other side (every call an exact match, in order); else, with ``sums`` and every class
+        prepared, ``(pred classes, gold classes, tp, rest, left)``: each predicted call paired,
+        in order, with the first free gold call of its key, ``tp`` their weights added in order,
+        ``rest`` / ``left`` the positions of the calls left unpaired; else ``(pred classes, gold
+        classes, pred keys, gold keys)``, one item per call."""
+        if len(self.pkey) > _CACHE_SIZE or len(self.pairs) > _CACHE_SIZE:
             self.clear()
         r = self.table.read(pred, gold) if sums else self.table.classes(pred, gold)
-        if r is None or type(r) is float:
+        if r is None or type(r) is float or len(r) == 5:
             return r
         cp, cg = r
         pkey, gkey = self.pkey, self.gkey

@@ -378,6 +378,9 @@ class ToolCallMetric:
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
         cmp = cached_comparer(self._comparers, call_grammar(gold, grammar, self.grammar), self.canonicalizer)
+        return self._score(cmp, pred, gold)
+
+    def _score(self, cmp: CallComparer, pred: Any, gold: Any) -> Score:
         classes = cmp.classes()
         if classes is not None:  # plain calls: classified in C, each class prepared once
             sums = self.level == "call"
@@ -390,15 +393,23 @@ class ToolCallMetric:
                 return make_score(_f1(coded, 0.0, 0.0), {
                     "tp": coded, "fp": 0.0, "fn": 0.0, "level": "call", "n_pred": n, "n_gold": n,
                     "n_exact": n, "n_unmatched_pred": 0, "n_unmatched_gold": 0})
-            if coded is not None:
-                return self._score_coded(classes, *coded)
-            return self._score_views(cmp, cmp.preds(pred), cmp.golds(gold))
+            if coded is None:
+                return self._score_views(cmp, cmp.preds(pred), cmp.golds(gold))
+            if len(coded) == 5:  # exact-key pairs made in C
+                score = self._score_paired(classes, *coded)
+                if score is not None:
+                    return score
+                cp, cg = coded[:2]
+                coded = (cp, cg, [classes.pkey[c] for c in cp], [classes.gkey[c] for c in cg])
+            return self._score_coded(classes, *coded)
         return self._score_views(cmp, cmp.preds(as_calls(pred)), cmp.golds(as_calls(gold)))
 
     def score_batch(self, preds: Sequence, golds: Sequence, *, grammar: Optional[GraphGrammar] = None,
                     shared: Optional[dict] = None) -> list[Score]:
-        """``[self.score(p, g) for p, g in zip(preds, golds)]`` with each call's view built once
-        (and, with ``shared``, shared with the other metrics of one corpus evaluation)."""
+        """``[self.score(p, g) for p, g in zip(preds, golds)]``: with the C extension just that
+        (each class of call is prepared once per metric); without it each call's view is built
+        once for the batch (and, with ``shared``, shared with the other metrics of one corpus
+        evaluation)."""
         preds = preds if type(preds) is list else list(preds)  # kept: shared views are found by identity
         golds = golds if type(golds) is list else list(golds)
         if len(preds) != len(golds):
@@ -407,6 +418,8 @@ class ToolCallMetric:
         if not one:
             return [self.score(p, q, grammar=grammar) for p, q in zip(preds, golds)]
         cmp = cached_comparer(self._comparers, g, self.canonicalizer)
+        if cmp.classes() is not None:  # pair by pair through the C classes: cheaper than any view
+            return [self._score(cmp, p, q) for p, q in zip(preds, golds)]
         views = pair_views(cmp, preds, golds, shared)
         return [self._score_views(cmp, pv, gv) for pv, gv in zip(views.pred, views.gold)]
 
@@ -414,6 +427,63 @@ class ToolCallMetric:
         matcher = _Matcher(cmp, pv, gv)
         pairs, up, ug = matcher.run()
         return self._tally(cmp, pv, gv, pairs, matcher.errors, up, ug)
+
+    def _score_paired(self, classes: CallClasses, cp: tuple, cg: tuple, tp: float, rest: tuple,
+                      left: tuple) -> Optional[Score]:
+        """The call-level :meth:`_score_views` of one episode whose exact-key pairs were made
+        in C (:meth:`CallClasses.read`: ``tp`` their weight, ``rest`` / ``left`` the calls left
+        unpaired): what is left is assigned tool by tool as :meth:`_Matcher.run` does, on the
+        views of those calls only. None (take :meth:`_score_coded`) in the case this sum does
+        not cover: an assigned pair without a wrong argument (never with plain calls)."""
+        pview, gview = classes.pview, classes.gview
+        fp = fn = 0.0
+        up, ug = rest, left
+        if len(rest) == 1 and len(left) == 1:  # one call each left (a wrong argument?): by classes
+            pc, gc = cp[rest[0]], cg[left[0]]
+            if pview[pc].tool == gview[gc].tool:
+                errs = classes.pairs.get((pc, gc))
+                if errs is None:
+                    matcher = _Matcher(classes.comparer, [pview[pc]], [gview[gc]])
+                    matcher.assign_rest([0], [0])  # as _Matcher.run prices it (a cost must be finite)
+                    errs = classes.pairs[pc, gc] = matcher.errors(0, 0)
+                if not errs:
+                    return None
+                w = pview[pc].weight
+                fp += w
+                fn += w
+                up = ug = ()
+        elif rest and left:
+            by_tool: dict = {}
+            gv = [gview[cg[j]] for j in left]
+            for c, v in enumerate(gv):
+                by_tool.setdefault(v.tool, []).append(c)
+            groups: dict = {}
+            pv = [pview[cp[i]] for i in rest]
+            for r, v in enumerate(pv):
+                if v.tool in by_tool:
+                    groups.setdefault(v.tool, []).append(r)
+            if groups:
+                matcher = _Matcher(classes.comparer, pv, gv)
+                pairs = []
+                for t, P in groups.items():
+                    pairs.extend(matcher.assign_rest(P, by_tool[t]))
+                pairs.sort()
+                for r, c in pairs:  # in prediction order, as _tally adds them
+                    if not matcher.errors(r, c):
+                        return None
+                    w = pv[r].weight
+                    fp += w
+                    fn += w
+                done_p = {r for r, _ in pairs}
+                done_g = {c for _, c in pairs}
+                up = [rest[r] for r in range(len(rest)) if r not in done_p]
+                ug = [left[c] for c in range(len(left)) if c not in done_g]
+        fp += sum([pview[cp[i]].weight for i in up])
+        fn += sum([gview[cg[j]].weight for j in ug])
+        n = len(cp)
+        return make_score(_f1(tp, fp, fn), {
+            "tp": tp, "fp": fp, "fn": fn, "level": "call", "n_pred": n, "n_gold": len(cg),
+            "n_exact": n - len(rest), "n_unmatched_pred": len(up), "n_unmatched_gold": len(ug)})
 
     def _score_coded(self, classes: CallClasses, cp: tuple, cg: tuple, kp: list, kg: list) -> Score:
         """:meth:`_score_views` of one episode read by :meth:`CallClasses.read`: the same pairs
