@@ -543,7 +543,7 @@ class CallClasses:
     results per pair of classes in (cleared with the classes).
     """
 
-    __slots__ = ("comparer", "table", "pview", "gview", "pkey", "gkey", "keys", "pairs")
+    __slots__ = ("comparer", "table", "pview", "gview", "pkey", "gkey", "keys", "pairs", "probe")
 
     def __init__(self, comparer: CallComparer) -> None:
         self.comparer = comparer
@@ -554,6 +554,7 @@ class CallClasses:
         self.gkey: list = []
         self.keys: dict = {}
         self.pairs: dict = {}
+        self.probe = [0, 0, 0]  # calls read, new classes among them, episodes left to pass by
 
     def clear(self) -> None:
         """Forget every class (bounded: :meth:`read` clears past 100k classes or pairs)."""
@@ -564,7 +565,8 @@ class CallClasses:
 
     def read(self, pred: Any, gold: Any, sums: bool = True) -> Any:
         """One episode's two lists of plain calls: ``None`` when a call is not plain (see
-        :mod:`ek_agents.callcodes`; the caller then takes the general path); with ``sums``, a
+        :mod:`ek_agents.callcodes`), or while most calls lately were new (over a third of 2,000
+        read: then the next 2,000 episodes) -- the caller then takes the general path; with ``sums``, a
         float -- the predicted calls' weights added in order -- when both lists have the same
         length and each call's key equals the key of the call at the same position on the
         other side (every call an exact match, in order); else, with ``sums`` and every class
@@ -572,14 +574,29 @@ class CallClasses:
         in order, with the first free gold call of its key, ``tp`` their weights added in order,
         ``rest`` / ``left`` the positions of the calls left unpaired; else ``(pred classes, gold
         classes, pred keys, gold keys)``, one item per call."""
+        probe = self.probe
+        if probe[2]:  # mostly new calls lately: classes cost more than they save (see below)
+            probe[2] -= 1
+            return None
         if len(self.pkey) > _CACHE_SIZE or len(self.pairs) > _CACHE_SIZE:
             self.clear()
         r = self.table.read(pred, gold) if sums else self.table.classes(pred, gold)
-        if r is None or type(r) is float or len(r) == 5:
+        if r is None:
             return r
+        probe[0] += len(pred) + len(gold)
+        if type(r) is float or len(r) == 5:
+            return r
+        n = len(self.table)
+        probe[1] += n - len(self.pkey)
+        if probe[0] >= _CACHE_PROBE:
+            new = probe[1] * 3 > probe[0]
+            probe[0] = probe[1] = 0
+            if new:  # over a third of the calls were new: every call prepared on its own is
+                probe[2] = _CACHE_PROBE  # cheaper (and holds less for the collector); pass the
+                self.clear()  # next episodes by, then probe again
+                return None
         cp, cg = r
         pkey, gkey = self.pkey, self.gkey
-        n = len(self.table)
         if n > len(pkey):
             grow = [None] * (n - len(pkey))
             pkey += grow

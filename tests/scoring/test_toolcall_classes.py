@@ -256,3 +256,22 @@ def test_an_assigned_pair_without_errors_takes_the_general_path(monkeypatch):
     fast = _run(make(), pairs + pairs)
     assert _same(fast, _reference(make, pairs + pairs))
     assert [s.value for s in fast] == [1.0, 1.0] * 2
+
+
+@needs_c
+def test_mostly_new_calls_pass_the_classes_by_with_the_same_results():
+    """When over a third of the calls read are new (every argument value unique), preparing
+    each call on its own is cheaper: the classes step aside for a while, then probe again."""
+    from bench.bench_scoring import make_episodes
+
+    preds, golds_ = make_episodes(1500, seed=5, distinct=True)
+    pairs = list(zip(preds, golds_))
+    m = ToolCallMetric()
+    out = _run(m, pairs)
+    classes = m._comparers[id(None)].classes()
+    assert classes.probe[2] > 0 and len(classes.table) < 2 * argmatch._CACHE_PROBE
+    assert _same(out, _reference(ToolCallMetric, pairs))
+    # repeated calls again: the classes come back once the episodes passed by are over
+    same = [(g, g) for g in golds_[:5]] * (argmatch._CACHE_PROBE + 200)
+    assert [s.value for s in _run(m, same)] == [1.0] * len(same)
+    assert classes.probe[2] == 0 and 0 < len(classes.table) <= 50
