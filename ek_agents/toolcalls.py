@@ -12,6 +12,11 @@ Three layers:
 
 3. **Scoring** (:class:`ToolCallMetric`): TP/FP/FN weighted by the grammar, micro-F1 aggregate.
 
+With the C extension, :meth:`ToolCallMetric.score` reads an episode of plain calls in one C
+call (:class:`~ek_agents.argmatch.CallClasses`: each distinct call prepared once per metric,
+identical calls paired on their exact keys in C) and sends only the calls left over through
+layers 1-2; the result is the one the prepared views give (a property test holds them equal).
+
 The names that moved to :mod:`ek_agents.argmatch` and :mod:`ek_agents.assignment` are
 re-exported here, so ``from ek_agents.toolcalls import AnyOf`` keeps working.
 
