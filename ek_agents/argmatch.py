@@ -35,10 +35,11 @@ from collections.abc import Mapping, Set
 from itertools import chain
 from typing import Any, Callable, Optional
 
+from . import callcodes
 from .core import GraphGrammar
 from .errors import InvalidInput
 
-__all__ = ["AnyOf", "OMITTED", "ANY", "standardize_string", "CallComparer"]
+__all__ = ["AnyOf", "OMITTED", "ANY", "standardize_string", "CallComparer", "CallClasses"]
 
 _EMPTY_GRAMMAR = GraphGrammar()
 _MAX_ALTERNATIVES = 4096
@@ -305,6 +306,7 @@ class CallComparer:
         self._golds: dict = {}
         self._pred_stats = [0, 0, 0]  # lookups, hits, bypassed
         self._gold_stats = [0, 0, 0]
+        self._classes: Optional[CallClasses] = None
 
     def _tool(self, tool: str) -> tuple:
         info = self._tools.get(tool)
@@ -508,5 +510,124 @@ class CallComparer:
     def pred_mass(self, p: _PredView) -> float:
         """Weight of a predicted call counted whole (call + its arguments)."""
         return p.weight + sum(self.arg_weight(p.tool, a) for a in p.keys)
+
+    def classes(self) -> Optional["CallClasses"]:
+        """This comparer's :class:`CallClasses` (made on first use), or None without the C
+        extension (:data:`ek_agents.callcodes.CallTable`)."""
+        if callcodes.CallTable is None:
+            return None
+        c = self._classes
+        if c is None:
+            c = self._classes = CallClasses(self)
+        return c
+
+
+#: Keys (:meth:`CallClasses.read`) of a predicted call with its own errors / a gold call with markers.
+PRED_NOT_EXACT = -1
+GOLD_NOT_EXACT = -2
+
+
+class CallClasses:
+    """The calls a :class:`CallComparer` has seen, by *class* (same tool, equal arguments of
+    the same types; :data:`ek_agents.callcodes.CallTable`, in C), each class prepared once per
+    side it appears on.
+
+    Each class gets an *exact key* per side: an int, equal for a predicted and a gold call of
+    plain arguments iff :meth:`CallComparer.mismatch` finds no error between them (``1`` and
+    ``1.0`` for a ``number`` parameter, or two strings equal after canonicalization, share a
+    key though not a class). A predicted call with errors of its own (an undeclared or a
+    missing required argument) has the key :data:`PRED_NOT_EXACT`, a gold call with markers
+    :data:`GOLD_NOT_EXACT` (neither ever matches). ``pview[c]`` / ``gview[c]`` are the prepared
+    calls (:meth:`CallComparer.pred` / :meth:`~CallComparer.gold`) of class ``c``, ``pkey[c]``
+    / ``gkey[c]`` their keys (None until prepared). ``pairs`` is a dict a caller may keep
+    results per pair of classes in (cleared with the classes).
+    """
+
+    __slots__ = ("comparer", "table", "pview", "gview", "pkey", "gkey", "keys", "pairs", "probe")
+
+    def __init__(self, comparer: CallComparer) -> None:
+        self.comparer = comparer
+        self.table = callcodes.CallTable()
+        self.pview: list = []
+        self.gview: list = []
+        self.pkey: list = []
+        self.gkey: list = []
+        self.keys: dict = {}
+        self.pairs: dict = {}
+        self.probe = [0, 0, 0]  # calls read, new classes among them, episodes left to pass by
+
+    def clear(self) -> None:
+        """Forget every class (bounded: :meth:`read` clears past 100k classes or pairs)."""
+        self.table.clear()
+        self.pview, self.gview, self.pkey, self.gkey = [], [], [], []
+        self.keys = {}
+        self.pairs = {}
+
+    def read(self, pred: Any, gold: Any, sums: bool = True) -> Any:
+        """One episode's two lists of plain calls: ``None`` when a call is not plain (see
+        :mod:`ek_agents.callcodes`), or while most calls lately were new (over a third of 2,000
+        read: then the next 2,000 episodes) -- the caller then takes the general path; with ``sums``, a
+        float -- the predicted calls' weights added in order -- when both lists have the same
+        length and each call's key equals the key of the call at the same position on the
+        other side (every call an exact match, in order); else, with ``sums`` and every class
+        prepared, ``(pred classes, gold classes, tp, rest, left)``: each predicted call paired,
+        in order, with the first free gold call of its key, ``tp`` their weights added in order,
+        ``rest`` / ``left`` the positions of the calls left unpaired; else ``(pred classes, gold
+        classes, pred keys, gold keys)``, one item per call."""
+        probe = self.probe
+        if probe[2]:  # mostly new calls lately: classes cost more than they save (see below)
+            probe[2] -= 1
+            return None
+        if len(self.pkey) > _CACHE_SIZE or len(self.pairs) > _CACHE_SIZE:
+            self.clear()
+        r = self.table.read(pred, gold) if sums else self.table.classes(pred, gold)
+        if r is None:
+            return r
+        probe[0] += len(pred) + len(gold)
+        if type(r) is float or len(r) == 5:
+            return r
+        n = len(self.table)
+        probe[1] += n - len(self.pkey)
+        if probe[0] >= _CACHE_PROBE:
+            new = probe[1] * 3 > probe[0]
+            probe[0] = probe[1] = 0
+            if new:  # over a third of the calls were new: every call prepared on its own is
+                probe[2] = _CACHE_PROBE  # cheaper (and holds less for the collector); pass the
+                self.clear()  # next episodes by, then probe again
+                return None
+        cp, cg = r
+        pkey, gkey = self.pkey, self.gkey
+        if n > len(pkey):
+            grow = [None] * (n - len(pkey))
+            pkey += grow
+            gkey += grow
+            self.pview += grow
+            self.gview += grow
+        kp = [pkey[c] for c in cp]
+        if None in kp:
+            kp = self._prepare(pred, cp, False)
+        kg = [gkey[c] for c in cg]
+        if None in kg:
+            kg = self._prepare(gold, cg, True)
+        return cp, cg, kp, kg
+
+    def _prepare(self, calls: list, ids: tuple, gold: bool) -> list:
+        """Prepare the classes of ``ids`` not yet prepared on this side, in call order (so an
+        error is the one preparing the calls one by one would raise first); their keys."""
+        cmp, keys, table = self.comparer, self.keys, self.table
+        views, out = (self.gview, self.gkey) if gold else (self.pview, self.pkey)
+        for call, c in zip(calls, ids):
+            if out[c] is None:
+                if gold:
+                    v = cmp._gold(call)
+                    k = GOLD_NOT_EXACT if v.key is None else keys.setdefault(v.key, len(keys))
+                    table.set_gold(c, k)
+                else:
+                    v = cmp._pred(call)
+                    k = PRED_NOT_EXACT if v.own_errors else keys.setdefault(v.key, len(keys))
+                    table.set_pred(c, k, v.weight)
+                views[c] = v
+                out[c] = k
+        return [out[c] for c in ids]
 
 

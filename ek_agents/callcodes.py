@@ -31,12 +31,27 @@ from typing import Any, Callable, NamedTuple, Optional
 #: The C extension's ``encode`` (the same contract as :func:`encode_python`), None when it
 #: was not built.
 c_encode: Optional[Callable[[Any, Any], Optional[tuple]]]
+#: The C extension's ``CallTable`` type, None when it was not built: the same classes, kept
+#: from one call to the next, one episode at a time. ``CallTable().classes(a, b)`` reads two
+#: call lists and gives ``(ids_a, ids_b)``, a tuple of class ids per list, or ``None`` when a
+#: call is not plain; ``representative(i)`` is a copy ``(tool, dict(args))`` of the first call
+#: of class ``i`` (so a caller's later change to its dicts never moves a call to another
+#: class); ``len()`` counts the classes and ``clear()`` forgets them. There is no pure-Python
+#: twin: without the extension :class:`~ek_agents.argmatch.CallComparer` prepares each call
+#: on its own, as before.
+CallTable: Optional[type]
 try:  # built from _callcodes.c at install time when a C compiler was there (optional)
     from ._callcodes import encode as c_encode
 except ImportError:  # pragma: no cover - exercised by the twin's own tests
-    c_encode = None
+    c_encode = CallTable = None
+else:
+    try:
+        from ._callcodes import CallTable
+    except ImportError:  # pragma: no cover - an extension built from an older _callcodes.c
+        CallTable = None
 
-__all__ = ["CallCodes", "encode_calls", "encode_python", "c_encode", "code_point", "code_id", "HAS_C", "MAX_CODES"]
+__all__ = ["CallCodes", "encode_calls", "encode_python", "c_encode", "CallTable", "code_point", "code_id",
+           "HAS_C", "MAX_CODES"]
 
 #: Whether the C extension is in use.
 HAS_C = c_encode is not None

@@ -27,7 +27,7 @@ from .errors import EkAgentsError, InvalidInput, did_you_mean
 __all__ = [
     "FieldSpec", "NodeType", "GraphGrammar", "Score", "Metric", "Signal", "Finding",
     "Provenance", "canonicalize", "default_canonicalizer", "FIELD_TYPES", "shape", "canonical_json",
-    "construct", "copy_plain",
+    "construct", "copy_plain", "make_score",
 ]
 
 _CFG = ConfigDict(arbitrary_types_allowed=True)
@@ -230,6 +230,18 @@ class Score:
 
     value: float
     detail: dict = Field(default_factory=dict)
+
+
+def make_score(value: float, detail: dict) -> Score:
+    """``Score(value, detail)`` without validating them again (:func:`construct`'s shortcut
+    for the per-item loop of a metric that made the float and the dict itself).
+
+    >>> make_score(0.5, {"tp": 1.0}) == Score(0.5, {"tp": 1.0})
+    True
+    """
+    s = object.__new__(Score)
+    s.__dict__.update(value=value, detail=detail)
+    return s
 
 
 @runtime_checkable

@@ -12,6 +12,11 @@ Three layers:
 
 3. **Scoring** (:class:`ToolCallMetric`): TP/FP/FN weighted by the grammar, micro-F1 aggregate.
 
+With the C extension, :meth:`ToolCallMetric.score` reads an episode of plain calls in one C
+call (:class:`~ek_agents.argmatch.CallClasses`: each distinct call prepared once per metric,
+identical calls paired on their exact keys in C) and sends only the calls left over through
+layers 1-2; the result is the one the prepared views give (a property test holds them equal).
+
 The names that moved to :mod:`ek_agents.argmatch` and :mod:`ek_agents.assignment` are
 re-exported here, so ``from ek_agents.toolcalls import AnyOf`` keeps working.
 
@@ -29,10 +34,10 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Optional
 
-from .argmatch import ANY, OMITTED, AnyOf, CallComparer, standardize_string
+from .argmatch import ANY, OMITTED, AnyOf, CallClasses, CallComparer, standardize_string
 from .assignment import min_cost_assignment
 from .base import Step, TaskSpec, Trajectory, as_call, is_episode
-from .core import GraphGrammar, Score
+from .core import GraphGrammar, Score, make_score
 from .errors import InvalidInput, UnknownName, did_you_mean
 
 __all__ = [
@@ -146,10 +151,14 @@ class _Matcher:
                 restP.append(i)
         restG = [j for j in G if j not in taken]
         if restP and restG:
-            self.set_group(restP, restG)
-            matrix = [[self(i, j) for j in restG] for i in restP]
-            pairs.extend((restP[r], restG[c]) for r, c in min_cost_assignment(matrix))
+            pairs.extend(self.assign_rest(restP, restG))
         return pairs
+
+    def assign_rest(self, P: list, G: list) -> list[tuple[int, int]]:
+        """Optimal pairs of the calls of one tool left after the exact-key pairs (both non-empty)."""
+        self.set_group(P, G)
+        matrix = [[self(i, j) for j in G] for i in P]
+        return [(P[r], G[c]) for r, c in min_cost_assignment(matrix)]
 
     def run(self) -> tuple[list, list, list]:
         pv, gv = self.pv, self.gv
@@ -317,6 +326,10 @@ def batch_grammar(golds: Sequence, *given: Optional[GraphGrammar]) -> tuple[bool
 _FN_KINDS = frozenset({"wrong_value", "missing", "missing_required"})
 
 
+def _no_errors(i: int, j: int) -> list:
+    return []
+
+
 def detail_sums(scores: Sequence[Score], keys: tuple, who: str) -> list[float]:
     """Exact sums of ``detail[key]`` over a non-empty corpus of scores (for ratio-of-sums aggregates)."""
     scores = list(scores)
@@ -370,12 +383,38 @@ class ToolCallMetric:
 
     def score(self, pred: Any, gold: Any, *, grammar: Optional[GraphGrammar] = None) -> Score:
         cmp = cached_comparer(self._comparers, call_grammar(gold, grammar, self.grammar), self.canonicalizer)
+        return self._score(cmp, pred, gold)
+
+    def _score(self, cmp: CallComparer, pred: Any, gold: Any) -> Score:
+        classes = cmp.classes()
+        if classes is not None:  # plain calls: classified in C, each class prepared once
+            sums = self.level == "call"
+            coded = classes.read(pred, gold, sums) if type(pred) is list and type(gold) is list else None
+            if coded is None:
+                pred, gold = as_calls(pred), as_calls(gold)
+                coded = classes.read(pred, gold, sums)
+            if type(coded) is float:  # every call an exact match, in order; coded: their weight
+                n = len(pred)
+                return make_score(_f1(coded, 0.0, 0.0), {
+                    "tp": coded, "fp": 0.0, "fn": 0.0, "level": "call", "n_pred": n, "n_gold": n,
+                    "n_exact": n, "n_unmatched_pred": 0, "n_unmatched_gold": 0})
+            if coded is None:
+                return self._score_views(cmp, cmp.preds(pred), cmp.golds(gold))
+            if len(coded) == 5:  # exact-key pairs made in C
+                score = self._score_paired(classes, *coded)
+                if score is not None:
+                    return score
+                cp, cg = coded[:2]
+                coded = (cp, cg, [classes.pkey[c] for c in cp], [classes.gkey[c] for c in cg])
+            return self._score_coded(classes, *coded)
         return self._score_views(cmp, cmp.preds(as_calls(pred)), cmp.golds(as_calls(gold)))
 
     def score_batch(self, preds: Sequence, golds: Sequence, *, grammar: Optional[GraphGrammar] = None,
                     shared: Optional[dict] = None) -> list[Score]:
-        """``[self.score(p, g) for p, g in zip(preds, golds)]`` with each call's view built once
-        (and, with ``shared``, shared with the other metrics of one corpus evaluation)."""
+        """``[self.score(p, g) for p, g in zip(preds, golds)]``: with the C extension just that
+        (each class of call is prepared once per metric); without it each call's view is built
+        once for the batch (and, with ``shared``, shared with the other metrics of one corpus
+        evaluation)."""
         preds = preds if type(preds) is list else list(preds)  # kept: shared views are found by identity
         golds = golds if type(golds) is list else list(golds)
         if len(preds) != len(golds):
@@ -384,18 +423,140 @@ class ToolCallMetric:
         if not one:
             return [self.score(p, q, grammar=grammar) for p, q in zip(preds, golds)]
         cmp = cached_comparer(self._comparers, g, self.canonicalizer)
+        if cmp.classes() is not None:  # pair by pair through the C classes: cheaper than any view
+            return [self._score(cmp, p, q) for p, q in zip(preds, golds)]
         views = pair_views(cmp, preds, golds, shared)
         return [self._score_views(cmp, pv, gv) for pv, gv in zip(views.pred, views.gold)]
 
     def _score_views(self, cmp: CallComparer, pv: list, gv: list) -> Score:
         matcher = _Matcher(cmp, pv, gv)
         pairs, up, ug = matcher.run()
+        return self._tally(cmp, pv, gv, pairs, matcher.errors, up, ug)
+
+    def _score_paired(self, classes: CallClasses, cp: tuple, cg: tuple, tp: float, rest: tuple,
+                      left: tuple) -> Optional[Score]:
+        """The call-level :meth:`_score_views` of one episode whose exact-key pairs were made
+        in C (:meth:`CallClasses.read`: ``tp`` their weight, ``rest`` / ``left`` the calls left
+        unpaired): what is left is assigned tool by tool as :meth:`_Matcher.run` does, on the
+        views of those calls only. None (take :meth:`_score_coded`) in the case this sum does
+        not cover: an assigned pair without a wrong argument (never with plain calls)."""
+        pview, gview = classes.pview, classes.gview
+        fp = fn = 0.0
+        up, ug = rest, left
+        if len(rest) == 1 and len(left) == 1:  # one call each left (a wrong argument?): by classes
+            pc, gc = cp[rest[0]], cg[left[0]]
+            if pview[pc].tool == gview[gc].tool:
+                errs = classes.pairs.get((pc, gc))
+                if errs is None:
+                    matcher = _Matcher(classes.comparer, [pview[pc]], [gview[gc]])
+                    matcher.assign_rest([0], [0])  # as _Matcher.run prices it (a cost must be finite)
+                    errs = classes.pairs[pc, gc] = matcher.errors(0, 0)
+                if not errs:
+                    return None
+                w = pview[pc].weight
+                fp += w
+                fn += w
+                up = ug = ()
+        elif rest and left:
+            by_tool: dict = {}
+            gv = [gview[cg[j]] for j in left]
+            for c, v in enumerate(gv):
+                by_tool.setdefault(v.tool, []).append(c)
+            groups: dict = {}
+            pv = [pview[cp[i]] for i in rest]
+            for r, v in enumerate(pv):
+                if v.tool in by_tool:
+                    groups.setdefault(v.tool, []).append(r)
+            if groups:
+                matcher = _Matcher(classes.comparer, pv, gv)
+                pairs = []
+                for t, P in groups.items():
+                    pairs.extend(matcher.assign_rest(P, by_tool[t]))
+                pairs.sort()
+                for r, c in pairs:  # in prediction order, as _tally adds them
+                    if not matcher.errors(r, c):
+                        return None
+                    w = pv[r].weight
+                    fp += w
+                    fn += w
+                done_p = {r for r, _ in pairs}
+                done_g = {c for _, c in pairs}
+                up = [rest[r] for r in range(len(rest)) if r not in done_p]
+                ug = [left[c] for c in range(len(left)) if c not in done_g]
+        fp += sum([pview[cp[i]].weight for i in up])
+        fn += sum([gview[cg[j]].weight for j in ug])
+        n = len(cp)
+        return make_score(_f1(tp, fp, fn), {
+            "tp": tp, "fp": fp, "fn": fn, "level": "call", "n_pred": n, "n_gold": len(cg),
+            "n_exact": n - len(rest), "n_unmatched_pred": len(up), "n_unmatched_gold": len(ug)})
+
+    def _score_coded(self, classes: CallClasses, cp: tuple, cg: tuple, kp: list, kg: list) -> Score:
+        """:meth:`_score_views` of one episode read by :meth:`CallClasses.read`: the same pairs
+        (:meth:`_Matcher.run`'s, found on the calls' exact keys; views only for what is left)."""
+        pview = classes.pview
+        if kp == kg:  # the same exact keys in the same order (the common, all-exact episode)
+            if self.level == "call":
+                tp = 0.0
+                for c in cp:
+                    tp += pview[c].weight
+                n = len(cp)
+                return make_score(_f1(tp, 0.0, 0.0), {
+                    "tp": tp, "fp": 0.0, "fn": 0.0, "level": "call", "n_pred": n, "n_gold": n, "n_exact": n,
+                    "n_unmatched_pred": 0, "n_unmatched_gold": 0})
+            pairs = [(i, i) for i in range(len(cp))]
+            up = ug = []
+        else:  # pair equal exact keys in prediction order, each with its first free gold call
+            buckets: dict = {}
+            for j, k in enumerate(kg):
+                b = buckets.get(k)
+                if b is None:
+                    buckets[k] = [j]
+                else:
+                    b.append(j)
+            pairs, rest = [], []
+            for i, k in enumerate(kp):
+                b = buckets.get(k)
+                if b:
+                    pairs.append((i, b.pop(0)))
+                else:
+                    rest.append(i)
+            left = sorted(chain.from_iterable(buckets.values()))
+            if rest and left:  # the calls left: the optimal assignment, tool by tool
+                gview = classes.gview
+                by_tool: dict = {}
+                for j in left:
+                    by_tool.setdefault(gview[cg[j]].tool, []).append(j)
+                pv, gv = [pview[c] for c in cp], [gview[c] for c in cg]
+                groups: dict = {}
+                for i in rest:
+                    t = pv[i].tool
+                    if t in by_tool:
+                        groups.setdefault(t, []).append(i)
+                if groups:
+                    matcher = _Matcher(classes.comparer, pv, gv)
+                    for pair in pairs:  # exact-key pairs: no wrong argument (as mismatch() finds)
+                        matcher._mis[pair] = []
+                    for t, P in groups.items():
+                        pairs.extend(matcher.assign_rest(P, by_tool[t]))
+                    pairs.sort()
+                    matched = {j for _, j in pairs}
+                    ug = [j for j in left if j not in matched]
+                    matched = {i for i, _ in pairs}
+                    up = [i for i in rest if i not in matched]
+                    return self._tally(classes.comparer, pv, gv, pairs, matcher.errors, up, ug)
+            up, ug = rest, left
+        pv, gv = [pview[c] for c in cp], [classes.gview[c] for c in cg]
+        return self._tally(classes.comparer, pv, gv, pairs, _no_errors, up, ug)
+
+    def _tally(self, cmp: CallComparer, pv: list, gv: list, pairs: list, errors: Callable[[int, int], list],
+               up: list, ug: list) -> Score:
+        """The Score of matched ``pairs`` (``errors(i, j)``: their wrong arguments) and unmatched calls."""
         tp = fp = fn = 0.0
         n_exact = 0
         if self.level == "call":
             for i, j in pairs:
                 w = pv[i].weight
-                if matcher.errors(i, j):
+                if errors(i, j):
                     fp += w
                     fn += w
                 else:
@@ -406,7 +567,7 @@ class ToolCallMetric:
         else:
             for i, j in pairs:
                 p, g = pv[i], gv[j]
-                errs = matcher.errors(i, j)
+                errs = errors(i, j)
                 n_exact += not errs
                 wrong = {}
                 for a, kind, w in errs:
@@ -427,7 +588,7 @@ class ToolCallMetric:
         detail = {"tp": tp, "fp": fp, "fn": fn, "level": self.level, "n_pred": len(pv),
                   "n_gold": len(gv), "n_exact": n_exact, "n_unmatched_pred": len(up),
                   "n_unmatched_gold": len(ug)}
-        return Score(_f1(tp, fp, fn), detail)
+        return make_score(_f1(tp, fp, fn), detail)
 
     def aggregate(self, scores: Sequence[Score]) -> float:
         """Micro-averaged F1 over the corpus (sum TP/FP/FN, then divide) -- never a mean."""
