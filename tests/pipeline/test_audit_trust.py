@@ -20,7 +20,8 @@ from ek_agents.store import Store, run_key
 
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
 
-pytestmark = pytest.mark.usefixtures("prefect_api")
+# one worker under xdist: every test copies the module's pristine store, built once
+pytestmark = [pytest.mark.usefixtures("prefect_api"), pytest.mark.xdist_group("audit-trust")]
 
 BASELINE = "shop-small"
 

@@ -30,7 +30,8 @@ from ek_agents.store import Store
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
 from .prefectserver import PREFECT, PrefectServer, wait_for
 
-pytestmark = pytest.mark.integration
+# one worker under xdist: both tests share the module's server
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("prefect-ui")]
 
 SUITE = "tiny"
 GOOD = f"{SUITE}-tests-pipeline-pipeline-agents-counting-agent"
