@@ -20,8 +20,7 @@ from ek_agents.store import Store, run_key
 
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
 
-# one worker under xdist: every test copies the module's pristine store, built once
-pytestmark = [pytest.mark.usefixtures("prefect_api"), pytest.mark.xdist_group("audit-trust")]
+pytestmark = pytest.mark.usefixtures("prefect_api")
 
 BASELINE = "shop-small"
 

@@ -30,8 +30,7 @@ from ek_agents.store import Store
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
 from .prefectserver import PREFECT, PrefectServer, wait_for
 
-# one worker under xdist: both tests share the module's server
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("prefect-ui")]
+pytestmark = pytest.mark.integration
 
 SUITE = "tiny"
 GOOD = f"{SUITE}-tests-pipeline-pipeline-agents-counting-agent"
