@@ -29,9 +29,10 @@ demo: $(VENV)/.run-installed
 	$(VENV)/bin/ek-agents demo
 
 # Two xdist workers (CI has 2 cores; many tests wait on servers), each test file whole on one
-# (its module fixtures built once); PYTEST_XDIST= runs in one process. pytest exits 5 when it
-# collected nothing: that is a failure, said out loud.
-PYTEST_XDIST ?= -n 2 --dist loadfile
+# (its module fixtures built once), the longest files first (tests/conftest.py LONGEST_FIRST);
+# PYTEST_XDIST= runs in one process. pytest exits 5 when it collected nothing: that is a
+# failure, said out loud.
+PYTEST_XDIST ?= -n 2 --dist loadfile --no-loadscope-reorder
 test: $(VENV)/.dev-installed
 	@$(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
