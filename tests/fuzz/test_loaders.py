@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import warnings
 
 import pytest
@@ -32,6 +33,24 @@ NAMES = sorted(bl.LOADERS)
 SOAK = os.environ.get("EK_SOAK") == "1"
 _FUZZ = dict(derandomize=True, deadline=None, database=None, print_blob=True,
              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_prefect_api():
+    """The CLI loaders run the CLI in-process without Prefect, which they refuse to do with an
+    API configured: a Prefect test server that an earlier file started in this process (the
+    pipeline tests' session ``prefect_api``; under xdist any file may run before this one) is
+    not this module's API."""
+    if "prefect.settings" not in sys.modules:
+        yield
+        return
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with pytest.MonkeyPatch.context() as mp, temporary_settings(restore_defaults={PREFECT_API_URL}):
+        mp.delenv("PREFECT_API_URL", raising=False)
+        yield
+
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
