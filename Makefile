@@ -28,9 +28,13 @@ $(VENV)/.run-installed: pyproject.toml setup.py ek_agents/_callcodes.c | $(PY)
 demo: $(VENV)/.run-installed
 	$(VENV)/bin/ek-agents demo
 
-# pytest exits 5 when it collected nothing: that is a failure, said out loud.
+# Two xdist workers (CI has 2 cores; many tests wait on servers), each test file whole on one
+# (its module fixtures built once), the longest files first (tests/conftest.py LONGEST_FIRST);
+# PYTEST_XDIST= runs in one process. pytest exits 5 when it collected nothing: that is a
+# failure, said out loud.
+PYTEST_XDIST ?= -n 2 --dist loadfile --no-loadscope-reorder
 test: $(VENV)/.dev-installed
-	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 
 bench: $(VENV)/.dev-installed

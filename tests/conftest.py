@@ -13,3 +13,26 @@ try:  # property tests: no flaky deadlines on a loaded 2-core CI box; reproducib
     _hyp_settings.load_profile("ek")
 except ImportError:  # pragma: no cover - hypothesis is a dev dependency
     pass
+
+
+#: The longest test files (tens of seconds each: real Prefect servers, flow runs, S3 outages,
+#: the fuzz campaign), longest first. They run first: `make test` hands each file whole to one
+#: of two xdist workers in this order (``--dist loadfile --no-loadscope-reorder``), so no long
+#: file starts last and runs alone while the other worker sits idle.
+LONGEST_FIRST = [
+    "tests/pipeline/test_prefect_ui.py",
+    "tests/pipeline/test_flows.py",
+    "tests/pipeline/test_identity_flows.py",
+    "tests/pipeline/test_cli_inputs.py",
+    "tests/pipeline/test_audit_trust.py",
+    "tests/harness/test_store_faults.py",
+    "tests/scoring/test_batch_scoring.py",
+    "tests/fuzz/test_loaders.py",
+    "tests/pipeline/test_cli.py",
+    "tests/pipeline/test_cli_local.py",
+]
+
+
+def pytest_collection_modifyitems(items):
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable

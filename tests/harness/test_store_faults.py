@@ -30,6 +30,8 @@ from .faultproxy import FaultProxy
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = "connect_timeout=2&read_timeout=3&retry_window=1"  # for the phases meant to fail
+# where every operation is meant to stall: each one waits out its read timeout, so a short one
+STALL = "connect_timeout=1&read_timeout=1&retry_window=1"
 
 
 @pytest.fixture
@@ -64,7 +66,7 @@ def comparable(report) -> dict:
 @pytest.mark.parametrize("mode,kind", [("refuse", StoreUnreachable), ("reset", StoreUnreachable),
                                        ("stall", StoreTimeout)])
 def test_each_outage_is_a_typed_transient_error(proxy, mode, kind):
-    st = Store(f"s3://{proxy.bucket}/p?{FAST}")
+    st = Store(f"s3://{proxy.bucket}/p?{STALL if mode == 'stall' else FAST}")
     Store(f"s3://{proxy.bucket}/p").write_json("a/x.json", {"a": 1})  # default settings: no flake
     proxy.mode = mode
     for op in (lambda: st.read_json("a/x.json"), lambda: st.write_json("a/y.json", [1]),
@@ -157,10 +159,10 @@ _SOAK_ONLY = pytest.mark.skipif(os.environ.get("EK_SOAK") != "1", reason="set EK
 @pytest.mark.parametrize("mode", ["refuse", pytest.param("reset", marks=_SOAK_ONLY),
                                   pytest.param("stall", marks=_SOAK_ONLY)])
 def test_interrupted_run_fails_typed_then_resumes_to_the_same_report(proxy, mode):
-    n, k = 100, 2
+    n, k = 50, 2  # the outage starts after 30 of the 100 episodes are stored
     url = f"s3://{proxy.bucket}/runs-{mode}?{FAST}"
     st = Store(url)
-    watcher = break_after(st, "r1", 60, proxy, mode)
+    watcher = break_after(st, "r1", 30, proxy, mode)
     with pytest.raises((StoreUnreachable, StoreTimeout)) as info:
         run_suite(flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r1", rootdir=url,
                   max_concurrency=8)
