@@ -27,7 +27,13 @@ same order. Then, per 64k-index sub-block held in L2:
   table: OpenBLAS's ``dot`` does it in ~7-12 ms, but threads once ``m * n * k`` reaches 524288
   (11 rows at 10k tasks), and threaded it measured 10-40x slower than ``einsum`` on this loaded
   machine (3.4 s instead of ~0.15 s at 26 rows); keeping every call under that size would rest
-  on one BLAS's internals, so ``einsum`` stays.
+  on one BLAS's internals, so ``einsum`` stays. Since stop 19 the two stages run in two
+  threads (numpy releases the GIL in both): the caller draws sub-block i + 1 while one worker
+  counts sub-block i (the same arithmetic per sub-block, so the same bits; three buffers).
+  Measured at load ~0.7: 0.22-0.25 s -> 0.12 s wall for the sums alone, and the row 0.258 s
+  (this stop's first ``make bench``, when the draws alone took 0.121 s, 0.085 s the stop
+  before: the machine was slower that hour) -> ~0.145 s; its CPU time is now above its wall
+  time (two cores).
 - ``cost_report`` adds ~45 ms for 10k episodes: pricing each in Python (~25 ms,
   ``ModelPrice.rates`` builds a dict per episode) and the per-task totals (~6 ms).
 """

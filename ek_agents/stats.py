@@ -18,7 +18,9 @@ from __future__ import annotations
 import functools
 import math
 import operator
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from statistics import NormalDist
 from typing import Any, Optional, Union
 
@@ -668,16 +670,41 @@ def _resampled_sums(columns: Sequence[Any], resamples: int, seed: int) -> list:
         return [np.ascontiguousarray(out[:, j]) for j in range(k)]
     offsets = np.arange(sub, dtype=np.uint64)[:, None] * np.uint64(g)
     ones = np.ones(sub * g)
-    for start in range(0, resamples, sub):
-        m = min(sub, resamples - start)
-        part = slots[:m * g]
-        draws.fill(part)
-        np.add(part.reshape(m, g), offsets[:m], out=part.reshape(m, g))
+
+    def count(part: Any, m: int, start: int) -> None:
         counts = np.bincount(part.view(np.int64), weights=ones[:m * g], minlength=m * g)
         # einsum's own loops, not BLAS: a threaded BLAS on a busy 2-core machine measured
         # 3-15x slower than this for these thin products
         np.einsum("ij,kj->ik", counts.reshape(m, g), table, out=out[start:start + m])
+
+    starts = range(0, resamples, sub)
+    if len(starts) == 1:
+        draws.fill(slots[:resamples * g])
+        np.add(slots.reshape(sub, g), offsets, out=slots.reshape(sub, g))
+        count(slots, resamples, 0)
+        return [np.ascontiguousarray(out[:, j]) for j in range(k)]
+    # Two stages in two threads (numpy releases the GIL in both): this one draws sub-block
+    # i + 1 (the generator's stream, in order) while the other counts sub-block i into its own
+    # rows of ``out``. Each sub-block's arithmetic is the one-thread loop's, so the sums are
+    # the same bits; ``_PIPELINE`` buffers bound the memory.
+    ring = [slots] + [np.empty(sub * g, dtype=np.uint64) for _ in range(_PIPELINE - 1)]
+    pending: deque = deque()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ek-bootstrap") as counter:
+        for i, start in enumerate(starts):
+            if len(pending) == _PIPELINE - 1:
+                pending.popleft().result()  # its buffer is the one about to be refilled
+            m = min(sub, resamples - start)
+            part = ring[i % _PIPELINE][:m * g]
+            draws.fill(part)
+            np.add(part.reshape(m, g), offsets[:m], out=part.reshape(m, g))
+            pending.append(counter.submit(count, part, m, start))
+        for done in pending:
+            done.result()
     return [np.ascontiguousarray(out[:, j]) for j in range(k)]
+
+
+#: Sub-block buffers the two-thread count in :func:`_resampled_sums` cycles through.
+_PIPELINE = 3
 
 
 _COUNT_ELEMENTS = 1 << 16  # indices per sub-block: its slots, counts and ones stay in L2

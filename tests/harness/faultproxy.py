@@ -152,7 +152,7 @@ class FaultProxy:
             self._conns.add(pair)
         try:
             self._pump(client, upstream)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: _reset_all closed a socket (fd -1) mid-select
             pass
         finally:
             with self._lock:
