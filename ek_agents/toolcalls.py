@@ -160,12 +160,34 @@ class _Matcher:
         matrix = [[self(i, j) for j in G] for i in P]
         return [(P[r], G[c]) for r, c in min_cost_assignment(matrix)]
 
+    def assign_by_tool(self, P: Iterable[int], G: Iterable[int]) -> list[tuple[int, int]]:
+        """:meth:`assign_rest` of the calls ``P`` / ``G`` (indices) left after the exact-key
+        pairs, tool by tool: the pairs, sorted (in prediction order)."""
+        by_tool: dict = {}
+        for j in G:
+            by_tool.setdefault(self.gv[j].tool, []).append(j)
+        groups: dict = {}
+        for i in P:
+            t = self.pv[i].tool
+            if t in by_tool:
+                groups.setdefault(t, []).append(i)
+        pairs: list = []
+        for t, Pt in groups.items():
+            pairs.extend(self.assign_rest(Pt, by_tool[t]))
+        pairs.sort()
+        return pairs
+
+    def know_exact(self, pairs: Iterable[tuple[int, int]]) -> None:
+        """Record ``pairs`` as pairs without a wrong argument (found equal on their exact keys)."""
+        for pair in pairs:
+            self._mis[pair] = []
+
     def run(self) -> tuple[list, list, list]:
         pv, gv = self.pv, self.gv
         if len(pv) == len(gv) and all(p.key == g.key and not p.own_errors for p, g in zip(pv, gv)):
-            for i in range(len(pv)):  # identical plain calls in the same order: nothing to solve
-                self._mis[(i, i)] = []
-            return [(i, i) for i in range(len(pv))], [], []
+            pairs = [(i, i) for i in range(len(pv))]  # identical plain calls in the same order
+            self.know_exact(pairs)
+            return pairs, [], []
         groups_g = calls_by_tool(gv)
         pairs: list = []
         for tool, P in calls_by_tool(pv).items():
@@ -330,6 +352,13 @@ def _no_errors(i: int, j: int) -> list:
     return []
 
 
+def _all_exact(tp: float, n: int) -> Score:
+    """The call-level score of ``n`` predicted calls each paired exactly (``tp`` their weight)."""
+    return make_score(_f1(tp, 0.0, 0.0), {
+        "tp": tp, "fp": 0.0, "fn": 0.0, "level": "call", "n_pred": n, "n_gold": n, "n_exact": n,
+        "n_unmatched_pred": 0, "n_unmatched_gold": 0})
+
+
 def detail_sums(scores: Sequence[Score], keys: tuple, who: str) -> list[float]:
     """Exact sums of ``detail[key]`` over a non-empty corpus of scores (for ratio-of-sums aggregates)."""
     scores = list(scores)
@@ -394,10 +423,7 @@ class ToolCallMetric:
                 pred, gold = as_calls(pred), as_calls(gold)
                 coded = classes.read(pred, gold, sums)
             if type(coded) is float:  # every call an exact match, in order; coded: their weight
-                n = len(pred)
-                return make_score(_f1(coded, 0.0, 0.0), {
-                    "tp": coded, "fp": 0.0, "fn": 0.0, "level": "call", "n_pred": n, "n_gold": n,
-                    "n_exact": n, "n_unmatched_pred": 0, "n_unmatched_gold": 0})
+                return _all_exact(coded, len(pred))
             if coded is None:
                 return self._score_views(cmp, cmp.preds(pred), cmp.golds(gold))
             if len(coded) == 5:  # exact-key pairs made in C
@@ -458,21 +484,10 @@ class ToolCallMetric:
                 fn += w
                 up = ug = ()
         elif rest and left:
-            by_tool: dict = {}
-            gv = [gview[cg[j]] for j in left]
-            for c, v in enumerate(gv):
-                by_tool.setdefault(v.tool, []).append(c)
-            groups: dict = {}
             pv = [pview[cp[i]] for i in rest]
-            for r, v in enumerate(pv):
-                if v.tool in by_tool:
-                    groups.setdefault(v.tool, []).append(r)
-            if groups:
-                matcher = _Matcher(classes.comparer, pv, gv)
-                pairs = []
-                for t, P in groups.items():
-                    pairs.extend(matcher.assign_rest(P, by_tool[t]))
-                pairs.sort()
+            matcher = _Matcher(classes.comparer, pv, [gview[cg[j]] for j in left])
+            pairs = matcher.assign_by_tool(range(len(rest)), range(len(left)))
+            if pairs:
                 for r, c in pairs:  # in prediction order, as _tally adds them
                     if not matcher.errors(r, c):
                         return None
@@ -499,10 +514,7 @@ class ToolCallMetric:
                 tp = 0.0
                 for c in cp:
                     tp += pview[c].weight
-                n = len(cp)
-                return make_score(_f1(tp, 0.0, 0.0), {
-                    "tp": tp, "fp": 0.0, "fn": 0.0, "level": "call", "n_pred": n, "n_gold": n, "n_exact": n,
-                    "n_unmatched_pred": 0, "n_unmatched_gold": 0})
+                return _all_exact(tp, len(cp))
             pairs = [(i, i) for i in range(len(cp))]
             up = ug = []
         else:  # pair equal exact keys in prediction order, each with its first free gold call
@@ -522,23 +534,12 @@ class ToolCallMetric:
                     rest.append(i)
             left = sorted(chain.from_iterable(buckets.values()))
             if rest and left:  # the calls left: the optimal assignment, tool by tool
-                gview = classes.gview
-                by_tool: dict = {}
-                for j in left:
-                    by_tool.setdefault(gview[cg[j]].tool, []).append(j)
-                pv, gv = [pview[c] for c in cp], [gview[c] for c in cg]
-                groups: dict = {}
-                for i in rest:
-                    t = pv[i].tool
-                    if t in by_tool:
-                        groups.setdefault(t, []).append(i)
-                if groups:
-                    matcher = _Matcher(classes.comparer, pv, gv)
-                    for pair in pairs:  # exact-key pairs: no wrong argument (as mismatch() finds)
-                        matcher._mis[pair] = []
-                    for t, P in groups.items():
-                        pairs.extend(matcher.assign_rest(P, by_tool[t]))
-                    pairs.sort()
+                pv, gv = [pview[c] for c in cp], [classes.gview[c] for c in cg]
+                matcher = _Matcher(classes.comparer, pv, gv)
+                assigned = matcher.assign_by_tool(rest, left)
+                if assigned:
+                    matcher.know_exact(pairs)  # no wrong argument (as mismatch() finds)
+                    pairs = sorted(pairs + assigned)
                     matched = {j for _, j in pairs}
                     ug = [j for j in left if j not in matched]
                     matched = {i for i, _ in pairs}
