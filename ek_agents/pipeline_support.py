@@ -142,17 +142,35 @@ def agent_fingerprint(path: str) -> Optional[str]:
     return code_digest(path)
 
 
-def plan_chunks(task_ids: Sequence[str], *, k: int, chunk_size: Optional[int] = None) -> list[list[list]]:
+def plan_chunks(task_ids: Sequence[str], *, k: int, chunk_size: Optional[int] = None,
+                slots: int = 1) -> list[list[list]]:
     """Split the ``(task_id, trial)`` pairs of a run into chunks, one Prefect task run each.
 
-    Default size: about :data:`DEFAULT_CHUNKS` chunks, so 2000 trials are 16 task runs of 125.
+    Default size: about :data:`DEFAULT_CHUNKS` chunks, each a whole number of rounds of
+    ``slots`` trials (the trials a chunk runs at once) but the last: a chunk whose size is not
+    a multiple of its slots ends with a round that keeps most of them idle, and a worker
+    running several such chunks pays that tail once per chunk. The rounds are spread evenly,
+    so the chunks differ by at most one round. ``chunk_size`` fixes the size instead.
     Pairs are lists (JSON-safe as flow parameters).
+
+    >>> [len(c) for c in plan_chunks([f"t{i}" for i in range(500)], k=40, slots=16)][:3]
+    [1264, 1264, 1248]
+    >>> [len(c) for c in plan_chunks(["a", "b", "c"], k=2, slots=4)]
+    [4, 2]
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"k must be an integer >= 1, got {k!r}")
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+        raise InvalidInput(f"slots must be an integer >= 1, got {slots!r}")
     pairs = [[t, i] for t in task_ids for i in range(k)]
     if chunk_size is None:
-        chunk_size = max(1, math.ceil(len(pairs) / DEFAULT_CHUNKS))
+        rounds = math.ceil(len(pairs) / slots)
+        n = max(1, min(DEFAULT_CHUNKS, rounds))
+        bounds, at = [], 0
+        for i in range(n):  # the first (rounds % n) chunks take one round more
+            at += (rounds // n + (i < rounds % n)) * slots
+            bounds.append(min(at, len(pairs)))
+        return [pairs[a:b] for a, b in zip([0, *bounds], bounds) if b > a]
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise InvalidInput(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     return [pairs[i:i + chunk_size] for i in range(0, len(pairs), chunk_size)]
@@ -353,7 +371,8 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
         source = origin if seeded else source                          # its successes
     todo = {p for p in pairs if p not in kept}
     chunks = [c for c in ([pr for pr in chunk if (pr[0], pr[1]) in todo]
-                          for chunk in plan_chunks(ids, k=request.k, chunk_size=request.chunk_size))
+                          for chunk in plan_chunks(ids, k=request.k, chunk_size=request.chunk_size,
+                                                   slots=_slots(request)))
               if c]
     per_chunk = _share(request, len(chunks))
     return TrialPlan(request=request, digest=digest, reused=n_reused, reused_from=source,
@@ -376,6 +395,12 @@ def chunk_workers(max_workers: int, max_concurrency: int) -> int:
             or max_concurrency < 1:
         return max_workers
     return min(max_workers, max_concurrency)
+
+
+def _slots(request: TrialRequest) -> int:
+    """Trials at once per chunk when ``parallel_chunks`` chunks run at once: the round size
+    :func:`plan_chunks` sizes the default chunks by."""
+    return _share(request, request.parallel_chunks)
 
 
 def _share(request: TrialRequest, n_chunks: int) -> int:
@@ -524,7 +549,8 @@ def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
         raise InvalidInput(f"plan_batch: batch must be in 0..{request.k - 1} (k={request.k}), "
                            f"got {batch!r}")
     ids = [t for t, _ in _batch_pairs(request, 1)]
-    chunks = plan_chunks(ids, k=1, chunk_size=request.chunk_size)
+    chunks = plan_chunks(ids, k=1, chunk_size=request.chunk_size,
+                         slots=_slots(request))
     return tuple(TrialChunk(request=request, index=batch * len(chunks) + i,
                             pairs=tuple((t, batch) for t, _ in pairs),
                             concurrency=_share(request, len(chunks)))

@@ -1,7 +1,8 @@
 """Run an agent over a suite: k trials per task, in chunks, persisted as they finish.
 
 A run of n tasks x k trials is planned into about ``pipeline_support.DEFAULT_CHUNKS`` chunks
-(2000 trials -> 16 task runs, not 2000); each chunk is one ``harness.run_trials(only=chunk)``
+(2000 trials -> 16 task runs, not 2000; by default each a whole number of rounds of the trials
+it runs at once); each chunk is one ``harness.run_trials(only=chunk)``
 call that stores every episode as it finishes, so a killed run resumes where it stopped (a
 Prefect retry of a chunk re-runs only its missing trials). The episodes are cached on the
 digest of everything that decides them: a second identical run makes no agent call at all.

@@ -27,6 +27,9 @@ def test_chunks_share_the_runs_concurrency(tmp_path, suite):
     one = pipeline_support.plan_trials(_request(store, suite, chunk_size=12, max_concurrency=8,
                                                 parallel_chunks=4))
     assert [c.concurrency for c in one.chunks] == [8]  # a single chunk gets all of it
+    auto = pipeline_support.plan_trials(_request(store, suite, max_concurrency=6, parallel_chunks=2))
+    # default sizes: whole rounds of each chunk's 3 slots (12 trials -> 4 chunks of 3, not 12 of 1)
+    assert [(len(c.pairs), c.concurrency) for c in auto.chunks] == [(3, 3)] * 4
 
 
 def test_collect_builds_the_episodes_document_from_what_the_chunks_stored(tmp_path, suite, calls):

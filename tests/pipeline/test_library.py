@@ -22,6 +22,25 @@ def test_a_2000_trial_run_is_tens_of_task_runs():
         pipeline_support.plan_chunks(["a"], k=0)
 
 
+@pytest.mark.parametrize("n_tasks,k,slots", [(500, 40, 16), (500, 4, 2), (7, 3, 16), (1, 1, 64),
+                                             (333, 7, 5), (64, 2, 1), (100, 40, 16)])
+def test_default_chunks_are_whole_rounds_of_their_slots(n_tasks, k, slots):
+    # a chunk that is not a whole number of rounds of its slots ends with most of them idle,
+    # once per chunk: the default sizes leave that to the run's last chunk alone
+    ids = [f"t{i}" for i in range(n_tasks)]
+    chunks = pipeline_support.plan_chunks(ids, k=k, slots=slots)
+    pairs = [tuple(p) for c in chunks for p in c]
+    assert pairs == [(t, i) for t in ids for i in range(k)]  # every pair once, in order
+    assert 1 <= len(chunks) <= pipeline_support.DEFAULT_CHUNKS and all(chunks)
+    assert all(len(c) % slots == 0 for c in chunks[:-1])
+    rounds = [-(-len(c) // slots) for c in chunks]
+    assert max(rounds) - min(rounds[:-1] or rounds) <= 1  # spread evenly
+    assert pipeline_support.plan_chunks(ids, k=k, slots=slots, chunk_size=3) == \
+        pipeline_support.plan_chunks(ids, k=k, chunk_size=3)  # a fixed size is kept as given
+    with pytest.raises(InvalidInput, match="slots"):
+        pipeline_support.plan_chunks(ids, k=k, slots=0)
+
+
 def test_input_digest_covers_inputs_and_the_package_version(monkeypatch):
     a = input_digest("graded", episodes="e", check="output")
     assert a == input_digest("graded", check="output", episodes="e")
