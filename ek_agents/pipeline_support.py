@@ -328,7 +328,11 @@ def cached_plan(request: TrialRequest) -> Optional[TrialPlan]:
     if request.refresh or request.retry_errored:
         return None
     st = Store(request.store)
-    _, digest, _, pairs = _identity(st, request)
+    return _cached_plan(st, request, _identity(st, request))
+
+
+def _cached_plan(st: Store, request: TrialRequest, identity: tuple) -> Optional[TrialPlan]:
+    _, digest, _, pairs = identity
     reused = stage_output(st, request.run_id, "episodes", digest)
     if reused is None:
         return None
@@ -346,11 +350,12 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     run's successful trials and runs its errored ones again. The run's own stored trials go
     through ``record.claim_run`` (fingerprint checked, misfiled files removed).
     """
-    hit = cached_plan(request)
-    if hit is not None:
-        return hit
     st = Store(request.store)
-    fp, digest, ids, pairs = _identity(st, request)
+    identity = fp, digest, ids, pairs = _identity(st, request)  # once: a cache hit asks first
+    if not (request.refresh or request.retry_errored):
+        hit = _cached_plan(st, request, identity)
+        if hit is not None:
+            return hit
     origin, found = None, None
     if not request.refresh:
         found = lookup(st, "episodes", digest)

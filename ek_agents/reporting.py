@@ -106,11 +106,15 @@ def _group(source: Any, slices: Optional[Mapping[str, str]]) -> tuple[dict, dict
                     f"reliability: {ep!r:.80} is not an Episode; pass graded Episodes or a "
                     "{task_id: [bool, ...]} mapping")
             tid = str(ep.task_id)
-            outcomes.setdefault(tid, []).append(_episode_success(ep))
-            meta = getattr(ep, "meta", None) or {}
-            if labels.get(tid) is None and meta.get("slice") is not None:
-                labels[tid] = str(meta["slice"])
-            labels.setdefault(tid, None)
+            row = outcomes.get(tid)
+            if row is None:
+                row = outcomes[tid] = []
+                labels[tid] = None
+            row.append(_episode_success(ep))
+            if labels[tid] is None:
+                meta = getattr(ep, "meta", None) or {}
+                if meta.get("slice") is not None:
+                    labels[tid] = str(meta["slice"])
     if slices is not None:
         if not isinstance(slices, Mapping):
             raise InvalidInput(
@@ -383,7 +387,8 @@ def run_provenance(episodes: list, run: Optional[RunProvenance]) -> tuple:
     A field the episodes disagree on (two simulators in one run) is reported as a warning:
     such a run is not one comparable run. The seed is the smallest trial seed (the base seed).
     """
-    runs = [ep.run for ep in episodes if ep.run is not None]
+    # each distinct provenance once (a run's trials share a handful of them: one per seed)
+    runs = list({id(r): r for r in (ep.run for ep in episodes) if r is not None}.values())
     if run is None and not runs:
         return None, None
     base = run or RunProvenance()
