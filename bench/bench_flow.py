@@ -33,7 +33,8 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   so the old "x ideal at 64" compared against a floor 4x too high.) The chunks are task runs of
   the ``evaluate-agent`` flow run itself (``flows.runners.run_each``): no trial sub-flow, whose
   creation cost ~2-3 s.
-- Trials phase: the 50 ms waits themselves, plus the per-wave hand-over: each of a chunk's
+- Trials phase: the 50 ms waits themselves (a bare asyncio loop of the same sleeps takes
+  x1.025: each round ~1.2 ms over its 50 ms), plus the per-wave hand-over: each of a chunk's
   slots (``harness._Runner._slot``: one task per slot) starts its next agent call in the
   event-loop turn its last one returned, and the finished trial's episode and bytes are
   built by a task of their own after that (a plain answer's bytes assembled directly,
@@ -43,6 +44,8 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   Prefect's threads in one process, each loop turn waiting ~1 ms for the GIL on a busy box.
   Alone (no Prefect) 20,000 trials at 4 x 16 in flight run at x1.05-1.13 of ideal depending on
   the box's load; in the flow x1.08-1.15.
+  Each chunk is a whole number of rounds of its slots (``pipeline_support.plan_chunks``), so
+  no worker ends a chunk with a round of mostly idle slots.
   Chunks no longer list the run (``plan_trials`` lists it once) and return what they stored
   (``ChunkResult``);
   ``collect-episodes`` assembles the episodes document from those bytes and the manifest takes
