@@ -603,17 +603,28 @@ key_arg(PyObject *arg, int64_t *out)
     return 0;
 }
 
+/* A setter's first two arguments, the class index and its key; ``want`` arguments in all
+   (``params`` names them in the error). */
+static int
+class_key_args(CallTable *self, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+               const char *name, const char *params, Py_ssize_t *i, int64_t *k)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "CallTable.%s(%s) takes %zd arguments (%zd given)",
+                     name, params, want, nargs);
+        return -1;
+    }
+    *i = class_arg(self, args[0], name);
+    if (*i < 0) return -1;
+    return key_arg(args[1], k);
+}
+
 static PyObject *
 calltable_set_pred(CallTable *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "CallTable.set_pred(i, key, weight) takes 3 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    Py_ssize_t i = class_arg(self, args[0], "set_pred");
-    if (i < 0) return NULL;
+    Py_ssize_t i;
     int64_t k;
-    if (key_arg(args[1], &k)) return NULL;
+    if (class_key_args(self, args, nargs, 3, "set_pred", "i, key, weight", &i, &k)) return NULL;
     double w = PyFloat_AsDouble(args[2]);
     if (w == -1.0 && PyErr_Occurred()) return NULL;
     self->pkey[i] = k;
@@ -624,14 +635,9 @@ calltable_set_pred(CallTable *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 calltable_set_gold(CallTable *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "CallTable.set_gold(i, key) takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    Py_ssize_t i = class_arg(self, args[0], "set_gold");
-    if (i < 0) return NULL;
+    Py_ssize_t i;
     int64_t k;
-    if (key_arg(args[1], &k)) return NULL;
+    if (class_key_args(self, args, nargs, 2, "set_gold", "i, key", &i, &k)) return NULL;
     self->gkey[i] = k;
     Py_RETURN_NONE;
 }
