@@ -49,7 +49,7 @@ Everything here is numpy only (imported inside the functions that use it, as in
 >>> r = judge_corrected_rate([1, 1, 0, 1, 0, 1, 1, 1, 0, 1], [1, 1, 1, 1, 0, 1, 1, 1, 1, 1],
 ...                          [1] * 80 + [0] * 20)
 >>> round(r.estimate, 3), r.method, r.n_labeled, r.n_unlabeled
-(0.605, 'score', 10, 100)
+(0.659, 'score', 10, 100)
 >>> r.ci[0] < r.estimate < r.ci[1] and r.judge_rate > r.estimate
 True
 """
@@ -196,7 +196,8 @@ def _wilson_at(est: float, var: float, q: float, n_floor: int) -> tuple[float, f
     den = 1.0 + q2 / n_eff
     center = (p + q2 / (2.0 * n_eff)) / den
     half = q * math.sqrt(pq / n_eff + q2 / (4.0 * n_eff * n_eff)) / den
-    return (min(max(center - half, 0.0), 1.0), min(max(center + half, 0.0), 1.0))
+    lo = 0.0 if p <= 0.0 else min(max(center - half, 0.0), 1.0)
+    return (lo, 1.0 if p >= 1.0 else min(max(center + half, 0.0), 1.0))
 
 
 def _tq(level: float, df: float) -> float:
@@ -342,7 +343,7 @@ def _z(level: float) -> float:
 
 def _judge_ci_grouped(h: list, u: list, lg: Any, ug: Any, level: float) -> tuple[float, float]:
     per: dict[Any, list[int]] = {}
-    for v, t in zip(list(h) + list(u), list(lg) + list(ug or [])):
+    for v, t in zip(list(h) + list(u), list(lg) + (list(ug) if ug is not None else [])):
         e = per.setdefault(t, [0, 0])
         e[0] += v
         e[1] += 1
