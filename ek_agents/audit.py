@@ -30,6 +30,8 @@ from .manifest import RunManifest, check_baseline, finite
 from .store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
                     sha256_hex)
 from . import record
+from .labelrun import labels_stage
+from .labels import labels_of_doc
 
 __all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
 
@@ -224,7 +226,7 @@ def _check_bytes(store: Any, run_id: str, manifest: RunManifest, checked: list,
 #: The documents every recorded run has; a gated run also has ``gate`` and ``baseline``.
 REQUIRED = ("tasks", "episodes", "graded", "metrics", "report")
 #: Every document a run may have (a prices catalog is optional).
-KNOWN = REQUIRED + ("prices", "gate", "baseline")
+KNOWN = REQUIRED + ("prices", "gate", "baseline", "labels")
 
 
 def _check_artifact_set(store: Any, run_id: str, manifest: RunManifest, checked: list,
@@ -275,6 +277,8 @@ def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
     graded = record.grade_stage(episodes, tasks, check=inputs.check)
     metrics = record.metrics_stage(graded, tasks, k=inputs.k, seed=inputs.seed or 0, run=inputs.run)
     report = record.cost_stage(graded, metrics, prices, seed=inputs.seed or 0)
+    if inputs.labels is not None or run_key(run_id, "labels") in manifest.artifacts:
+        report = _with_labels(run_id, manifest, report, graded, tasks, read, checked, problems)
     recomputed_report = report
     results, recomputed_results = manifest.results, finite(record.results_of(report))
     if inputs.metrics:
@@ -402,3 +406,25 @@ _DOLLARS = ("total_dollars", "cost_per_success", "cost_per_success_ci")
 
 def _without(doc: Optional[Mapping], keys: tuple) -> dict:
     return {k: v for k, v in (doc or {}).items() if k not in keys}
+
+
+def _with_labels(run_id: str, manifest: RunManifest, report: dict, graded: Mapping, tasks: Mapping,
+                 read: Any, checked: list, problems: list) -> dict:
+    """The recomputed report with the run's labels (its ``labels`` document, checked against
+    ``manifest.inputs.labels``) applied, as the run applied them."""
+    key = run_key(run_id, "labels")
+    checked.append(f"{key}: the labels vs manifest.inputs.labels, and the judge correction")
+    if key not in manifest.artifacts:
+        problems.append(f"manifest.inputs.labels records labels {str(manifest.inputs.labels)[:12]}... "
+                        f"but {key} is not listed in the manifest: the correction cannot be checked")
+        return report
+    try:
+        labs = labels_of_doc(read("labels"), where=key)
+    except EkAgentsError as exc:
+        problems.append(str(exc))
+        return report
+    if labs.digest != manifest.inputs.labels:
+        problems.append(f"{key}: labels digest {labs.digest[:12]}..., manifest.inputs.labels "
+                        f"{str(manifest.inputs.labels)[:12]}...")
+    check = manifest.inputs.check
+    return labels_stage(report, graded, labs, tasks, check=None if check == record.UNSTORED else check)

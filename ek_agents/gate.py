@@ -25,6 +25,13 @@ baselines is :mod:`ek_agents.record`'s job, which also holds the spec's name-tak
   cost_tolerance)``). An infinite cost per success (no success at all) is left to the
   success-rate check.
 
+- **judge-corrected success rate** -- when *both* reports carry labels
+  (``detail["judge_corrected"]``: a judge graded the runs and people labeled some trials), the
+  success check compares the **corrected** rates instead of the judge's raw ones
+  (:func:`~ek_agents.judgecorrect.corrected_check`: paired over tasks by their influences when
+  the runs share tasks) and its sentence says so; with labels on one side only, the raw rates
+  are compared and a warning says why.
+
 ``details["test"]`` says which test ran (``"paired"`` or ``"unpaired"``) and every check its
 ``method``.
 
@@ -59,6 +66,7 @@ from . import stats
 from .base import NonFiniteJson, RunProvenance
 from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput
+from .judgecorrect import corrected_check
 from .reporting import ReliabilityReport
 
 __all__ = ["AgentGateResult", "regression_gate", "as_report", "as_run", "check_comparable", "ALPHA",
@@ -226,9 +234,17 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
         pd = None
         lo, hi = stats.newcombe_difference(cur.n_success, cur.n_trials, base.n_success, base.n_trials, z=z)
         method = "Newcombe score interval on the difference (unpaired)"
-    checks.append(_check("success rate", p_c, p_b, p_c - p_b, (lo, hi), -tolerance, level,
-                         regressed=hi < -tolerance, worse=p_c - p_b < -tolerance,
-                         method=method, paired=pd))
+    corrected = corrected_check(cur.detail.get("judge_corrected"), base.detail.get("judge_corrected"),
+                                alpha=a, warnings=warnings)
+    if corrected is not None:  # both runs carry labels: the judge-corrected rates decide
+        p_c, p_b, diff, (lo, hi), method = corrected
+        checks.append(_check("judge-corrected success rate", p_c, p_b, diff, (lo, hi), -tolerance,
+                             level, regressed=hi < -tolerance, worse=diff < -tolerance,
+                             method=method))
+    else:
+        checks.append(_check("success rate", p_c, p_b, p_c - p_b, (lo, hi), -tolerance, level,
+                             regressed=hi < -tolerance, worse=p_c - p_b < -tolerance,
+                             method=method, paired=pd))
 
     # pass^k: paired per-task pass^k differences, else the combined bound of the two CIs
     if do_hat:

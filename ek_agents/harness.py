@@ -54,6 +54,7 @@ from .gate import AgentGateResult as AgentGateResult
 from .record import agent_regression_gate as agent_regression_gate
 from .record import load_agent_baseline as load_agent_baseline
 from .record import save_agent_baseline as save_agent_baseline
+from .labels import Labels, labels_doc, read_labels
 from .manifest import RunInputs
 from .metrics import grade
 from .parsing import MAX_DEPTH, check_tree
@@ -676,7 +677,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               timeout_s: Optional[float] = None, retries: int = 0, backoff_s: float = 0.5,
               progress: Optional[bool] = None, baseline: Any = None,
               sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
-              lease_wait_s: float = 0.0, break_lease: bool = False) -> Any:
+              lease_wait_s: float = 0.0, break_lease: bool = False, labels: Any = None) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -710,7 +711,20 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     finishes and the run is recorded like any other; its gate document and manifest
     (``RunManifest.sequential``) say whether it stopped early, why, and the trials it cost,
     and ``ek-agents audit`` / ``gate`` replay the looks from the stored episodes.
+
+    ``labels`` (a labels file's path or bytes, or ``labels.Labels``: people's verdicts on some
+    trials of a judge-graded run, see :mod:`ek_agents.labels`) adds the judge-corrected success
+    rate beside the judge's raw one (``report.detail["judge_corrected"]``); a persisted run
+    stores the labels as its ``labels`` document (listed in the manifest with its sha256, its
+    digest in ``manifest.inputs.labels``), so the audit verifies them and recomputes the
+    correction. (Not with ``sequential``/``baseline``: labels come after a run.)
     """
+    if labels is not None:  # read (and refused) before any trial runs
+        if sequential or baseline is not None:
+            raise InvalidInput("run_suite: labels= with sequential/baseline: a sequential run "
+                               "decides as its trials finish, before anyone labels them; run "
+                               "it without labels, then `ek-agents gate RUN --labels FILE`")
+        labels = labels if isinstance(labels, Labels) else read_labels(labels)
     if sequential or baseline is not None:
         return _sequential_suite(agent, tasks, baseline=baseline, sequential=sequential, k=k,
                                  check=check, metrics=metrics, price=price, prices=prices,
@@ -728,7 +742,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
                               retries=retries, backoff_s=backoff_s, progress=progress)
         return graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
-                             prices=prices, seed=0 if seed is None else seed, run=run)[2]
+                             prices=prices, seed=0 if seed is None else seed, run=run,
+                             labels=labels)[2]
     tasks_doc = record.tasks_doc(tasks)  # unstorable tasks fail now
     lease = acquire_lease(st, run_id, wait_s=lease_wait_s, force=break_lease)
     try:
@@ -736,7 +751,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                 metrics=metrics, price=price, prices=prices, run=run, seed=seed,
                                 max_concurrency=max_concurrency, timeout_s=timeout_s,
                                 retries=retries, backoff_s=backoff_s, progress=progress,
-                                refresh=refresh, retry_errored=retry_errored)
+                                refresh=refresh, retry_errored=retry_errored, labels=labels)
     finally:
         release_lease(st, lease)
 
@@ -746,7 +761,7 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      price: Any, prices: Optional[Mapping], run: Optional[RunProvenance],
                      seed: Optional[int], max_concurrency: int, timeout_s: Optional[float],
                      retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
-                     retry_errored: bool) -> Any:
+                     retry_errored: bool, labels: Any = None) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
     episodes, reuse = _trials_with_reuse(
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
@@ -755,12 +770,12 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
         fingerprint=None)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
-        seed=0 if seed is None else seed, run=run)
+        seed=0 if seed is None else seed, run=run, labels=labels)
     _record(st, run_id, agent, tasks_doc, episodes, (graded, reliability, report), k=k,
             check=check, metrics=metrics, price=price, prices=prices, run=run, seed=seed,
             runner={"max_concurrency": max_concurrency, "timeout_s": timeout_s,
                     "retries": retries, "backoff_s": backoff_s, "refresh": refresh,
-                    "retry_errored": retry_errored}, reuse=reuse)
+                    "retry_errored": retry_errored}, reuse=reuse, labels=labels)
     reused = {"episodes": reuse.kept, "from_run": run_id, **reuse.to_dict()}
     reused.pop("schema_version", None)
     return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url,
@@ -771,7 +786,7 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
             scored: tuple, *, k: int, check: Any, metrics: Optional[Mapping], price: Any,
             prices: Optional[Mapping], run: Optional[RunProvenance], seed: Optional[int],
             runner: Mapping, gate: Optional[record.GateRef] = None,
-            reuse: Optional[record.RunReuse] = None) -> None:
+            reuse: Optional[record.RunReuse] = None, labels: Optional[Labels] = None) -> None:
     """Record a persisted ``run_suite`` run as the pipeline records one: its stage documents
     and its manifest (``record.record_run``); ``gate`` a verdict already written
     (``record.write_gate``: the sequential gate's); ``reuse`` what the run kept of its stored
@@ -787,11 +802,14 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
             "graded": record.write_doc(st, run_id, "graded", record.episodes_doc(graded)),
             "metrics": record.write_doc(st, run_id, "metrics", reliability.to_dict()),
             "report": record.write_doc(st, run_id, "report", report.to_dict()),
-            "gate": gate}
+            "gate": gate,
+            "labels": None if labels is None else record.write_doc(st, run_id, "labels",
+                                                                   labels_doc(labels))}
     inputs = RunInputs(k=k, seed=seed, run=None if run is None else run.to_dict(),
                        check=check if check is None or isinstance(check, str) else record.UNSTORED,
                        price=None if price is None else record.UNSTORED,
-                       metrics=tuple(sorted(metrics or ())))
+                       metrics=tuple(sorted(metrics or ())),
+                       labels=None if labels is None else labels.digest)
     record.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
                       agent=record.agent_name(agent),
                       parameters={"k": k, "seed": seed, **runner,

@@ -55,8 +55,9 @@ True
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from pydantic import Field
@@ -67,7 +68,7 @@ from .stats import normal_quantile, t_quantile, wilson_interval, clustered_rate
 
 __all__ = ["JudgeCorrectedRate", "judge_corrected_rate", "JUDGE_METHODS", "CorrectedCostPerSuccess",
            "cost_per_corrected_success", "CorrectedDifference", "corrected_difference",
-           "DISAGREEMENT_PSEUDOCOUNT"]
+           "DISAGREEMENT_PSEUDOCOUNT", "rate_doc", "rate_of_doc", "corrected_check"]
 
 #: ``method`` names of :func:`judge_corrected_rate`.
 JUDGE_METHODS: tuple[str, ...] = ("score", "clt")
@@ -411,8 +412,10 @@ class CorrectedCostPerSuccess:
     """How the interval was made."""
 
 
-def cost_per_corrected_success(rate: JudgeCorrectedRate, costs: Sequence[float], *,
-                               groups: Optional[Sequence[Any]] = None) -> CorrectedCostPerSuccess:
+def cost_per_corrected_success(rate: JudgeCorrectedRate, costs: Optional[Sequence[float]] = None, *,
+                               groups: Optional[Sequence[Any]] = None,
+                               task_totals: Optional[Mapping[str, Mapping[str, Any]]] = None
+                               ) -> CorrectedCostPerSuccess:
     """Cost per corrected success with a **Fieller** interval that carries both uncertainties.
 
     ``costs`` holds every judged trial's dollars (labeled and unlabeled, any order) and
@@ -425,13 +428,22 @@ def cost_per_corrected_success(rate: JudgeCorrectedRate, costs: Sequence[float],
     and the rate are taken as independent: costs are known for every trial, the rate's
     uncertainty is mostly the labels'). The same df as the rate's interval.
 
+    Instead of ``costs``, ``task_totals`` (a cost report's ``{task_id: {"n", "dollars"}}`` of
+    the priced trials) gives the per-task sums the grouped form needs; the mean cost per trial
+    is then over the priced trials, and dollars are scaled to every judged trial.
+
     >>> r = judge_corrected_rate([1, 0] * 10, [1, 0] * 10, [1, 0] * 90)
     >>> c = cost_per_corrected_success(r, [0.01] * 200)
     >>> round(c.estimate, 3), c.ci[0] < c.estimate < c.ci[1]
     (0.02, True)
     """
-    cs = [float(c) for c in costs]
     trials = rate.n_labeled + rate.n_unlabeled
+    if task_totals is not None:
+        return _cost_from_totals(rate, task_totals, trials)
+    if costs is None:
+        raise InvalidInput("cost_per_corrected_success: give costs (one per judged trial) or "
+                           "task_totals (a cost report's per-task totals)")
+    cs = [float(c) for c in costs]
     if len(cs) != trials:
         raise InvalidInput(f"cost_per_corrected_success: {len(cs)} costs for {trials} judged trials; "
                            "give one cost per judged trial (labeled and unlabeled)")
@@ -440,9 +452,6 @@ def cost_per_corrected_success(rate: JudgeCorrectedRate, costs: Sequence[float],
                            "unknown cost is not 0 (price the trial or leave cost out)")
     dollars = math.fsum(cs)
     cbar = dollars / trials
-    theta = rate.estimate
-    q = _tq(rate.level, rate.df if rate.df is not None else math.inf)
-    v_t = ((rate.ci[1] - rate.ci[0]) / (2.0 * q)) ** 2
     cov = 0.0
     if groups is not None:
         gs = list(groups)
@@ -463,6 +472,33 @@ def cost_per_corrected_success(rate: JudgeCorrectedRate, costs: Sequence[float],
     else:
         v_c = math.fsum((c - cbar) ** 2 for c in cs) / (trials - 1) / trials if trials > 1 else 0.0
         how = "trials independent, cost and rate independent"
+    return _fieller(rate, cbar, v_c, cov, dollars, trials, how)
+
+
+def _cost_from_totals(rate: JudgeCorrectedRate, totals: Mapping[str, Mapping[str, Any]],
+                      trials: int) -> CorrectedCostPerSuccess:
+    rows = {str(t): (float(v["dollars"]), int(v["n"])) for t, v in totals.items()
+            if isinstance(v, Mapping) and v.get("n")}
+    n = sum(k for _, k in rows.values())
+    if n == 0 or any(not math.isfinite(d) or d < 0 for d, _ in rows.values()):
+        raise InvalidInput("cost_per_corrected_success: task_totals hold no priced trial (or a "
+                           "non-finite cost); price the run (prices=...) first")
+    cbar = math.fsum(d for d, _ in rows.values()) / n
+    g = len(rows)
+    psi = {t: (d - k * cbar) / n for t, (d, k) in rows.items()}
+    v_c = g / (g - 1) * math.fsum(v * v for v in psi.values()) if g > 1 else math.inf
+    cov = 0.0
+    if rate.influence and g > 1:
+        cov = math.sqrt(g / (g - 1)) * math.fsum(psi[t] * rate.influence.get(t, 0.0) for t in psi)
+    return _fieller(rate, cbar, v_c, cov, cbar * trials, trials,
+                    f"cluster-robust over {g} tasks, with the cost-rate covariance")
+
+
+def _fieller(rate: JudgeCorrectedRate, cbar: float, v_c: float, cov: float, dollars: float,
+             trials: int, how: str) -> CorrectedCostPerSuccess:
+    theta = rate.estimate
+    q = _tq(rate.level, rate.df if rate.df is not None else math.inf)
+    v_t = ((rate.ci[1] - rate.ci[0]) / (2.0 * q)) ** 2
     est = cbar / theta if theta > 0 else math.inf
     q2 = q * q
     a = theta * theta - q2 * v_t
@@ -547,3 +583,41 @@ def corrected_difference(current: JudgeCorrectedRate, baseline: JudgeCorrectedRa
         else normal_quantile(1.0 - alpha)
     return CorrectedDifference(difference=d, upper=d + q * se, se=se,
                                df=df if math.isfinite(df) else None, paired=paired, method=how)
+
+
+# -- documents (a report's detail["judge_corrected"]) ----------------------------------------
+
+def rate_doc(rate: JudgeCorrectedRate) -> dict:
+    """``rate`` as a plain JSON-ready dict (what a report stores)."""
+    doc = dataclasses.asdict(rate)
+    doc["ci"], doc["judge_ci"] = list(rate.ci), list(rate.judge_ci)
+    return doc
+
+
+def rate_of_doc(doc: Mapping[str, Any]) -> JudgeCorrectedRate:
+    """A :class:`JudgeCorrectedRate` back from :func:`rate_doc` (after a JSON round trip)."""
+    fields = set(JudgeCorrectedRate.__pydantic_fields__)
+    return JudgeCorrectedRate(**{k: v for k, v in doc.items() if k in fields})
+
+
+def corrected_check(current: Any, baseline: Any, *, alpha: float,
+                    warnings: Optional[list] = None) -> Optional[tuple]:
+    """The gate's success check on judge-corrected rates: from two reports'
+    ``detail["judge_corrected"]`` documents, ``(current rate, baseline rate, difference,
+    (lower, upper) two-sided 1 - 2 alpha bounds, method)``; None (and a warning) unless both
+    runs carry labels."""
+    if not current and not baseline:
+        return None
+    if not (isinstance(current, Mapping) and isinstance(baseline, Mapping)):
+        if warnings is not None:
+            side = "this run" if current else "the baseline"
+            warnings.append(f"judge-corrected rates not compared: only {side} has labels; the "
+                            "judge's raw rates were compared (label the other run too: "
+                            "`ek-agents plan-labels RUN --n N`)")
+        return None
+    cur, base = rate_of_doc(current["rate"]), rate_of_doc(baseline["rate"])
+    d = corrected_difference(cur, base, alpha=alpha)
+    lower = d.difference - (d.upper - d.difference)
+    method = (f"judge-corrected rates compared ({cur.n_labeled} and {base.n_labeled} labels; "
+              f"{d.method})")
+    return cur.estimate, base.estimate, d.difference, (lower, d.upper), method

@@ -36,12 +36,14 @@ from typing import Any, Optional, Union
 from .base import task_table
 from .core import shape
 from .errors import InvalidInput, did_you_mean
-from .judgecorrect import JudgeCorrectedRate, judge_corrected_rate
+from .judgecorrect import (JudgeCorrectedRate, cost_per_corrected_success, judge_corrected_rate,
+                           rate_doc)
 from .parsing import parse_json_lines
 from .store import read_url, write_url
 
 __all__ = ["LabelError", "Label", "Labels", "read_labels", "plan_labels", "LabelPlan",
-           "corrected_rate_of", "judged", "MIN_LABELS", "JUDGE_FREE_CHECKERS", "labels_digest"]
+           "corrected_rate_of", "judged", "MIN_LABELS", "JUDGE_FREE_CHECKERS", "labels_digest",
+           "judge_detail", "labels_doc", "labels_of_doc"]
 
 #: Fewest labels a correction accepts (below this the judge's error is not measured at all).
 MIN_LABELS: int = 10
@@ -269,3 +271,43 @@ def plan_labels(graded: Sequence[Any], n: int, *, seed: int = 0, path: Optional[
         write_url(path, text.encode(), what="labels file")
     return LabelPlan(trials=tuple((str(e.task_id), e.meta["trial"]) for e in chosen),
                      n_tasks=len({e.task_id for e in chosen}), path=path, text=text)
+
+
+def judge_detail(graded: Sequence[Any], labels: Any, *, check: Any = None, tasks: Any = None,
+                 cost: Optional[Mapping[str, Any]] = None) -> dict:
+    """What a report carries under ``detail["judge_corrected"]``: the corrected rate (with the
+    judge's raw rate and measured error beside it), the labels' source and digest, and -- when
+    the run was priced (``cost``, a cost report with ``task_totals``) -- the cost per corrected
+    success with its Fieller interval."""
+    labs = _labels(labels)
+    rate = corrected_rate_of(graded, labs, check=check, tasks=tasks)
+    out: dict = {"rate": rate_doc(rate), "sentence": rate.sentence(),
+                 "labels": {"source": labs.source, "digest": labs.digest, "n": len(labs.labels),
+                            "unfilled": labs.unfilled}}
+    totals = (cost or {}).get("task_totals")
+    if totals:
+        c = cost_per_corrected_success(rate, task_totals=totals)
+        out["cost_per_success"] = {"estimate": c.estimate, "ci": list(c.ci), "method": c.method,
+                                   "raw": (cost or {}).get("cost_per_success")}
+    return out
+
+
+def labels_doc(labels: Labels) -> dict:
+    """``labels`` as a run document (what a persisted run stores as ``labels``)."""
+    return {"schema_version": 1, "source": labels.source, "digest": labels.digest,
+            "unfilled": labels.unfilled,
+            "labels": [[x.task_id, x.trial, x.gold] for x in labels.labels]}
+
+
+def labels_of_doc(doc: Mapping[str, Any], *, where: str = "labels") -> Labels:
+    """The :class:`Labels` a run's ``labels`` document holds; :class:`LabelError` when its rows
+    do not hash to its recorded digest (changed after the run)."""
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("labels"), list):
+        raise LabelError(f"{where}: not a labels document (no 'labels' list); re-create the run")
+    rows = [Label(task_id=r[0], trial=r[1], gold=r[2]) for r in doc["labels"]]
+    digest = labels_digest(rows)
+    if digest != doc.get("digest"):
+        raise LabelError(f"{where}: its labels hash to {digest[:12]}..., the document records "
+                         f"{str(doc.get('digest'))[:12]}... (changed after the run)")
+    return Labels(labels=tuple(rows), source=str(doc.get("source", where)), digest=digest,
+                  unfilled=int(doc.get("unfilled", 0)))

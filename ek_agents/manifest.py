@@ -103,6 +103,9 @@ class RunInputs(JsonShape):
     """``record.UNSTORED`` when a library run was priced with one ModelPrice (not stored)."""
     metrics: tuple[str, ...] = ()
     """Names of the custom metrics a library run scored (their objects are not stored)."""
+    labels: Optional[str] = None
+    """sha256 digest (``labels.Labels.digest``) of the people's labels the judge-corrected
+    rate used (the run's ``labels`` document); None when the run had no labels."""
 
 
 @shape()

@@ -1,0 +1,84 @@
+"""Labels on stored runs: the report stage with a judge correction, what the audit and the
+CLI (``ek-agents report / gate --labels``, ``plan-labels``, ``plan``) compute from a run's
+stored documents.
+
+Kept apart from :mod:`ek_agents.labels` (which the report builder imports) because it reads
+stored runs through :mod:`ek_agents.record`, which sits above the report builder.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from . import record
+from .budget import BudgetPlan, plan_budget
+from .judgecorrect import rate_of_doc
+from .labels import Labels, LabelPlan, labels_of_doc, plan_labels, read_labels
+from .reporting import ReliabilityReport, with_labels
+from .store import run_key
+
+__all__ = ["labels_stage", "stored_run", "report_with_labels", "plan_run_labels", "plan_run",
+           "labels_for_width"]
+
+
+def labels_stage(report: Mapping, graded: Mapping, labels: Any, tasks: Mapping, *,
+                 check: Optional[str]) -> dict:
+    """A report document with ``detail["judge_corrected"]`` recomputed from a run's graded
+    and tasks documents and its labels (a ``labels`` run document, a :class:`Labels`, a path
+    or bytes)."""
+    labs = labels if isinstance(labels, Labels) else (
+        labels_of_doc(labels) if isinstance(labels, Mapping) else read_labels(labels))
+    rep = ReliabilityReport.from_dict(dict(report))
+    return with_labels(rep, record.episodes_of(graded), labs, check=check,
+                       tasks=record.tasks_of(tasks)).to_dict()
+
+
+def stored_run(store: Any, run_id: str) -> tuple[Any, dict, list, dict]:
+    """``(manifest, report, graded episodes, tasks document)`` of a stored run, the report
+    verified against the manifest."""
+    manifest = record.read_manifest(store, run_id)
+    report = record.read_run_doc(store, manifest, "report")
+    graded = store.read_json(run_key(run_id, "graded"))
+    tasks = store.read_json(run_key(run_id, "tasks"))
+    return manifest, report, graded, tasks
+
+
+def report_with_labels(store: Any, run_id: str, labels: Any) -> tuple[dict, dict]:
+    """``(manifest, report)`` of a stored run with the judge correction from ``labels``."""
+    manifest, report, graded, tasks = stored_run(store, run_id)
+    check = manifest.inputs.check
+    return manifest.to_dict(), labels_stage(report, graded, labels, tasks,
+                                            check=None if check == record.UNSTORED else check)
+
+
+def labels_for_width(report: Mapping, width: float, *, disagreement: float = 0.15) -> Optional[int]:
+    """Labels a judge correction needs for a 95% interval ``width`` wide on a run like
+    ``report``: the run's own (judge) variance takes what it takes, the labels the rest at the
+    judge's disagreement rate with people (``disagreement``; 0.15 when not measured yet).
+    None when the run's trials alone are already wider than ``width``."""
+    lo, hi = report.get("success_ci") or (0.0, 1.0)
+    v_run = ((hi - lo) / (2 * 1.96)) ** 2
+    v_target = (width / (2 * 1.96)) ** 2
+    if v_target <= v_run:
+        return None
+    return max(10, int(-(-disagreement // (v_target - v_run))))
+
+
+def plan_run_labels(store: Any, run_id: str, n: int, *, path: Optional[str], seed: int = 0) -> LabelPlan:
+    """:func:`~ek_agents.labels.plan_labels` of a stored run (its graded trials and tasks)."""
+    _, _, graded, tasks = stored_run(store, run_id)
+    return plan_labels(record.episodes_of(graded), n, seed=seed, path=path,
+                       tasks=record.tasks_of(tasks))
+
+
+def plan_run(store: Any, run_id: str, *, labels: Any = None, **goal: Any) -> BudgetPlan:
+    """:func:`~ek_agents.budget.plan_budget` from a stored run as the pilot (with ``labels``:
+    its judge correction too)."""
+    manifest, report, graded, tasks = stored_run(store, run_id)
+    rate = None
+    if labels is not None:
+        check = manifest.inputs.check
+        doc = labels_stage(report, graded, labels, tasks,
+                           check=None if check == record.UNSTORED else check)
+        rate = rate_of_doc(doc["detail"]["judge_corrected"]["rate"])
+    return plan_budget(report, labels=rate, **goal)
