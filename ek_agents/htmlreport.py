@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 from .base import JsonShape
 from .core import shape
 from .errors import InvalidInput
+from .judgecorrect import judge_error_line, judge_rows
 from .manifest import sequential_line
 from .reportplots import cost_vs_success_svg, pass_hat_svg, series_svg
 from .runsummary import (RunSummary, SliceSummary, fmt_count, fmt_dollars, fmt_interval, fmt_percent,
@@ -193,6 +194,11 @@ def render_html(runs: Sequence[RunSummary]) -> str:
             if items:
                 out.append("<ul class=\"gate-reasons\">" + "".join(f"<li>{_e(x)}</li>" for x in items)
                            + "</ul>")
+        if r.judge:  # judged with labels: the judge's raw rate beside the corrected one
+            out += ["<h3>Judge-corrected success</h3>",
+                    _html_table(["success decided by", "success", "95% CI", "cost per success"],
+                                _judge_table(r), "judge"),
+                    f'<p class="note">{_e(judge_error_line(r.judge))}</p>']
         out += ["<h3>pass^k</h3>", pass_hat_svg(r),
                 _html_table(["k", "pass^k", "95% CI"],
                             [[str(k), fmt_percent(v), fmt_interval((lo, hi), fmt_percent)]
@@ -209,6 +215,19 @@ def render_html(runs: Sequence[RunSummary]) -> str:
                        + "</ul>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _judge_table(r: RunSummary) -> list[list[str]]:
+    rows = []
+    for j in judge_rows(r.judge):
+        ci = j["ci"] or (None, None)
+        cost = j["cost_per_success"]
+        cost = cost if isinstance(cost, (int, float)) else None
+        cci = tuple(c if isinstance(c, (int, float)) else float("inf") for c in j["cost_ci"]) \
+            if j["cost_ci"] else None
+        rows.append([j["which"], fmt_percent(j["success"]), fmt_interval(tuple(ci), fmt_percent),
+                     fmt_dollars(cost) + (f" {fmt_interval(cci, fmt_dollars)}" if cci else "")])
+    return rows
 
 
 def render_markdown(runs: Sequence[RunSummary]) -> str:
@@ -241,6 +260,11 @@ def render_markdown(runs: Sequence[RunSummary]) -> str:
             lines += [f"- warning: {w}" for w in r.gate.get("warnings") or []]
             seq = sequential_line(r.gate)
             lines += [f"- {seq}"] if seq else []
+        if r.judge:
+            lines += ["", "Judge-corrected success:", ""]
+            lines += _md_table(["success decided by", "success", "95% CI", "cost per success"],
+                               _judge_table(r))
+            lines += ["", judge_error_line(r.judge) or ""]
         lines += [""] + _md_table(["k", "pass^k", "95% CI"],
                                   [[str(k), fmt_percent(v), fmt_interval((lo, hi), fmt_percent)]
                                    for k, v, lo, hi in r.pass_hat])

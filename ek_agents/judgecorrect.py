@@ -68,7 +68,8 @@ from .stats import normal_quantile, t_quantile, wilson_interval, clustered_rate
 
 __all__ = ["JudgeCorrectedRate", "judge_corrected_rate", "JUDGE_METHODS", "CorrectedCostPerSuccess",
            "cost_per_corrected_success", "CorrectedDifference", "corrected_difference",
-           "DISAGREEMENT_PSEUDOCOUNT", "rate_doc", "rate_of_doc", "corrected_check"]
+           "DISAGREEMENT_PSEUDOCOUNT", "rate_doc", "rate_of_doc", "corrected_check",
+           "judge_rows", "judge_error_line"]
 
 #: ``method`` names of :func:`judge_corrected_rate`.
 JUDGE_METHODS: tuple[str, ...] = ("score", "clt")
@@ -621,3 +622,30 @@ def corrected_check(current: Any, baseline: Any, *, alpha: float,
     method = (f"judge-corrected rates compared ({cur.n_labeled} and {base.n_labeled} labels; "
               f"{d.method})")
     return cur.estimate, base.estimate, d.difference, (lower, d.upper), method
+
+
+def judge_rows(detail: Optional[Mapping[str, Any]]) -> list[dict]:
+    """The raw and the corrected rows a report shows side by side (empty without labels):
+    ``{"which", "success", "ci", "cost_per_success", "cost_ci"}`` each."""
+    if not isinstance(detail, Mapping) or not isinstance(detail.get("rate"), Mapping):
+        return []
+    r, cps = detail["rate"], detail.get("cost_per_success") or {}
+    return [{"which": "judge (raw)", "success": r.get("judge_rate"), "ci": r.get("judge_ci"),
+             "cost_per_success": cps.get("raw"), "cost_ci": None},
+            {"which": f"corrected by {r.get('n_labeled')} labels", "success": r.get("estimate"),
+             "ci": r.get("ci"), "cost_per_success": cps.get("estimate"), "cost_ci": cps.get("ci")}]
+
+
+def judge_error_line(detail: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """One line: the judge's measured error and how the corrected interval was made."""
+    if not isinstance(detail, Mapping) or not isinstance(detail.get("rate"), Mapping):
+        return None
+    r = detail["rate"]
+    labs = detail.get("labels") or {}
+
+    def pct(x: Any) -> str:
+        return "n/a" if not isinstance(x, (int, float)) else f"{100 * x:.1f}%"
+    return (f"judge's measured error on {r.get('n_labeled')} labels ({labs.get('source', '?')}, "
+            f"sha256 {str(labs.get('digest', ''))[:12]}): sensitivity {pct(r.get('sensitivity'))} "
+            f"of {r.get('sensitivity_n')} true successes, specificity {pct(r.get('specificity'))} "
+            f"of {r.get('specificity_n')} true failures; {r.get('description', '')}")

@@ -30,6 +30,7 @@ import ek_agents
 from .base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from .core import canonical_json, shape
 from .errors import BaselineError, DocumentError, EkAgentsError
+from .judgecorrect import judge_error_line, judge_rows
 from .reporting import ReliabilityReport
 from .sequential import SequentialVerdict
 from .store import sha256_hex
@@ -422,6 +423,16 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
     for r in rows:
         lines.append("| " + " | ".join(_cell(r[h], money=h in ("dollars", "cost_per_success"))
                                        for h in head) + " |")
+    judged = (report.get("detail") or {}).get("judge_corrected")
+    if judged:  # a judge graded the run and people labeled some trials: raw beside corrected
+        lines += ["", "| success decided by | success | 95% CI | cost per success |", "|---|---|---|---|"]
+        for r in judge_rows(judged):
+            ci, cci = r["ci"] or (None, None), r["cost_ci"]
+            cost = _cell(r["cost_per_success"], money=True) + (
+                f" ({_cell(cci[0], money=True)}-{_cell(cci[1], money=True)})" if cci else "")
+            lines.append(f"| {r['which']} | {_cell(r['success'])} | {_cell(ci[0])}-{_cell(ci[1])} "
+                         f"| {cost} |")
+        lines += ["", judge_error_line(judged) or ""]
     gate = manifest.get("gate")
     if gate:
         verdict = ("REFUSED: " + gate["refused"]) if gate.get("refused") else \

@@ -154,6 +154,9 @@ class RunSummary(NonFiniteJson):
     reused: str = "unknown"
     gate: Optional[dict] = None
     warnings: list[str] = Field(default_factory=list)
+    judge: Optional[dict] = None
+    """``report.detail["judge_corrected"]`` (a judged run with labels: the judge's raw rate
+    beside the corrected one); None without labels."""
 
     def to_dict(self) -> dict:
         """A JSON-safe dict (non-finite numbers as strings), its slices included."""
@@ -272,6 +275,7 @@ def summarize_run(manifest: Mapping, report: Mapping, gate: Optional[Mapping] = 
         tokens=tokens, mean_latency_s=as_number(cost.get("mean_latency_s")), slices=slices,
         errors=dict(detail.get("errors") or {}), reused=_reused(manifest, report),
         gate=dict(gate) if gate else (dict(manifest["gate"]) if manifest.get("gate") else None),
+        judge=dict(detail["judge_corrected"]) if detail.get("judge_corrected") else None,
         warnings=[str(w) for w in list(detail.get("warnings") or []) + list(cost.get("warnings") or [])])
 
 
