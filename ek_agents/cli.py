@@ -253,12 +253,44 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write a self-contained HTML report of the runs (path or fsspec URL)")
     p.add_argument("--markdown", default=None, metavar="PATH",
                    help="write the report of the runs as Markdown (path or fsspec URL)")
+    p.add_argument("--labels", default=None, metavar="FILE",
+                   help="people's verdicts on some trials (JSONL): show the judge-corrected success "
+                        "beside the judge's raw one (one run; printed or --json)")
     _store_arg(p)
 
     p = sub.add_parser("gate", help="gate a stored run against a baseline (no Prefect needed)")
     p.add_argument("run_id", type=_name("run id"))
     p.add_argument("--baseline", required=True, metavar="NAME", type=_name("baseline name"))
+    p.add_argument("--labels", default=None, metavar="FILE",
+                   help="labels of this run: compare judge-corrected rates (when the baseline "
+                        "has labels too)")
     _tolerance_args(p)
+    _store_arg(p)
+
+    p = sub.add_parser("plan-labels", help="pick which trials of a judged run to label (stratified "
+                                           "by task) and write the file a person fills in")
+    p.add_argument("run_id", type=_name("run id"))
+    p.add_argument("--n", type=_int_in(1, 1_000_000), required=True, help="labels to plan")
+    p.add_argument("--out", default=None, metavar="PATH",
+                   help="where to write the file (default labels-RUN_ID.jsonl)")
+    p.add_argument("--width", type=_number(0.0, above=True), default=0.1,
+                   help="target 95%% interval width, to say how many labels it needs (default 0.1)")
+    p.add_argument("--seed", type=_int_in(0, MAX_SEED), default=0)
+    _store_arg(p)
+
+    p = sub.add_parser("plan", help="plan tasks x k, labels and dollars from a pilot run, for a "
+                                    "target interval width or gate power")
+    p.add_argument("run_id", type=_name("run id"))
+    p.add_argument("--width", type=_number(0.0, above=True), default=None,
+                   help="target 95%% interval width on the success rate (e.g. 0.1)")
+    p.add_argument("--power", type=_number(0.0, above=True), default=None,
+                   help="target gate power (e.g. 0.8), with --drop")
+    p.add_argument("--drop", type=_number(0.0, above=True), default=None,
+                   help="the drop in success to detect (e.g. 0.1 = 10 points)")
+    p.add_argument("--max-tasks", type=_int_in(2, 10_000_000), default=None,
+                   help="tasks available (default: the pilot's)")
+    p.add_argument("--labels", default=None, metavar="FILE",
+                   help="the pilot's labels: plan the labels a judge correction needs too")
     _store_arg(p)
 
     p = sub.add_parser("audit", help="verify a run's artifacts and recompute its figures")
@@ -395,6 +427,17 @@ def _say_path(verbose: bool, here: bool, local: Any, server: Any) -> None:
 
 def _cmd_report(a: argparse.Namespace) -> int:
     st = _store(a.store)
+    if a.labels is not None:
+        from .labelrun import report_with_labels
+        from .manifest import report_markdown
+
+        if len(a.run_ids) > 1 or a.html is not None or a.markdown is not None:
+            raise InvalidInput("report --labels: one run, printed (or --json); the labels are that "
+                               "run's (run `ek-agents run ... --labels FILE` to store them with it)")
+        manifest, report = report_with_labels(st, a.run_ids[0], a.labels)
+        print(json.dumps(report, indent=2, sort_keys=True) if a.json
+              else report_markdown(manifest, report), end="\n" if a.json else "")
+        return 0
     if a.html is not None or a.markdown is not None:
         from .htmlreport import write_report
 
@@ -419,12 +462,46 @@ def _cmd_gate(a: argparse.Namespace) -> int:
     from .pipeline_support import raise_for_verdict
     from .record import gate_run
 
-    verdict = gate_run(_store(a.store), a.run_id, a.baseline, tolerance=a.tolerance,
-                       cost_tolerance=a.cost_tolerance)
+    if a.labels is not None:
+        from .labelrun import gate_with_labels
+
+        verdict = gate_with_labels(_store(a.store), a.run_id, a.baseline, a.labels,
+                                   tolerance=a.tolerance, cost_tolerance=a.cost_tolerance)
+    else:
+        verdict = gate_run(_store(a.store), a.run_id, a.baseline, tolerance=a.tolerance,
+                           cost_tolerance=a.cost_tolerance)
     raise_for_verdict(verdict)
     for w in verdict.get("warnings") or []:
         print(f"warning: {w}")
     print(f"gate passed: run {a.run_id!r} vs baseline {a.baseline!r}")
+    return 0
+
+
+def _cmd_plan_labels(a: argparse.Namespace) -> int:
+    from .labelrun import labels_for_width, plan_run_labels, stored_run
+
+    st = _store(a.store)
+    path = a.out or f"labels-{a.run_id}.jsonl"
+    plan = plan_run_labels(st, a.run_id, a.n, path=path, seed=a.seed)
+    need = labels_for_width(stored_run(st, a.run_id)[1], a.width)
+    print(f"wrote {len(plan.trials)} trials of {plan.n_tasks} tasks to label to {path}: set each "
+          f"line's \"gold\" to true or false, then `ek-agents report {a.run_id} --labels {path}`")
+    print(f"a 95% interval {a.width:g} wide on the corrected success needs about {need} labels "
+          "(assuming the judge disagrees with people on 15% of trials; `ek-agents plan RUN "
+          "--width W --labels FILE` re-plans from the measured rate)" if need is not None else
+          f"a 95% interval {a.width:g} wide needs more trials first: this run's own interval is "
+          f"already wider (`ek-agents plan {a.run_id} --width {a.width:g}` says how many)")
+    return 0
+
+
+def _cmd_plan(a: argparse.Namespace) -> int:
+    from .labelrun import plan_run
+
+    if (a.width is None) == (a.power is None):
+        raise InvalidInput("plan: give --width W, or --power P with --drop D")
+    goal = {"target_width": a.width} if a.width is not None else {"power": a.power, "drop": a.drop}
+    plan = plan_run(_store(a.store), a.run_id, labels=a.labels, max_tasks=a.max_tasks, **goal)
+    print(plan.sentence)
     return 0
 
 
@@ -489,7 +566,8 @@ def _cmd_demo(a: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": _cmd_run, "ingest": _cmd_run, "report": _cmd_report, "gate": _cmd_gate,
-            "audit": _cmd_audit, "promote": _cmd_promote, "demo": _cmd_demo}
+            "audit": _cmd_audit, "promote": _cmd_promote, "demo": _cmd_demo,
+            "plan-labels": _cmd_plan_labels, "plan": _cmd_plan}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

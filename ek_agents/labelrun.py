@@ -18,7 +18,7 @@ from .reporting import ReliabilityReport, with_labels
 from .store import run_key
 
 __all__ = ["labels_stage", "stored_run", "report_with_labels", "plan_run_labels", "plan_run",
-           "labels_for_width"]
+           "labels_for_width", "gate_with_labels"]
 
 
 def labels_stage(report: Mapping, graded: Mapping, labels: Any, tasks: Mapping, *,
@@ -82,3 +82,15 @@ def plan_run(store: Any, run_id: str, *, labels: Any = None, **goal: Any) -> Bud
                            check=None if check == record.UNSTORED else check)
         rate = rate_of_doc(doc["detail"]["judge_corrected"]["rate"])
     return plan_budget(report, labels=rate, **goal)
+
+
+def gate_with_labels(store: Any, run_id: str, baseline: str, labels: Any, *, tolerance: float = 0.0,
+                     cost_tolerance: float = 0.0) -> dict:
+    """``record.gate_run`` of a stored run whose report is first corrected by ``labels``: the
+    gate compares judge-corrected rates when the baseline's report carries labels too (and
+    says why not otherwise)."""
+    manifest, report = report_with_labels(store, run_id, labels)
+    graded = store.read_json(run_key(run_id, "graded")) if manifest.get("sequential") else None
+    return record.regate(report, graded, record.load_baseline(store, baseline), manifest.get("gate"),
+                         k=(manifest.get("inputs") or {}).get("k", 1), tolerance=tolerance,
+                         cost_tolerance=cost_tolerance, baseline_name=baseline)
