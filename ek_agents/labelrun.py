@@ -13,12 +13,12 @@ from typing import Any, Optional
 from . import record
 from .budget import BudgetPlan, plan_budget
 from .judgecorrect import rate_of_doc
-from .labels import Labels, LabelPlan, labels_of_doc, plan_labels, read_labels
+from .labels import Labels, LabelPlan, labels_doc, labels_of_doc, plan_labels, read_labels
 from .reporting import ReliabilityReport, with_labels
 from .store import run_key
 
 __all__ = ["labels_stage", "stored_run", "report_with_labels", "plan_run_labels", "plan_run",
-           "labels_for_width", "gate_with_labels"]
+           "labels_for_width", "gate_with_labels", "run_labels", "run_judge_correct"]
 
 
 def labels_stage(report: Mapping, graded: Mapping, labels: Any, tasks: Mapping, *,
@@ -94,3 +94,22 @@ def gate_with_labels(store: Any, run_id: str, baseline: str, labels: Any, *, tol
     return record.regate(report, graded, record.load_baseline(store, baseline), manifest.get("gate"),
                          k=(manifest.get("inputs") or {}).get("k", 1), tolerance=tolerance,
                          cost_tolerance=cost_tolerance, baseline_name=baseline)
+
+
+def run_labels(store: Any, run_id: str, path: Any) -> record.StageRef:
+    """The pipeline's labels stage: read (and check) a labels file and store it as the run's
+    ``labels`` document; the reference's ``input_digest`` is the labels' digest (what
+    ``manifest.inputs.labels`` records)."""
+    labs = read_labels(path)
+    ref = record.write_doc(store, run_id, "labels", labels_doc(labs))
+    return record.StageRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, input_digest=labs.digest)
+
+
+def run_judge_correct(store: Any, run_id: str, report: record.StageRef, graded: record.StageRef,
+                      labels: record.StageRef, tasks: Any, check: Optional[str]) -> record.StageRef:
+    """The pipeline's judge-correction stage: the run's report with
+    ``detail["judge_corrected"]`` (:func:`labels_stage` of its stored report, graded episodes,
+    labels and tasks), written over the run's report document."""
+    doc = labels_stage(record.read_ref(store, report), record.read_ref(store, graded),
+                       record.read_ref(store, labels), record.read_ref(store, tasks), check=check)
+    return record.write_doc(store, run_id, "report", doc)

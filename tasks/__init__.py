@@ -12,8 +12,9 @@ from .ingest import ingest_bridge, ingest_tasks
 from .trials import check_errors, collect_episodes, plan_trials, run_trial_chunk
 from .scoring import cost, gate, grade, metrics
 from .record import audit, promote, publish_audit, publish_report, write_manifest
+from .labels import judge_correct, load_labels
 
 __all__ = ["load_suite", "load_prices", "ingest_bridge", "ingest_tasks", "plan_trials",
            "run_trial_chunk",
            "collect_episodes", "check_errors", "grade", "metrics", "cost", "gate", "write_manifest",
-           "publish_report", "audit", "publish_audit", "promote"]
+           "publish_report", "audit", "publish_audit", "promote", "load_labels", "judge_correct"]
