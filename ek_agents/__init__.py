@@ -48,6 +48,9 @@ for _mod, _names in {
     "suite": ["load_suite", "dump_suite", "Suite"],
     "manifest": ["RunManifest"],
     "audit": ["AuditResult"],
+    "judgecorrect": ["judge_corrected_rate", "JudgeCorrectedRate", "cost_per_corrected_success"],
+    "budget": ["plan_budget", "BudgetPlan"],
+    "labels": ["read_labels", "plan_labels"],
 }.items():
     for _n in _names:
         _EXPORTS[_n] = _mod
@@ -113,6 +116,11 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
     from .suite import (load_suite as load_suite, dump_suite as dump_suite, Suite as Suite)
     from .manifest import (RunManifest as RunManifest)
     from .audit import (AuditResult as AuditResult)
+    from .judgecorrect import (judge_corrected_rate as judge_corrected_rate,
+                               JudgeCorrectedRate as JudgeCorrectedRate,
+                               cost_per_corrected_success as cost_per_corrected_success)
+    from .budget import (plan_budget as plan_budget, BudgetPlan as BudgetPlan)
+    from .labels import (read_labels as read_labels, plan_labels as plan_labels)
 
 
 def __getattr__(name: str) -> Any:

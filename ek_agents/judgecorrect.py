@@ -11,8 +11,8 @@ Duchi, Zrnic 2023)::
 ``method="clt"`` is that estimate with the CLT interval exactly as ppi_py's ``ppi_mean_ci``
 computes it (same ``lam``, same standard error; checked to 1e-9 in the tests). It assumes
 independent trials and a normal rectifier, and both fail where it matters (measured, N = 2,000
-judged trials, 6,000 runs per cell, ``python -m bench judge``): with 50 labels at true success
-0.9 it covers 0.86-0.89; labels sampled **by task** (100 tasks x k = 20, per-task success from
+judged trials, 4,000 runs per cell, ``python -m bench judge``): with 50 labels at true success
+0.9 it covers 0.869-0.886; labels sampled **by task** (100 tasks x k = 20, per-task success from
 a Beta) it covers 0.51-0.64.
 
 ``method="score"`` (the **default**) keeps the same point estimate and changes the interval,
@@ -28,8 +28,9 @@ README, "When a judge grades"):
   ``p(1-p)/V`` (Korn & Graubard 1998), which stays inside [0, 1] and shifts toward 1/2 near
   the boundary where the Wald interval misses on one side. Measured over the issue's 27 cells
   (true success {0.3, 0.6, 0.9} x judge (sensitivity, specificity) {(0.95, 0.90), (0.85, 0.70),
-  (0.99, 0.99)} x {50, 100, 300} labels): coverage 0.939-0.966, mean width at most 1.07x
-  ppi_py's where ppi_py covers >= 0.93. Rejected: Agresti–Min / Bonett–Price pseudo-counts
+  (0.99, 0.99)} x {50, 100, 300} labels; 4,000 runs per cell): coverage 0.931-0.963, mean width
+  at most 1.07x ppi_py's where ppi_py covers >= 0.93. Rejected in an exploratory run of the same grid
+  (6,000 runs per cell, before this module was written): Agresti–Min / Bonett–Price pseudo-counts
   (0.5-1 per cell: cover 0.99 and 1.5x the width with a 99%/99% judge), the stratified
   (Rogan–Gladen / chain-rule) estimator with delta variance (0.89 at 0.9 / 50 labels), Bayesian
   Beta posteriors per stratum (0.86-0.88), a leave-one-out lambda (0.84-0.90), the jackknife
@@ -41,7 +42,8 @@ README, "When a judge grades"):
   size. The weight is fixed at ``lam = 1`` (plain PPI): tuned from 10 labeled tasks, the
   weight's own noise made the estimate's spread 0.032 where ``lam = 1`` gave 0.025 (true
   success 0.9), and coverage fell to 0.84-0.89. Measured (100 tasks x k = 20, per-task success
-  ~ Beta(2m, 2(1-m)), 10 or 25 whole tasks labeled, 18 cells): coverage 0.948-0.963.
+  ~ Beta(2m, 2(1-m)), 10 or 25 whole tasks labeled, 18 cells, 2,000 runs each): coverage
+  0.943-0.965.
 
 Everything here is numpy only (imported inside the functions that use it, as in
 :mod:`ek_agents.stats`, so importing this module is light).
