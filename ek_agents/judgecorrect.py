@@ -32,9 +32,10 @@ README, "When a judge grades"):
   at most 1.07x ppi_py's where ppi_py covers >= 0.93. Rejected in an exploratory run of the same grid
   (6,000 runs per cell, before this module was written): Agresti–Min / Bonett–Price pseudo-counts
   (0.5-1 per cell: cover 0.99 and 1.5x the width with a 99%/99% judge), the stratified
-  (Rogan–Gladen / chain-rule) estimator with delta variance (0.89 at 0.9 / 50 labels), Bayesian
-  Beta posteriors per stratum (0.86-0.88), a leave-one-out lambda (0.84-0.90), the jackknife
-  over the tuned lambda (0.98 and 1.26x the width with a 99%/99% judge).
+  (Rogan–Gladen / chain-rule) estimator with delta variance (0.85-0.89 at 0.9 / 50 labels),
+  Bayesian Beta posteriors per stratum (0.86-0.88), a leave-one-out lambda (0.81-0.91), the
+  same Wilson interval with t at n - 1 df instead of Satterthwaite's (0.91 at 0.9 / 50 labels),
+  the jackknife over the tuned lambda (0.98 and 1.26x the width with a 99%/99% judge).
 - **Trials grouped in tasks** (``labeled_groups`` and ``unlabeled_groups``): the cluster-robust
   (CR1) sandwich over tasks, the labeled and the unlabeled parts each with its own ``G/(G-1)``
   and Satterthwaite df between them (``n_labeled_tasks - 1`` when the two share tasks), never

@@ -98,3 +98,39 @@ def test_labels_for_a_run_without_a_judge_are_refused():
 def test_malformed_bytes_are_label_errors_with_the_line():
     with pytest.raises(LabelError, match="labels.jsonl line 2"):
         read_labels(b'{"task_id": "a", "trial": 0, "gold": true}\n{nope\n', where="labels.jsonl")
+
+
+def _labels_bytes(eps, truth, per_task=2):
+    rows, seen = [], {}
+    for e in eps:
+        t = e.task_id
+        if seen.get(t, 0) < per_task:
+            seen[t] = seen.get(t, 0) + 1
+            rows.append({"task_id": t, "trial": e.meta["trial"], "gold": truth[(t, e.meta["trial"])]})
+    return _lines(rows)
+
+
+def test_build_report_and_the_gate_compare_corrected_rates():
+    from ek_agents.gate import regression_gate
+    from ek_agents.reporting import build_report
+
+    tasks = [TaskSpec(f"t{i}") for i in range(40)]
+    base_eps, base_truth = _run(tasks=40, k=6, seed=1)
+    cur_eps, cur_truth = _run(tasks=40, k=6, seed=1, sens=0.95, spec=0.6)
+    # the current agent is much worse in truth: flip most true successes to failures
+    cur_eps = [e.graded(e.success and (hash((e.task_id, e.meta["trial"])) % 3 == 0)) for e in cur_eps]
+    cur_truth = {(e.task_id, e.meta["trial"]): cur_truth[(e.task_id, e.meta["trial"])] and e.success
+                 for e in cur_eps}
+    base = build_report(base_eps, tasks, k=6, check="recorded", labels=_labels_bytes(base_eps, base_truth))
+    cur = build_report(cur_eps, tasks, k=6, check="recorded", labels=_labels_bytes(cur_eps, cur_truth))
+    jc = cur.detail["judge_corrected"]
+    assert jc["rate"]["n_labeled"] == 80 and jc["labels"]["n"] == 80 and "judge says" in jc["sentence"]
+    g = regression_gate(cur, base)
+    check = g.details["checks"][0]
+    assert check["metric"] == "judge-corrected success rate"
+    assert "judge-corrected rates compared" in check["method"] and "paired over 40 tasks" in check["method"]
+    assert not g.passed and g.reasons[0].startswith("judge-corrected success rate:")
+    raw = build_report(cur_eps, tasks, k=6, check="recorded")
+    g2 = regression_gate(raw, base)
+    assert g2.details["checks"][0]["metric"] == "success rate"
+    assert any("only the baseline has labels" in w for w in g2.warnings)
