@@ -26,8 +26,8 @@ def wrong_agent(task):
 def test_wrong_agent_on_a_reused_run_id_is_refused_and_refresh_reports_its_real_figures(tmp_path):
     first = run_suite(ok_agent, TASKS, k=2, seed=0, run_id="nightly", rootdir=str(tmp_path))
     assert first.success_rate == 1.0
-    with pytest.raises(RunMismatch, match=r"agent: '(harness\.)?test_identity:ok_agent' \(stored\) -> "
-                                          r"'(harness\.)?test_identity:wrong_agent'.*new run id.*refresh"):
+    with pytest.raises(RunMismatch, match=r"agent: '(tests\.)?(harness\.)?test_identity:ok_agent' \(stored\) -> "
+                                          r"'(tests\.)?(harness\.)?test_identity:wrong_agent'.*new run id.*refresh"):
         run_suite(wrong_agent, TASKS, k=2, seed=0, run_id="nightly", rootdir=str(tmp_path))
     fresh = run_suite(wrong_agent, TASKS, k=2, seed=0, run_id="nightly", rootdir=str(tmp_path),
                       refresh=True)
