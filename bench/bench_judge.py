@@ -123,6 +123,31 @@ def gate_simulation(pairs: int = 2000, *, seed: int = 0, tasks: int = 100, k: in
     return {"false_alarm": fired["null"] / pairs, "power_10pt": fired["drop"] / pairs}
 
 
+def cost_coverage(sims: int = 1000, *, seed: int = 3) -> float:
+    """Coverage of the true cost per success (``E[cost per trial] / E[p]``) by the Fieller
+    interval of ``cost_per_corrected_success``: 100 tasks x k = 10, p ~ Beta(1.2, 0.8), a
+    lenient judge (0.95, 0.70), 20 tasks labeled, per-task cost higher on harder tasks."""
+    from ek_agents.judgecorrect import cost_per_corrected_success
+
+    rng = np.random.default_rng(seed)
+    pp = rng.beta(1.2, 0.8, 2_000_000)
+    truth = float(np.exp(np.log(0.01) + (1 - pp)).mean() / pp.mean())
+    hit = 0
+    ids = np.repeat(np.arange(100), 10).reshape(100, 10)
+    for _ in range(sims):
+        p = rng.beta(1.2, 0.8, 100)
+        y, h = clustered_suite(rng, 0, 0.95, 0.70, k=10, p=p)
+        lab = rng.choice(100, 20, replace=False)
+        r = grouped_rate(y, h, lab)
+        m = np.zeros(100, bool)
+        m[lab] = True
+        cost = np.exp(np.log(0.01) + (1 - p))[:, None] * np.exp(0.3 * rng.standard_normal((100, 10)) - 0.045)
+        c = cost_per_corrected_success(r, np.r_[cost[m].ravel(), cost[~m].ravel()],
+                                       groups=np.r_[ids[m].ravel(), ids[~m].ravel()].tolist())
+        hit += c.ci[0] <= truth <= c.ci[1]
+    return hit / sims
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m bench judge")
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds)")
@@ -178,6 +203,9 @@ def main(argv: list[str] | None = None) -> dict:
           f"labeled, {pairs} pairs: false alarms {g['false_alarm']:.4f}, power at a 10-point "
           f"drop (0.70 -> 0.60) {g['power_10pt']:.3f}")
     figs.update({f"gate_{k}": v for k, v in g.items()})
+    figs["cost_per_corrected_success_cov"] = cost_coverage(pairs // 2)
+    print(f"cost per corrected success, Fieller over tasks (100 x k=10, 20 tasks labeled, "
+          f"{pairs // 2} runs): coverage {figs['cost_per_corrected_success_cov']:.3f}")
     print("\nplanner: pilot 40 tasks x k=5 (p ~ Beta(1.2, 0.8), $0.03/trial), each plan run 200 "
           "times from the pilot's fitted distribution")
     for i, (w, pw, dr) in enumerate(((0.12, 0.8, 0.10), (0.06, 0.9, 0.05), (0.20, 0.8, 0.15))):
