@@ -327,7 +327,7 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
     lg = _group_ids("labeled_groups", labeled_groups, n)
     ug = _group_ids("unlabeled_groups", unlabeled_groups if unlabeled_groups is not None else [], nu)
     est, var, df, g, gl, infl = _clustered(y, h, u, lg, ug)
-    iid_var, _ = _iid_score_var(n, nu, (n11, n10, n01, n00), 1.0, ubar)
+    iid_var, _ = _iid_score_var(n, nu, (n11, n10, n01, n00), 1.0 if nu else 0.0, ubar)
     var = max(var, iid_var)
     q = _tq(level, df)
     ci = _wilson_at(est, var, q, n) if gl >= 2 else (0.0, 1.0)
@@ -337,7 +337,7 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
                      f"variance over {g} tasks ({gl} labeled), t quantile with Satterthwaite df"
                      if gl >= 2 else "PPI (weight 1): labels from a single task cannot show the "
                                      "between-task spread; reporting (0, 1)"),
-        lam=1.0, n_groups=g, n_labeled_groups=gl, judge_rate=judge_total / m,
+        lam=1.0 if nu else 0.0, n_groups=g, n_labeled_groups=gl, judge_rate=judge_total / m,
         judge_ci=_judge_ci_grouped(h, u, lg, ug, level), se=math.sqrt(var),
         df=None if not math.isfinite(df) else df, influence=infl, **common)
 
@@ -360,10 +360,11 @@ def _clustered(y: list, h: list, u: list, lg: list, ug: list) -> tuple:
     """PPI (lam = 1) with its CR1 variance over tasks: ``(estimate, var, df, G, G_labeled,
     influence per task)``."""
     n, nu = len(y), len(u)
-    lab: dict[Any, list[int]] = {}
+    lam = 1.0 if nu else 0.0  # every trial labeled: the labels alone
+    lab: dict[Any, list[float]] = {}
     for a, b, t in zip(y, h, lg):
-        e = lab.setdefault(t, [0, 0, 0])
-        e[0] += a - b
+        e = lab.setdefault(t, [0.0, 0])
+        e[0] += a - lam * b
         e[1] += 1
     unl: dict[Any, list[int]] = {}
     for b, t in zip(u, ug):
@@ -372,7 +373,7 @@ def _clustered(y: list, h: list, u: list, lg: list, ug: list) -> tuple:
         e[1] += 1
     rbar = sum(e[0] for e in lab.values()) / n
     ubar = sum(e[0] for e in unl.values()) / nu if nu else 0.0
-    est = ubar + rbar
+    est = lam * ubar + rbar
     psi_l = {t: (e[0] - e[1] * rbar) / n for t, e in lab.items()}
     psi_u = {t: (e[0] - e[1] * ubar) / nu for t, e in unl.items()}
     gl, gu = len(psi_l), len(psi_u)

@@ -154,3 +154,9 @@ def test_corrected_difference_unpaired_without_groups():
     assert d.difference == 0 and not d.paired and d.upper > 0
     with pytest.raises(InvalidInput, match="alpha"):
         corrected_difference(a, a, alpha=0.7)
+
+
+def test_every_trial_labeled_with_groups_is_the_labels_alone():
+    y = [1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1]
+    r = judge_corrected_rate(y, [1] * 12, [], labeled_groups=list("aabbccddeeff"), unlabeled_groups=[])
+    assert r.estimate == pytest.approx(sum(y) / 12) and r.lam == 0.0 and r.ci[0] < r.estimate < r.ci[1]
