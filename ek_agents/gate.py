@@ -238,7 +238,7 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
                                 alpha=a, warnings=warnings)
     if corrected is not None:  # both runs carry labels: the judge-corrected rates decide
         p_c, p_b, diff, (lo, hi), method = corrected
-        checks.append(_check("judge-corrected success rate", p_c, p_b, diff, (lo, hi), -tolerance,
+        checks.append(_check("success rate (judge-corrected rates compared)", p_c, p_b, diff, (lo, hi), -tolerance,
                              level, regressed=hi < -tolerance, worse=diff < -tolerance,
                              method=method))
     else:

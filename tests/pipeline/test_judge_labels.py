@@ -21,7 +21,14 @@ def _lenient_judge(ep, gold) -> bool:
     return hash((ep.task_id, (ep.meta or {}).get("trial"))) % 2 == 0
 
 
-register_checker("lenient_judge", _lenient_judge)
+@pytest.fixture(autouse=True)
+def lenient_judge():
+    """The judge registered for this module's tests only (the registry is process-wide)."""
+    from ek_agents.metrics import CHECKERS
+
+    register_checker("lenient_judge", _lenient_judge)
+    yield
+    CHECKERS.pop("lenient_judge", None)
 
 
 def _suite(path, n=10):

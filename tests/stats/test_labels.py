@@ -127,9 +127,9 @@ def test_build_report_and_the_gate_compare_corrected_rates():
     assert jc["rate"]["n_labeled"] == 80 and jc["labels"]["n"] == 80 and "judge says" in jc["sentence"]
     g = regression_gate(cur, base)
     check = g.details["checks"][0]
-    assert check["metric"] == "judge-corrected success rate"
+    assert check["metric"] == "success rate (judge-corrected rates compared)"
     assert "judge-corrected rates compared" in check["method"] and "paired over 40 tasks" in check["method"]
-    assert not g.passed and g.reasons[0].startswith("judge-corrected success rate:")
+    assert not g.passed and g.reasons[0].startswith("success rate (judge-corrected rates compared): ")
     raw = build_report(cur_eps, tasks, k=6, check="recorded")
     g2 = regression_gate(raw, base)
     assert g2.details["checks"][0]["metric"] == "success rate"
