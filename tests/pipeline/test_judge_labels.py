@@ -120,3 +120,29 @@ def test_evaluate_flow_stores_labels_and_the_audit_verifies_them(tmp_path):
     st.write_json("runs/r1/labels.json", doc)
     result = audit(st, "r1")
     assert not result.passed and any("labels.json" in p for p in result.problems)
+
+
+def test_a_library_run_with_labels_reports_them_in_html_and_markdown_and_audits(tmp_path, capsys):
+    from ek_agents import run_suite
+    from ek_agents.suite import load_suite
+
+    from . import pipeline_agents
+
+    run_id = _library_run(tmp_path)
+    store = str(tmp_path / "store")
+    plan = tmp_path / "plan.jsonl"
+    assert main(["plan-labels", run_id, "--n", "12", "--out", str(plan), "--store", store]) == 0
+    labels = _fill(plan, Store(store), run_id, tmp_path / "labels.jsonl")
+    rep = run_suite(pipeline_agents.counting_agent, load_suite(str(tmp_path / "judged.jsonl")), k=3,
+                    seed=1, run_id="labeled", rootdir=store, check="lenient_judge", labels=labels)
+    assert rep.detail["judge_corrected"]["labels"]["n"] == 12
+    assert main(["audit", "labeled", "--store", store]) == 0
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["report", "labeled", "--html", str(html), "--markdown", str(md), "--store", store]) == 0
+    for text in (html.read_text(), md.read_text()):
+        assert "Judge-corrected success" in text and "judge (raw)" in text
+        assert "corrected by 12 labels" in text and "judge&#x27;s measured error" in text or \
+            "judge's measured error" in text
+    capsys.readouterr()
+    assert main(["report", "labeled", "--store", store]) == 0
+    assert "| corrected by 12 labels |" in capsys.readouterr().out
