@@ -48,7 +48,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ek_agents import cli, record
+from ek_agents import cli
+from ek_agents.runs import baselines, documents
 from ek_agents.base import Cost
 from ek_agents.bridge import read_inspect_log, read_messages_jsonl, read_tau_bench_results
 from ek_agents.cost import dollars
@@ -524,24 +525,24 @@ def load_run_manifest(data: bytes, rnd: random.Random) -> Any:
     """``record.read_manifest`` of a real run whose manifest.json is ``data``, then the
     report it lists (a verified read: a changed digest is a DigestMismatch)."""
     store = _store_with(rnd, "manifest", data)
-    man = record.read_manifest(store, RUN)
+    man = documents.read_manifest(store, RUN)
     if man.run_id != RUN:
         raise Nonsense(f"manifest of run {man.run_id!r} read as {RUN!r}")
     man.to_json()
-    _check_report(record.read_run_doc(store, man, "report"), "report")
+    _check_report(documents.read_run_doc(store, man, "report"), "report")
     return man
 
 
 def load_run_report(data: bytes, rnd: random.Random) -> Any:
     store = _store_with(rnd, "report", data)
-    rep = record.read_run_doc(store, record.read_manifest(store, RUN), "report")
+    rep = documents.read_run_doc(store, documents.read_manifest(store, RUN), "report")
     _check_report(rep, "report")
     return rep
 
 
 def load_gate_json(data: bytes, rnd: random.Random) -> Any:
     store = _store_with(rnd, "gate", data)
-    gate = record.read_run_doc(store, record.read_manifest(store, RUN), "gate")
+    gate = documents.read_run_doc(store, documents.read_manifest(store, RUN), "gate")
     if not isinstance(gate.get("passed"), bool):
         raise Nonsense(f"gate.json with passed = {gate.get('passed')!r}")
     return gate
@@ -550,7 +551,7 @@ def load_gate_json(data: bytes, rnd: random.Random) -> Any:
 def load_baseline_doc(data: bytes, rnd: random.Random) -> Any:
     """``record.load_baseline`` of a stored baseline (validated by ``check_baseline``)."""
     store = _store_with(rnd, "baseline", data)
-    doc = record.load_baseline(store, BASELINE)
+    doc = baselines.load_baseline(store, BASELINE)
     if not isinstance(doc, dict) or not isinstance(doc.get("report"), dict):
         raise Nonsense(f"baseline {doc!r:.80}")
     _check_report(doc["report"], "baseline report")

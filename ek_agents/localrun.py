@@ -31,13 +31,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-from . import htmlreport, pipeline_support, record
+from .report import htmlreport
+from .runs import documents, pipeline_support, stages
 from .base import RunProvenance
 from .errors import InvalidInput
-from .harness import new_run_id
-from .manifest import RunInputs
-from .pipeline_support import TrialChunk, TrialPlan, TrialRequest
-from .record import GateRef, StageRef
+from .runs.harness import new_run_id
+from .runs.manifest import RunInputs
+from .runs.pipeline_support import TrialChunk, TrialPlan, TrialRequest
+from .runs.stagecache import GateRef, StageRef
 from .store import Store, acquire_lease, release_lease
 
 __all__ = ["evaluate_agent", "run_trials", "sequential_trials", "ORCHESTRATOR"]
@@ -117,12 +118,12 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
     each task replaced by the library call it wraps)."""
     decided = None
     if ingest:
-        episodes = record.ingest_run(st, run_id, ingest, ingest_path)
-        tasks = (record.record_suite(st, run_id, suite) if suite
-                 else record.ingest_suite(st, run_id, episodes))
+        episodes = stages.ingest_run(st, run_id, ingest, ingest_path)
+        tasks = (stages.record_suite(st, run_id, suite) if suite
+                 else stages.ingest_suite(st, run_id, episodes))
         run = RunProvenance(seed, temperature, model, simulator, "", scaffold).to_dict()
     else:
-        tasks = record.record_suite(st, run_id, suite)
+        tasks = stages.record_suite(st, run_id, suite)
         run = RunProvenance(seed, temperature, model, simulator, tasks.version, scaffold).to_dict()
         request = TrialRequest(
             store=st.url, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
@@ -133,13 +134,13 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
                                                   prices is not None)
         else:
             episodes = run_trials(request, log=log)
-    price_list = record.record_prices(st, run_id, prices)
-    graded = record.run_grade(st, run_id, episodes, tasks, check)
-    reliability = record.run_metrics(st, run_id, graded, tasks, k=k, seed=seed, run=run)
-    report = record.run_cost(st, run_id, graded, reliability, price_list, seed=seed)
-    verdict = decided or record.run_gate(st, run_id, report, baseline, tolerance=tolerance,
+    price_list = stages.record_prices(st, run_id, prices)
+    graded = stages.run_grade(st, run_id, episodes, tasks, check)
+    reliability = stages.run_metrics(st, run_id, graded, tasks, k=k, seed=seed, run=run)
+    report = stages.run_cost(st, run_id, graded, reliability, price_list, seed=seed)
+    verdict = decided or stages.run_gate(st, run_id, report, baseline, tolerance=tolerance,
                                          cost_tolerance=cost_tolerance)
-    manifest = record.record_run(
+    manifest = documents.record_run(
         st, run_id,
         refs={"tasks": tasks, "prices": price_list, "episodes": episodes, "graded": graded,
               "metrics": reliability, "report": report, "gate": verdict},
@@ -202,7 +203,7 @@ def sequential_trials(request: TrialRequest, baseline: str, check: Optional[str]
         if look["decision"] != "continue":
             break
     episodes = pipeline_support.collect_batches(request, looks)
-    verdict = record.run_sequential_gate(Store(request.store), request.run_id, episodes,
+    verdict = stages.run_sequential_gate(Store(request.store), request.run_id, episodes,
                                          request.tasks, baseline, k=request.k, check=check,
                                          tolerance=tolerance, priced=priced)
     return episodes, verdict

@@ -5,8 +5,8 @@ from typing import Optional
 
 from prefect import task
 
-from ek_agents import record
-from ek_agents.record import GateRef, StageRef, SuiteRef
+from ek_agents.runs import stages
+from ek_agents.runs.stagecache import GateRef, StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS, run_name
@@ -16,21 +16,21 @@ from .common import IO_RETRIES, TASK_DEFAULTS, run_name
 def grade(store_url: str, run_id: str, episodes: StageRef, tasks: SuiteRef,
           check: Optional[str]) -> StageRef:
     """``record.run_grade``: ``metrics.grade`` -> the run's graded episodes."""
-    return record.run_grade(Store(store_url), run_id, episodes, tasks, check)
+    return stages.run_grade(Store(store_url), run_id, episodes, tasks, check)
 
 
 @task(name="metrics", task_run_name="metrics-{run_id}-k{k}", **TASK_DEFAULTS, **IO_RETRIES)
 def metrics(store_url: str, run_id: str, graded: StageRef, tasks: SuiteRef, k: int, seed: int,
             run: dict) -> StageRef:
     """``record.run_metrics``: ``reporting.reliability`` -> the run's metrics."""
-    return record.run_metrics(Store(store_url), run_id, graded, tasks, k=k, seed=seed, run=run)
+    return stages.run_metrics(Store(store_url), run_id, graded, tasks, k=k, seed=seed, run=run)
 
 
 @task(name="cost", task_run_name="cost-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
 def cost(store_url: str, run_id: str, graded: StageRef, metrics: StageRef,
          prices: Optional[StageRef], seed: int) -> StageRef:
     """``record.run_cost``: ``cost.cost_report`` -> the run's report (reliability with cost)."""
-    return record.run_cost(Store(store_url), run_id, graded, metrics, prices, seed=seed)
+    return stages.run_cost(Store(store_url), run_id, graded, metrics, prices, seed=seed)
 
 
 @task(name="gate", task_run_name=run_name("gate", against="baseline"), **TASK_DEFAULTS, **IO_RETRIES)
@@ -42,5 +42,5 @@ def gate(store_url: str, run_id: str, report: StageRef, baseline: Optional[str],
     baseline the gate refuses (incomparable, empty, malformed) gives a verdict with
     ``refused`` set: the flow records it in the manifest, then fails with it.
     """
-    return record.run_gate(Store(store_url), run_id, report, baseline, tolerance=tolerance,
+    return stages.run_gate(Store(store_url), run_id, report, baseline, tolerance=tolerance,
                            cost_tolerance=cost_tolerance)

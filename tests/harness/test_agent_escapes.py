@@ -9,7 +9,7 @@ import random
 import pytest
 
 from ek_agents.base import TaskSpec
-from ek_agents.harness import EPISODE_DEPTH, _Runner, run_suite, run_trials
+from ek_agents.runs.harness import EPISODE_DEPTH, _Runner, run_suite, run_trials
 from ek_agents.store import Store
 
 N_TASKS, K = 40, 5

@@ -11,8 +11,8 @@ import types
 
 import pytest
 
-from ek_agents import harness
-from ek_agents.audit import audit
+from ek_agents.runs import harness
+from ek_agents.runs.audit import audit
 from ek_agents.cli import main
 from ek_agents.store import Store
 

@@ -20,24 +20,24 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from . import errors
-from .base import JsonShape, RunProvenance
-from .core import shape
-from .errors import InvalidInput, did_you_mean
-from .base import Episode
+from .. import errors
+from ..base import JsonShape, RunProvenance
+from ..core import shape
+from ..errors import InvalidInput, did_you_mean
+from ..base import Episode
 from .harness import run_trials, store_trials
 from .manifest import input_digest
-from .metrics import final_state_match, get_checker, grade, output_match
-from .prices import load_prices, price_of
-from .record import (SOURCES, EpisodesRef, RunFingerprint, StageRef, StoredTrial, SuiteRef,
-                     agent_config, cache_origin, claim_run, code_digest, episodes_bytes,
-                     episodes_doc, episodes_of, errored, index_output,
-                     load_baseline, lookup, read_trials, remember_graded, stage_output, tasks_of,
-                     trial_grader, write_doc)
-from .sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
+from ..scoring.metrics import final_state_match, get_checker, grade, output_match
+from ..prices import load_prices, price_of
+from .baselines import load_baseline
+from .documents import SOURCES, episodes_doc, episodes_of, tasks_of
+from .identity import RunFingerprint, agent_config, claim_run, code_digest, errored
+from .stagecache import EpisodesRef, StageRef, SuiteRef, cache_origin, index_output, lookup, stage_output, write_doc
+from .trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
+from ..sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
                          per_check_alpha, sequential_look)
-from .suite import load_suite
-from .store import Store, episode_key, sha256_hex
+from ..suite import load_suite
+from ..store import Store, episode_key, sha256_hex
 
 __all__ = ["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
            "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "ChunkResult", "plan_trials",

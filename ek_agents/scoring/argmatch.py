@@ -36,8 +36,8 @@ from itertools import chain
 from typing import Any, Callable, Optional
 
 from . import callcodes
-from .core import GraphGrammar
-from .errors import InvalidInput
+from ..core import GraphGrammar
+from ..errors import InvalidInput
 
 __all__ = ["AnyOf", "OMITTED", "ANY", "standardize_string", "CallComparer", "CallClasses"]
 
@@ -513,7 +513,7 @@ class CallComparer:
 
     def classes(self) -> Optional["CallClasses"]:
         """This comparer's :class:`CallClasses` (made on first use), or None without the C
-        extension (:data:`ek_agents.callcodes.CallTable`)."""
+        extension (:data:`ek_agents.scoring.callcodes.CallTable`)."""
         if callcodes.CallTable is None:
             return None
         c = self._classes
@@ -529,7 +529,7 @@ GOLD_NOT_EXACT = -2
 
 class CallClasses:
     """The calls a :class:`CallComparer` has seen, by *class* (same tool, equal arguments of
-    the same types; :data:`ek_agents.callcodes.CallTable`, in C), each class prepared once per
+    the same types; :data:`ek_agents.scoring.callcodes.CallTable`, in C), each class prepared once per
     side it appears on.
 
     Each class gets an *exact key* per side: an int, equal for a predicted and a gold call of
@@ -565,7 +565,7 @@ class CallClasses:
 
     def read(self, pred: Any, gold: Any, sums: bool = True) -> Any:
         """One episode's two lists of plain calls: ``None`` when a call is not plain (see
-        :mod:`ek_agents.callcodes`), or while most calls lately were new (over a third of 2,000
+        :mod:`ek_agents.scoring.callcodes`), or while most calls lately were new (over a third of 2,000
         read: then the next 2,000 episodes) -- the caller then takes the general path; with ``sums``, a
         float -- the predicted calls' weights added in order -- when both lists have the same
         length and each call's key equals the key of the call at the same position on the

@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from statistics import NormalDist
 from typing import Any, Optional, Union
 
-from .core import shape
-from .errors import InsufficientTrials, InvalidInput, did_you_mean
+from ..core import shape
+from ..errors import InsufficientTrials, InvalidInput, did_you_mean
 
 __all__ = [
     "pass_at_k", "pass_hat_k", "wilson_interval", "newcombe_difference", "bootstrap_ci",

@@ -1,0 +1,58 @@
+"""Statistics: intervals, pass@k / pass^k, bootstraps, power and sample size, agreement.
+
+Owns every interval and test the reports and gates use (``intervals``: Wilson, Newcombe,
+bootstraps, pass@k estimators, group-sequential bounds, power) and inter-rater agreement
+(``agreement``: Krippendorff's alpha, Cohen's kappa). Pure numbers in, numbers out: nothing
+here knows an episode or a store.
+
+May import: ``errors``, ``core`` (see ``ek_agents.layers``). ``from ek_agents.stats import
+wilson_interval`` (the documented path) resolves through the table below.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: public name -> the module of this package that defines it (names resolve lazily:
+#: importing one module of the package does not import the others)
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["krippendorff_alpha", "cohen_kappa", "LEVELS", "KAPPA_WEIGHTS", "is_missing"], "agreement"),
+    **dict.fromkeys(["pass_at_k", "pass_hat_k", "wilson_interval", "newcombe_difference",
+                    "bootstrap_ci", "bootstrap_mean_cis", "difference_upper_bound",
+                    "trials_for_power", "normal_quantile", "Z95", "VECTORIZED_STATISTICS",
+                    "t_quantile", "ClusteredRate", "clustered_rate", "CI_METHODS",
+                    "success_interval", "cluster_bootstrap_ratio", "PairedDifference",
+                    "paired_difference", "paired_bootstrap_ratio_difference", "tasks_for_power",
+                    "obrien_fleming_spending", "group_sequential_bounds"], "intervals"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
+    from .agreement import (krippendorff_alpha as krippendorff_alpha, cohen_kappa as cohen_kappa,
+        LEVELS as LEVELS, KAPPA_WEIGHTS as KAPPA_WEIGHTS, is_missing as is_missing)
+    from .intervals import (pass_at_k as pass_at_k, pass_hat_k as pass_hat_k,
+        wilson_interval as wilson_interval, newcombe_difference as newcombe_difference,
+        bootstrap_ci as bootstrap_ci, bootstrap_mean_cis as bootstrap_mean_cis,
+        difference_upper_bound as difference_upper_bound, trials_for_power as trials_for_power,
+        normal_quantile as normal_quantile, Z95 as Z95,
+        VECTORIZED_STATISTICS as VECTORIZED_STATISTICS, t_quantile as t_quantile,
+        ClusteredRate as ClusteredRate, clustered_rate as clustered_rate, CI_METHODS as CI_METHODS,
+        success_interval as success_interval, cluster_bootstrap_ratio as cluster_bootstrap_ratio,
+        PairedDifference as PairedDifference, paired_difference as paired_difference,
+        paired_bootstrap_ratio_difference as paired_bootstrap_ratio_difference,
+        tasks_for_power as tasks_for_power, obrien_fleming_spending as obrien_fleming_spending,
+        group_sequential_bounds as group_sequential_bounds)
+
+
+def __getattr__(name: str) -> Any:
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value  # cache: the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
