@@ -33,8 +33,10 @@ for _mod, _names in {
     "scoring.argmatch": ["AnyOf", "OMITTED", "ANY"],
     "scoring.bfcl": ["bfcl_check", "CheckResult"],
     "scoring.trajectory": ["TrajectoryMetric"],
-    "stats.intervals": ["pass_at_k", "pass_hat_k", "wilson_interval", "bootstrap_ci", "newcombe_difference",
-              "difference_upper_bound", "trials_for_power"],
+    "stats.intervals": ["pass_at_k", "pass_hat_k", "wilson_interval", "newcombe_difference",
+                        "difference_upper_bound"],
+    "stats.bootstrap": ["bootstrap_ci"],
+    "stats.power": ["trials_for_power"],
     "stats.agreement": ["krippendorff_alpha", "cohen_kappa"],
     "prices": ["ModelPrice", "load_prices", "price_of", "DEFAULT_CACHE_DISCOUNT", "DEFAULT_BATCH_DISCOUNT"],
     "cost": ["per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report"],
@@ -86,10 +88,11 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
     from .scoring.bfcl import (bfcl_check as bfcl_check, CheckResult as CheckResult)
     from .scoring.trajectory import (TrajectoryMetric as TrajectoryMetric)
     from .stats.intervals import (pass_at_k as pass_at_k, pass_hat_k as pass_hat_k,
-                        wilson_interval as wilson_interval, bootstrap_ci as bootstrap_ci,
-                        newcombe_difference as newcombe_difference,
-                        difference_upper_bound as difference_upper_bound,
-                        trials_for_power as trials_for_power)
+                                  wilson_interval as wilson_interval,
+                                  newcombe_difference as newcombe_difference,
+                                  difference_upper_bound as difference_upper_bound)
+    from .stats.bootstrap import (bootstrap_ci as bootstrap_ci)
+    from .stats.power import (trials_for_power as trials_for_power)
     from .stats.agreement import (krippendorff_alpha as krippendorff_alpha,
                             cohen_kappa as cohen_kappa)
     from .prices import (ModelPrice as ModelPrice, load_prices as load_prices,

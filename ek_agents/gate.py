@@ -55,7 +55,7 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .stats import intervals as stats
+from . import stats
 from .base import NonFiniteJson, RunProvenance
 from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput

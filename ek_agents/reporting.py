@@ -25,7 +25,9 @@ from .cost import cost_report
 from .errors import InvalidInput
 from .scoring.facades import get_metric, score_all
 from .scoring.metrics import grade, is_errored
-from .stats.intervals import bootstrap_ci, bootstrap_mean_cis, pass_at_k, pass_hat_k, success_interval
+from .stats.bootstrap import bootstrap_ci, bootstrap_mean_cis
+from .stats.intervals import pass_at_k, pass_hat_k
+from .stats.clustered import success_interval
 
 __all__ = ["ReliabilityReport", "reliability", "pass_hat_curve", "DEFAULT_RESAMPLES", "build_report",
            "graded_report", "reliability_with_run", "with_cost", "score_metrics",

@@ -51,7 +51,9 @@ from .base import NonFiniteJson
 from .core import shape
 from .errors import InvalidInput
 from .gate import ALPHA, as_run, check_comparable
-from .stats.intervals import group_sequential_bounds, paired_difference, t_quantile
+from .stats.power import group_sequential_bounds
+from .stats.bootstrap import paired_difference
+from .stats.intervals import t_quantile
 
 __all__ = ["SequentialVerdict", "sequential_look", "sequential_gate", "baseline_task_counts",
            "per_check_alpha", "replay_sequential", "gate_document", "check_baseline_comparable",

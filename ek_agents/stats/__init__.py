@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 #: importing one module of the package does not import the others)
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["krippendorff_alpha", "cohen_kappa", "LEVELS", "KAPPA_WEIGHTS", "is_missing"], "agreement"),
+    **dict.fromkeys(["bootstrap_ci", "bootstrap_mean_cis", "VECTORIZED_STATISTICS",
+                    "cluster_bootstrap_ratio", "PairedDifference", "paired_difference",
+                    "paired_bootstrap_ratio_difference"], "bootstrap"),
+    **dict.fromkeys(["ClusteredRate", "clustered_rate", "CI_METHODS", "success_interval"], "clustered"),
     **dict.fromkeys(["pass_at_k", "pass_hat_k", "wilson_interval", "newcombe_difference",
-                    "bootstrap_ci", "bootstrap_mean_cis", "difference_upper_bound",
-                    "trials_for_power", "normal_quantile", "Z95", "VECTORIZED_STATISTICS",
-                    "t_quantile", "ClusteredRate", "clustered_rate", "CI_METHODS",
-                    "success_interval", "cluster_bootstrap_ratio", "PairedDifference",
-                    "paired_difference", "paired_bootstrap_ratio_difference", "tasks_for_power",
-                    "obrien_fleming_spending", "group_sequential_bounds"], "intervals"),
+                    "difference_upper_bound", "normal_quantile", "Z95", "t_quantile", "whole_count"], "intervals"),
+    **dict.fromkeys(["trials_for_power", "tasks_for_power", "obrien_fleming_spending",
+                    "group_sequential_bounds"], "power"),
 }
 
 __all__ = sorted(_EXPORTS)
@@ -31,17 +32,19 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
     from .agreement import (krippendorff_alpha as krippendorff_alpha, cohen_kappa as cohen_kappa,
         LEVELS as LEVELS, KAPPA_WEIGHTS as KAPPA_WEIGHTS, is_missing as is_missing)
+    from .bootstrap import (bootstrap_ci as bootstrap_ci, bootstrap_mean_cis as bootstrap_mean_cis,
+        VECTORIZED_STATISTICS as VECTORIZED_STATISTICS,
+        cluster_bootstrap_ratio as cluster_bootstrap_ratio, PairedDifference as PairedDifference,
+        paired_difference as paired_difference,
+        paired_bootstrap_ratio_difference as paired_bootstrap_ratio_difference)
+    from .clustered import (ClusteredRate as ClusteredRate, clustered_rate as clustered_rate,
+        CI_METHODS as CI_METHODS, success_interval as success_interval)
     from .intervals import (pass_at_k as pass_at_k, pass_hat_k as pass_hat_k,
         wilson_interval as wilson_interval, newcombe_difference as newcombe_difference,
-        bootstrap_ci as bootstrap_ci, bootstrap_mean_cis as bootstrap_mean_cis,
-        difference_upper_bound as difference_upper_bound, trials_for_power as trials_for_power,
-        normal_quantile as normal_quantile, Z95 as Z95,
-        VECTORIZED_STATISTICS as VECTORIZED_STATISTICS, t_quantile as t_quantile,
-        ClusteredRate as ClusteredRate, clustered_rate as clustered_rate, CI_METHODS as CI_METHODS,
-        success_interval as success_interval, cluster_bootstrap_ratio as cluster_bootstrap_ratio,
-        PairedDifference as PairedDifference, paired_difference as paired_difference,
-        paired_bootstrap_ratio_difference as paired_bootstrap_ratio_difference,
-        tasks_for_power as tasks_for_power, obrien_fleming_spending as obrien_fleming_spending,
+        difference_upper_bound as difference_upper_bound, normal_quantile as normal_quantile,
+        Z95 as Z95, t_quantile as t_quantile, whole_count as whole_count)
+    from .power import (trials_for_power as trials_for_power, tasks_for_power as tasks_for_power,
+        obrien_fleming_spending as obrien_fleming_spending,
         group_sequential_bounds as group_sequential_bounds)
 
 
