@@ -21,7 +21,7 @@ PENDING_LAZY = {("ek_agents.scoring.toolcalls", "ek_agents.scoring.bfcl"), ("ek_
                 ("ek_agents.bridge._io", "ek_agents.store")}
 #: Modules whose function-level imports are explained, with the measurement, in their docstring.
 DOCUMENTED_LAZY = {"ek_agents.cli"}
-#: Layout prefixes only ek_agents/store.py may spell.
+#: Layout prefixes only the ek_agents/store package may spell.
 KEY_PREFIXES = ("runs/", "cache/", "baselines/", "artifacts/")
 
 
@@ -180,7 +180,7 @@ def _string_parts(tree: ast.AST) -> list[tuple[int, str]]:
 def test_no_store_key_is_spelled_outside_the_store():
     spelled = []
     for path in _sources(PACKAGE, *PIPELINE) + [ROOT / "ek_agents" / "cli.py"]:
-        if path == PACKAGE / "store.py":
+        if path.is_relative_to(PACKAGE / "store"):  # the store package owns the layout (store/keys.py)
             continue
         for line, text in _string_parts(ast.parse(path.read_text(encoding="utf-8"))):
             if any(p in text for p in KEY_PREFIXES):
