@@ -35,7 +35,7 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   creation cost ~2-3 s.
 - Trials phase: the 50 ms waits themselves (a bare asyncio loop of the same sleeps takes
   x1.025: each round ~1.2 ms over its 50 ms), plus the per-wave hand-over: each of a chunk's
-  slots (``harness._Runner._slot``: one task per slot) starts its next agent call in the
+  slots (``trialrunner.TrialRunner._slot``: one task per slot) starts its next agent call in the
   event-loop turn its last one returned, and the finished trial's episode and bytes are
   built by a task of their own after that (a plain answer's bytes assembled directly,
   ``record.PlainEpisodeJson``: the general path's bytes, ~3x cheaper); each trial's file is

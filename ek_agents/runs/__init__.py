@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
                     "sequential_stage", "regate", "gate_run", "record_suite", "record_prices",
                     "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
                     "run_gate", "run_sequential_gate", "write_gate"], "stages"),
+    **dict.fromkeys(["TrialRunner", "run_coroutine", "EPISODE_DEPTH"], "trialrunner"),
     **dict.fromkeys(["StoredTrial", "read_trials", "episodes_bytes", "graded_digest",
                     "EPISODES_MEMO_DOCS", "EPISODES_MEMO_EPISODES", "GRADED_MEMO_DOCS",
                     "PLAIN_RUNS", "remember_episodes", "PlainEpisodeJson", "trial_grader",
@@ -115,6 +116,8 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         ingest_suite as ingest_suite, run_grade as run_grade, run_metrics as run_metrics,
         run_cost as run_cost, run_gate as run_gate, run_sequential_gate as run_sequential_gate,
         write_gate as write_gate)
+    from .trialrunner import (TrialRunner as TrialRunner, run_coroutine as run_coroutine,
+        EPISODE_DEPTH as EPISODE_DEPTH)
     from .trials import (StoredTrial as StoredTrial, read_trials as read_trials,
         episodes_bytes as episodes_bytes, graded_digest as graded_digest,
         EPISODES_MEMO_DOCS as EPISODES_MEMO_DOCS, EPISODES_MEMO_EPISODES as EPISODES_MEMO_EPISODES,
