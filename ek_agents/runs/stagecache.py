@@ -28,7 +28,7 @@ from ..store import artifact_key, cache_key, canonical_json, parse_json, run_key
 from .manifest import as_plain, utc_now
 
 __all__ = ["StageRef", "EpisodesRef", "SuiteRef", "GateRef", "ManifestRef", "lookup",
-           "lookup_bytes", "cached", "put_indexed", "cache_origin", "stage_output", "index_output",
+           "lookup_bytes", "cached", "put_indexed", "cache_origin", "stage_output", "reused_output", "write_output", "index_output",
            "write_doc", "write_tasks"]
 
 # --------------------------------------------------------------------------- references
@@ -156,16 +156,32 @@ def stage_output(store: Any, run_id: str, stage: str, digest: str,
     """Run (or reuse) a stage and write its document to ``store.run_key(run_id, stage)``.
 
     Returns the :class:`StageRef` the next stage takes. Without ``compute`` only a cache hit
-    is used: None on a miss.
+    is used: None on a miss. (:func:`reused_output`, else :func:`write_output` of
+    ``compute()``: the stages call the two themselves, so the stage cache never calls back up
+    into a stage.)
     """
-    key = run_key(run_id, stage)
+    found = reused_output(store, run_id, stage, digest)
+    if found is not None or compute is None:
+        return found
+    return write_output(store, run_id, stage, digest, compute())
+
+
+def reused_output(store: Any, run_id: str, stage: str, digest: str) -> Optional[StageRef]:
+    """A stage cache hit for ``stage`` / ``digest`` written as the run's ``stage`` document
+    (the artifact's verified bytes, copied as they are), or None on a miss."""
     found = lookup_bytes(store, stage, digest)
-    if found is not None:  # a hit: the artifact's verified bytes, copied as they are
-        return StageRef(stage=stage, key=key, sha256=store.write_bytes(key, found[0]),
-                        artifact=found[1], input_digest=digest, cached=True)
-    if compute is None:
+    if found is None:
         return None
-    made = compute()  # the document, or its canonical JSON bytes already
+    key = run_key(run_id, stage)
+    return StageRef(stage=stage, key=key, sha256=store.write_bytes(key, found[0]),
+                    artifact=found[1], input_digest=digest, cached=True)
+
+
+def write_output(store: Any, run_id: str, stage: str, digest: str, made: Any) -> StageRef:
+    """A stage's freshly computed output ``made`` (the document, or its canonical JSON bytes
+    already) indexed under ``digest`` in the stage cache and written as the run's ``stage``
+    document."""
+    key = run_key(run_id, stage)
     doc = made if isinstance(made, bytes) else as_plain(made)
     artifact = put_indexed(store, stage, digest, doc, run_id)
     sha = store.write_bytes(key, doc) if isinstance(doc, bytes) else store.write_json(key, doc)

@@ -26,7 +26,8 @@ from .documents import (episodes_doc, episodes_of, prices_doc, prices_of, read_r
                         run_report, source_digest, tasks_doc, tasks_for_episodes, tasks_of,
                         verified_bytes)
 from .manifest import input_digest
-from .stagecache import GateRef, StageRef, SuiteRef, stage_output, write_doc, write_tasks
+from .stagecache import (GateRef, StageRef, SuiteRef, reused_output, write_doc, write_output,
+                         write_tasks)
 from .trials import graded_digest, read_episodes, remember_episodes, take_graded
 
 __all__ = ["grade_stage", "graded_episodes", "metrics_stage", "metrics_report", "cost_stage",
@@ -158,8 +159,8 @@ def record_prices(store: Any, run_id: str, prices: Optional[str]) -> Optional[St
 def ingest_run(store: Any, run_id: str, kind: str, path: str) -> StageRef:
     """``bridge.read_*`` -> the run's episodes document, cached on the source file's digest."""
     digest = input_digest("episodes", source=source_digest(path), kind=kind)
-    return stage_output(store, run_id, "episodes", digest,
-                        lambda: episodes_doc(read_source(kind, path)))
+    return (reused_output(store, run_id, "episodes", digest)
+            or write_output(store, run_id, "episodes", digest, episodes_doc(read_source(kind, path))))
 
 
 def ingest_suite(store: Any, run_id: str, episodes: StageRef) -> SuiteRef:
@@ -175,20 +176,18 @@ def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
     stored: :func:`trial_grader`, :func:`remember_graded`), that document is taken as is --
     after the episodes document is read and verified, as always."""
     digest = graded_digest(episodes.sha256, tasks.digest, check)
-    made: list[list[Episode]] = []
-
-    def compute() -> Any:
-        done = take_graded(digest)
-        if done is not None:
-            verified_bytes(store, episodes)  # a changed document is refused, as ever
-            made.append(list(done[1]))
-            return done[0]
-        made.append(graded_episodes(read_episodes(store, episodes), read_ref(store, tasks), check))
-        return episodes_doc(made[0])
-
-    ref = stage_output(store, run_id, "graded", digest, compute)
-    if made and ref is not None:  # what the next stages read back: already validated here
-        remember_episodes(ref.sha256, made[0])
+    ref = reused_output(store, run_id, "graded", digest)
+    if ref is not None:
+        return ref
+    done = take_graded(digest)
+    if done is not None:
+        verified_bytes(store, episodes)  # a changed document is refused, as ever
+        made, doc = list(done[1]), done[0]
+    else:
+        made = graded_episodes(read_episodes(store, episodes), read_ref(store, tasks), check)
+        doc = episodes_doc(made)
+    ref = write_output(store, run_id, "graded", digest, doc)
+    remember_episodes(ref.sha256, made)  # what the next stages read back: already validated here
     return ref
 
 
@@ -197,8 +196,9 @@ def run_metrics(store: Any, run_id: str, graded: StageRef, tasks: SuiteRef, *, k
     """:func:`metrics_stage` -> the run's metrics document, cached on its inputs' digests."""
     digest = input_digest("metrics", graded=graded.sha256, suite=tasks.digest, k=k,
                           seed=seed, run=run)
-    return stage_output(store, run_id, "metrics", digest, lambda: metrics_report(
-        read_episodes(store, graded), read_ref(store, tasks), k=k, seed=seed, run=run))
+    return reused_output(store, run_id, "metrics", digest) or write_output(
+        store, run_id, "metrics", digest, metrics_report(
+            read_episodes(store, graded), read_ref(store, tasks), k=k, seed=seed, run=run))
 
 
 def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
@@ -206,9 +206,10 @@ def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
     """:func:`cost_stage` -> the run's report document, cached on its inputs' digests."""
     digest = input_digest("report", graded=graded.sha256, metrics=metrics.sha256,
                           prices=prices and prices.sha256, seed=seed)
-    return stage_output(store, run_id, "report", digest, lambda: cost_report_doc(
-        read_episodes(store, graded), read_ref(store, metrics),
-        prices and read_ref(store, prices), seed=seed))
+    return reused_output(store, run_id, "report", digest) or write_output(
+        store, run_id, "report", digest, cost_report_doc(
+            read_episodes(store, graded), read_ref(store, metrics),
+            prices and read_ref(store, prices), seed=seed))
 
 
 def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str], *,
