@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from .argmatch import ANY, OMITTED, AnyOf, CallClasses, CallComparer, standardize_string
 from .assignment import min_cost_assignment
+from .bfcl import CheckResult as CheckResult, bfcl_check as bfcl_check  # re-exported: BFCL's checker
 from ..base import Step, TaskSpec, Trajectory, as_call, is_episode
 from ..core import GraphGrammar, Score, make_score
 from ..errors import InvalidInput, UnknownName, did_you_mean
@@ -597,11 +598,3 @@ class ToolCallMetric:
 
     def __repr__(self) -> str:
         return f"ToolCallMetric(level={self.level!r})"
-
-
-def __getattr__(name: str) -> Any:  # bfcl_check / CheckResult live in .bfcl (lazy: no cycle)
-    if name in ("bfcl_check", "CheckResult"):
-        from . import bfcl
-
-        return getattr(bfcl, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
