@@ -28,13 +28,15 @@ _EXPORTS: dict[str, str] = {
                     "js_value", "value_types"], "bfcl_typed_strings"),
     **dict.fromkeys(["CallCodes", "encode_calls", "encode_python", "c_encode", "CallTable",
                     "code_point", "code_id", "HAS_C", "MAX_CODES"], "callcodes"),
+    **dict.fromkeys(["as_calls", "call_grammar", "cached_comparer", "PairViews", "pair_views",
+                    "batch_grammar"], "callviews"),
     **dict.fromkeys(["score", "evaluate", "score_all", "estimate_quality", "get_metric", "METRICS"], "facades"),
     **dict.fromkeys(["JudgeSignal", "JudgeMetric", "pairwise_judge", "judge_validation",
                     "JUDGE_COST_TIER", "ALPHA_GOOD", "ALPHA_TENTATIVE"], "judge"),
     **dict.fromkeys(["Checker", "output_match", "final_state_match", "recorded_success",
                     "CHECKERS", "register_checker", "get_checker", "grade", "state_equal",
                     "is_errored", "TaskSuccessMetric", "CostPerSuccessMetric", "GOLD_KEYS"], "metrics"),
-    **dict.fromkeys(["as_calls", "match_calls", "ToolCallMetric", "LEVELS"], "toolcalls"),
+    **dict.fromkeys(["match_calls", "ToolCallMetric", "LEVELS"], "toolcalls"),
     **dict.fromkeys(["TrajectoryMetric", "SCHEMES", "trajectory_distance", "trajectory_distances"], "trajectory"),
 }
 
@@ -56,6 +58,9 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
     from .callcodes import (CallCodes as CallCodes, encode_calls as encode_calls,
         encode_python as encode_python, c_encode as c_encode, CallTable as CallTable,
         code_point as code_point, code_id as code_id, HAS_C as HAS_C, MAX_CODES as MAX_CODES)
+    from .callviews import (as_calls as as_calls, call_grammar as call_grammar,
+        cached_comparer as cached_comparer, PairViews as PairViews, pair_views as pair_views,
+        batch_grammar as batch_grammar)
     from .facades import (score as score, evaluate as evaluate, score_all as score_all,
         estimate_quality as estimate_quality, get_metric as get_metric, METRICS as METRICS)
     from .judge import (JudgeSignal as JudgeSignal, JudgeMetric as JudgeMetric,
@@ -68,8 +73,8 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         grade as grade, state_equal as state_equal, is_errored as is_errored,
         TaskSuccessMetric as TaskSuccessMetric, CostPerSuccessMetric as CostPerSuccessMetric,
         GOLD_KEYS as GOLD_KEYS)
-    from .toolcalls import (as_calls as as_calls, match_calls as match_calls,
-        ToolCallMetric as ToolCallMetric, LEVELS as LEVELS)
+    from .toolcalls import (match_calls as match_calls, ToolCallMetric as ToolCallMetric,
+        LEVELS as LEVELS)
     from .trajectory import (TrajectoryMetric as TrajectoryMetric, SCHEMES as SCHEMES,
         trajectory_distance as trajectory_distance, trajectory_distances as trajectory_distances)
 

@@ -54,8 +54,8 @@ from .assignment import min_cost_assignment
 from .callcodes import HAS_C, MAX_CODES, CallCodes, code_id, code_point, encode_calls
 from ..core import GraphGrammar, Score
 from ..errors import InvalidInput, UnknownName, did_you_mean
-from .toolcalls import (PairViews, as_calls, batch_grammar, cached_comparer, call_grammar,
-                        calls_by_tool, detail_sums, pair_views)
+from .callviews import PairViews, as_calls, batch_grammar, cached_comparer, call_grammar, pair_views
+from .toolcalls import calls_by_tool, detail_sums
 
 __all__ = ["TrajectoryMetric", "SCHEMES", "trajectory_distance", "trajectory_distances"]
 

@@ -16,7 +16,8 @@ from ek_agents.base import ToolSpec, tool_grammar
 from ek_agents.core import FieldSpec
 from ek_agents.errors import InvalidInput
 from ek_agents.scoring.facades import score_all
-from ek_agents.scoring.toolcalls import ToolCallMetric, pair_views
+from ek_agents.scoring.toolcalls import ToolCallMetric
+from ek_agents.scoring.callviews import pair_views
 from ek_agents.scoring.trajectory import SCHEMES, TrajectoryMetric, trajectory_distance, trajectory_distances
 
 TOOLS = ["search", "refund", "answer", "open"]

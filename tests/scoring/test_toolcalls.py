@@ -5,10 +5,8 @@ from ek_agents.scoring import callcodes
 from ek_agents.base import Episode, Step, TaskSpec, ToolSpec, Trajectory, tool_grammar
 from ek_agents.core import FieldSpec
 from ek_agents.errors import InvalidInput, UnknownName
-from ek_agents.scoring.toolcalls import (
-    ANY, OMITTED, AnyOf, ToolCallMetric, as_calls, match_calls, min_cost_assignment,
-    standardize_string,
-)
+from ek_agents.scoring.toolcalls import ANY, OMITTED, AnyOf, ToolCallMetric, match_calls, min_cost_assignment, standardize_string
+from ek_agents.scoring.callviews import as_calls
 
 G = tool_grammar(
     ToolSpec("refund", {"order_id": FieldSpec("order_id", "string", required=True),
