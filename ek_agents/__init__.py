@@ -30,7 +30,7 @@ for _mod, _names in {
     "scoring.metrics": ["output_match", "final_state_match", "recorded_success", "Checker",
                 "TaskSuccessMetric", "CostPerSuccessMetric", "get_checker", "grade"],
     "scoring.toolcalls": ["match_calls", "ToolCallMetric"],
-    "scoring.argmatch": ["AnyOf", "OMITTED", "ANY"],
+    "scoring.argvalues": ["AnyOf", "OMITTED", "ANY"],
     "scoring.bfcl": ["bfcl_check", "CheckResult"],
     "scoring.trajectory": ["TrajectoryMetric"],
     "stats.intervals": ["pass_at_k", "pass_hat_k", "wilson_interval", "newcombe_difference",
@@ -84,7 +84,7 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
                           CostPerSuccessMetric as CostPerSuccessMetric,
                           get_checker as get_checker, grade as grade)
     from .scoring.toolcalls import (match_calls as match_calls, ToolCallMetric as ToolCallMetric)
-    from .scoring.argmatch import (AnyOf as AnyOf, OMITTED as OMITTED, ANY as ANY)
+    from .scoring.argvalues import (AnyOf as AnyOf, OMITTED as OMITTED, ANY as ANY)
     from .scoring.bfcl import (bfcl_check as bfcl_check, CheckResult as CheckResult)
     from .scoring.trajectory import (TrajectoryMetric as TrajectoryMetric)
     from .stats.intervals import (pass_at_k as pass_at_k, pass_hat_k as pass_hat_k,

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 #: public name -> the module of this package that defines it (names resolve lazily:
 #: importing one module of the package does not import the others)
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(["AnyOf", "OMITTED", "ANY", "standardize_string", "CallComparer", "CallClasses"], "argmatch"),
+    **dict.fromkeys(["CallComparer", "CallClasses"], "argmatch"),
+    **dict.fromkeys(["AnyOf", "OMITTED", "ANY", "standardize_string", "args_of", "value_key",
+                    "alternatives", "has_marker", "SCALAR_TYPES"], "argvalues"),
     **dict.fromkeys(["min_cost_assignment"], "assignment"),
     **dict.fromkeys(["bfcl_check", "CheckResult", "CATEGORIES", "BFCL_TYPES", "tool_specs",
                     "gold_calls", "model_calls"], "bfcl"),
@@ -43,9 +45,10 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
-    from .argmatch import (AnyOf as AnyOf, OMITTED as OMITTED, ANY as ANY,
-        standardize_string as standardize_string, CallComparer as CallComparer,
-        CallClasses as CallClasses)
+    from .argmatch import (CallComparer as CallComparer, CallClasses as CallClasses)
+    from .argvalues import (AnyOf as AnyOf, OMITTED as OMITTED, ANY as ANY,
+        standardize_string as standardize_string, args_of as args_of, value_key as value_key,
+        alternatives as alternatives, has_marker as has_marker, SCALAR_TYPES as SCALAR_TYPES)
     from .assignment import (min_cost_assignment as min_cost_assignment)
     from .bfcl import (bfcl_check as bfcl_check, CheckResult as CheckResult,
         CATEGORIES as CATEGORIES, BFCL_TYPES as BFCL_TYPES, tool_specs as tool_specs,
