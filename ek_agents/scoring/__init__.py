@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any
 #: public name -> the module of this package that defines it (names resolve lazily:
 #: importing one module of the package does not import the others)
 _EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["sub_cost", "call_price", "exact_match", "in_order_distance", "PriceMemo",
+                    "in_order_max", "any_order_distance", "any_order_max", "covered_distance",
+                    "pair_distance"], "alignment"),
     **dict.fromkeys(["CallComparer", "CallClasses"], "argmatch"),
     **dict.fromkeys(["AnyOf", "OMITTED", "ANY", "standardize_string", "args_of", "value_key",
                     "alternatives", "has_marker", "SCALAR_TYPES"], "argvalues"),
@@ -40,11 +43,17 @@ _EXPORTS: dict[str, str] = {
                     "is_errored", "TaskSuccessMetric", "CostPerSuccessMetric", "GOLD_KEYS"], "metrics"),
     **dict.fromkeys(["match_calls", "ToolCallMetric", "LEVELS"], "toolcalls"),
     **dict.fromkeys(["TrajectoryMetric", "SCHEMES", "trajectory_distance", "trajectory_distances"], "trajectory"),
+    **dict.fromkeys(["in_order_batch", "in_order_uniform", "in_order_coded"], "trajectory_batch"),
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
+    from .alignment import (sub_cost as sub_cost, call_price as call_price,
+        exact_match as exact_match, in_order_distance as in_order_distance, PriceMemo as PriceMemo,
+        in_order_max as in_order_max, any_order_distance as any_order_distance,
+        any_order_max as any_order_max, covered_distance as covered_distance,
+        pair_distance as pair_distance)
     from .argmatch import (CallComparer as CallComparer, CallClasses as CallClasses)
     from .argvalues import (AnyOf as AnyOf, OMITTED as OMITTED, ANY as ANY,
         standardize_string as standardize_string, args_of as args_of, value_key as value_key,
@@ -80,6 +89,8 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         LEVELS as LEVELS)
     from .trajectory import (TrajectoryMetric as TrajectoryMetric, SCHEMES as SCHEMES,
         trajectory_distance as trajectory_distance, trajectory_distances as trajectory_distances)
+    from .trajectory_batch import (in_order_batch as in_order_batch,
+        in_order_uniform as in_order_uniform, in_order_coded as in_order_coded)
 
 
 def __getattr__(name: str) -> Any:

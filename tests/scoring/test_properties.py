@@ -137,7 +137,7 @@ def test_match_calls_total_cost_is_optimal_vs_scipy(seed):
 def test_any_order_distance_is_optimal_vs_scipy(seed):
     """any_order pairs across tools too (a wrong call costs the larger weight); the reference is
     scipy on the square matrix padded with 'leave unpaired' rows and columns."""
-    from ek_agents.scoring.trajectory import _sub
+    from ek_agents.scoring.alignment import sub_cost as _sub
 
     rnd = random.Random(2000 + seed)
     def call():
