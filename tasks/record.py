@@ -23,7 +23,7 @@ from .common import IO_RETRIES, TASK_DEFAULTS, deployment_name, run_name
 def write_manifest(store_url: str, run_id: str, refs: dict, inputs: RunInputs,
                    agent: Optional[str], source: Optional[dict], parameters: dict,
                    orchestrator: dict) -> ManifestRef:
-    """``record.record_run`` -> the run's manifest (every artifact with its sha256)."""
+    """``documents.record_run`` -> the run's manifest (every artifact with its sha256)."""
     return documents.record_run(Store(store_url), run_id, refs=refs, inputs=inputs, agent=agent,
                              source=source, parameters=parameters, orchestrator=orchestrator)
 
@@ -91,6 +91,6 @@ def publish_audit(store_url: str, run_id: str, baseline: Optional[str], markdown
 
 @task(name="promote", task_run_name="promote-{run_id}-to-{name}", **TASK_DEFAULTS, **IO_RETRIES)
 def promote(store_url: str, run_id: str, name: str, replace: bool = False) -> dict:
-    """``record.promote_baseline``: the run becomes the named baseline (an existing one only
+    """``baselines.promote_baseline``: the run becomes the named baseline (an existing one only
     when ``replace``)."""
     return baselines.promote_baseline(Store(store_url), run_id, name, replace)

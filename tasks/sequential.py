@@ -44,7 +44,7 @@ def collect_batches(request: TrialRequest, batches: int) -> StageRef:
 def sequential_gate(store_url: str, run_id: str, episodes: StageRef, tasks: SuiteRef,
                     baseline: str, k: int, check: Optional[str], tolerance: float,
                     priced: bool) -> GateRef:
-    """``record.run_sequential_gate``: the looks replayed over the graded episodes -> the run's
+    """``stages.run_sequential_gate``: the looks replayed over the graded episodes -> the run's
     gate document (the sequential verdict) and the baseline it used."""
     return stages.run_sequential_gate(Store(store_url), run_id, episodes, tasks, baseline, k=k,
                                       check=check, tolerance=tolerance, priced=priced)
