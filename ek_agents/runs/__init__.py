@@ -1,6 +1,7 @@
 """Runs: running trials and recording a run -- documents, stage cache, identity, baselines, audit.
 
-Owns the harness that runs an agent over a suite (``harness``), the stage cache and stage
+Owns the harness that runs an agent over a suite (``harness``) and its trial runner
+(``trialrunner``: the event loop, timeouts, retries, writer threads), the stage cache and stage
 references (``stagecache``), a run's stored documents and manifest reads (``documents``), the
 library stages and their store-backed ``run_*`` steps (``stages``), baselines by name
 (``baselines``), agent identity, run fingerprints and the run claim (``identity``), stored

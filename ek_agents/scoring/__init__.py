@@ -1,8 +1,11 @@
 """Scoring: how good one answer is -- tool-call matching, trajectories, BFCL rules, checkers, judges.
 
-Owns argument matching (``argmatch``), the assignment of predicted to gold calls (``assignment``),
-per-call class codes and their optional C extension (``callcodes``, ``_callcodes``), tool-call
-F1 (``toolcalls``), trajectory distance (``trajectory``), the BFCL checker and its typed strings
+Owns the gold vocabulary and typed value keys (``argvalues``), argument matching
+(``argmatch``), the assignment of predicted to gold calls (``assignment``), per-call class codes
+and their optional C extension (``callcodes``, ``_callcodes``), reading calls and per-batch
+views (``callviews``), tool-call F1 (``toolcalls``), trajectory distance per pair
+(``alignment``), batched (``trajectory_batch``) and its metric (``trajectory``), the BFCL
+checker and its typed strings
 (``bfcl``, ``bfcl_typed_strings``), task checkers and the success / cost-per-success metrics
 (``metrics``), LLM-judge signals (``judge``) and the ``score`` / ``evaluate`` /
 ``estimate_quality`` facades (``facades``).

@@ -1,7 +1,9 @@
 """Statistics: intervals, pass@k / pass^k, bootstraps, power and sample size, agreement.
 
-Owns every interval and test the reports and gates use (``intervals``: Wilson, Newcombe,
-bootstraps, pass@k estimators, group-sequential bounds, power) and inter-rater agreement
+Owns every interval and test the reports and gates use -- ``intervals`` (pass@k, pass^k,
+Wilson, Newcombe, the normal and t quantiles), ``bootstrap`` (percentile and task-cluster
+bootstraps, paired differences), ``clustered`` (task-clustered rates), ``power`` (power,
+tasks for power, group-sequential bounds) -- and inter-rater agreement
 (``agreement``: Krippendorff's alpha, Cohen's kappa). Pure numbers in, numbers out: nothing
 here knows an episode or a store.
 
