@@ -27,6 +27,7 @@ from pydantic import Field, StrictBool
 
 import ek_agents
 
+from .agentid import identity_note
 from .base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from .core import canonical_json, shape
 from .errors import BaselineError, DocumentError, EkAgentsError
@@ -431,6 +432,8 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
             lines.append(f"- {seq}")
     notes = list((report.get("detail") or {}).get("warnings") or []) + \
         list((report.get("cost") or {}).get("warnings") or [])
+    unidentified = identity_note(manifest.get("fingerprint"))
+    notes += [unidentified] if unidentified else []
     if notes:
         lines += ["", "Warnings:"] + [f"- {w}" for w in notes]
     return "\n".join(lines) + "\n"
