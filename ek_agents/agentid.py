@@ -716,8 +716,8 @@ def warn_unidentified(run_id: str, identity: Optional[AgentIdentity]) -> None:
         return
     what = "; ".join(f"{k}: {v}" for k, v in identity.undigestable.items())
     warnings.warn(f"run {run_id!r}: the agent's state could not be identified ({what}); the "
-                  "run goes on, but a resume of this run id from another process will be "
-                  "refused. Declare ek_config on the agent or pass agent_id=... (--agent-id) "
+                  "run goes on, but a resume of this run id with any other agent object (another "
+                  "process's included) will be refused. Declare ek_config on the agent or pass agent_id=... (--agent-id) "
                   "to make it resumable", UserWarning, stacklevel=3)
 
 
