@@ -68,7 +68,7 @@ from .base import JsonShape
 from .core import canonical_json, shape
 from .errors import InvalidInput
 
-__all__ = ["AgentIdentity", "agent_identity", "declared_config", "describe", "differences",
+__all__ = ["AgentIdentity", "agent_identity", "declared_config", "differences",
            "identity_note",
            "refusal", "EK_CONFIG", "BIG_BYTES", "MAX_DEPTH", "MAX_NODES", "warn_unidentified"]
 
@@ -649,24 +649,6 @@ def _top_key(path: str, keys: Mapping[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- reporting
-
-def describe(identity: Optional[AgentIdentity]) -> str:
-    """One line: what the identity was made of (``ek-agents report`` shows it)."""
-    if identity is None:
-        return "agent identity: not recorded (a run written before ek-agents digested state)"
-    parts = [f"code {str(identity.code)[:12]}"]
-    if identity.agent_id is not None:
-        parts.append(f"agent_id {identity.agent_id!r} (state not walked)")
-    else:
-        keys = sorted(identity.state)
-        parts.append("state " + (", ".join(keys) if keys else "(none)"))
-    if identity.declared:
-        parts.append("declared ek_config: " + ", ".join(identity.declared))
-    if identity.undigestable:
-        parts.append("NOT IDENTIFIED: " + "; ".join(f"{k} ({v})"
-                                                    for k, v in identity.undigestable.items()))
-    return f"agent identity of {identity.path}: " + "; ".join(parts)
-
 
 def differences(stored: Optional[AgentIdentity], new: Optional[AgentIdentity]) -> list[str]:
     """What differs between two identities, as ``"agent_identity.state.closure.answer: ..."``

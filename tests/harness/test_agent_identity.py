@@ -265,3 +265,15 @@ def test_an_undigestable_agent_is_refused_in_another_process(tmp_path):
     done = _python(script, seed="7")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("refused run 'locked' cannot be resumed") and "self.guard" in done.stdout
+
+
+def test_agentid_doctests_and_it_sits_low_in_the_layers():
+    import ast
+    import doctest
+
+    assert doctest.testmod(agentid).failed == 0
+    tree = ast.parse(Path(agentid.__file__).read_text(encoding="utf-8"))
+    own = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
+    assert own <= {"errors", "core", "base"}, own  # record, harness, the pipeline build on it
+    assert "numpy" not in {a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+                           for a in n.names}
