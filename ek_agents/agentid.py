@@ -196,10 +196,6 @@ _LIVE = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType, typ
 _NEWOBJ = {"__newobj__", "__newobj_ex__", "_reconstructor"}
 
 
-class _Undigestable(Exception):
-    """Raised inside the walk; caught at the value that could not be identified."""
-
-
 class _Walker:
     """One agent's walk: deterministic encodings of its code and state (plain JSON trees).
 
@@ -319,8 +315,9 @@ class _Walker:
         d = depth + 1
         if isinstance(x, dict):
             items = list(x.items())
-            if all(type(k) is str for k, _ in items):
-                out: Any = {"dict": {k: self.encode(v, f"{path}.{k}", d) for k, v in items}}
+            if all(type(k) is str for k, _ in items):  # walked in key order, as encoded
+                out: Any = {"dict": {k: self.encode(v, f"{path}.{k}", d)
+                                     for k, v in sorted(items, key=lambda kv: kv[0])}}
             else:
                 pairs = [[self.encode(k, f"{path}[{i}]", d), self.encode(v, f"{path}[{i}]", d)]
                          for i, (k, v) in enumerate(items)]
