@@ -109,3 +109,25 @@ def test_cli_equal_agent_in_another_process_with_another_hash_seed_reuses_every_
     wrong = subprocess.run([*cmd, "--run-id", "here"], capture_output=True, text=True,
                            cwd=str(ROOT), env={**env, "EK_TEST_ANSWER": "WRONG"}, timeout=300)
     assert wrong.returncode == 2 and "agent_identity.state.self.answer" in wrong.stderr
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_the_evaluate_flow_takes_agent_id_and_refuses_an_unidentified_resume(tmp_path, suite,
+                                                                             answer):
+    from ek_agents.errors import UnidentifiedAgent
+    from ek_agents_pipeline.flows import evaluate_agent
+
+    store = str(tmp_path / "store")
+    answer("OK")
+    evaluate_agent(suite=suite, agent=f"{MODULE}:locked_agent", k=2, store=store, run_id="f")
+    answer("OK")
+    with pytest.raises(UnidentifiedAgent, match=r"run 'f' cannot be resumed.*self\.guard"):
+        evaluate_agent(suite=suite, agent=f"{MODULE}:locked_agent", k=2, store=store, run_id="f")
+    named = dict(suite=suite, agent=f"{MODULE}:locked_agent", k=2, store=store, run_id="g",
+                 agent_id="locked/ok")
+    evaluate_agent(**named)
+    answer("OK")
+    evaluate_agent(**named)
+    assert ag.CALLS == []  # resumed in full under the id the caller gave
+    fp = Store(store).read_manifest("g")["fingerprint"]["agent_identity"]
+    assert fp["agent_id"] == "locked/ok" and fp["state"] == {} and fp["undigestable"] == {}
