@@ -274,7 +274,8 @@ class _Walker:
             owner = getattr(x, "__self__", None)
             if owner is None or isinstance(owner, types.ModuleType):
                 return {"builtin": _name_of(x)}
-            return {"builtin": x.__name__, "self": self.encode(owner, f"{path}.__self__", depth + 1)}
+            return {"builtin": x.__name__,
+                    "self": self.encode(owner, f"{path}.__self__", depth + 1)}
         if isinstance(x, (types.MethodWrapperType,)):
             return {"builtin": x.__name__, "self": self.encode(x.__self__, f"{path}.__self__",
                                                                depth + 1)}
@@ -371,7 +372,8 @@ class _Walker:
         if f.__defaults__:
             out[f"{prefix}defaults"] = self.encode(f.__defaults__, f"{path}{prefix}defaults", d)
         if f.__kwdefaults__:
-            out[f"{prefix}kwdefaults"] = self.encode(f.__kwdefaults__, f"{path}{prefix}kwdefaults", d)
+            out[f"{prefix}kwdefaults"] = self.encode(f.__kwdefaults__,
+                                                     f"{path}{prefix}kwdefaults", d)
         if _file_digest(f.__code__.co_filename) is None:
             glob = f.__globals__
             for name in sorted(_all_names(f.__code__)):
@@ -449,8 +451,9 @@ class _Walker:
                 "state": self.encode(recipe[2] if len(recipe) > 2 else None, f"{path}.<state>", d),
                 "items": self.encode(list(recipe[3]) if len(recipe) > 3 and recipe[3] is not None
                                      else None, f"{path}.<items>", d),
-                "dictitems": self.encode(dict(recipe[4]) if len(recipe) > 4 and recipe[4] is not None
-                                         else None, f"{path}.<dictitems>", d)}
+                "dictitems": self.encode(dict(recipe[4]) if len(recipe) > 4
+                                         and recipe[4] is not None else None,
+                                         f"{path}.<dictitems>", d)}
 
     def attributes(self, x: Any, path: str, depth: int) -> dict:
         """An object's ``__dict__`` and ``__slots__``, by attribute name."""
@@ -561,15 +564,6 @@ def _instance_token(objs: list) -> str:
         _TOKENS.append((key, token))
         del _TOKENS[:-_MAX_TOKENS]
         return token
-
-
-def _components(agent: Any) -> tuple[Any, dict[str, Any]]:
-    """The agent's code owner and its top-level state, by key."""
-    if isinstance(agent, functools.partial):
-        return agent, {}
-    if isinstance(agent, types.MethodType):
-        return agent.__func__, {"self": agent.__self__}
-    return agent, {}
 
 
 def agent_identity(agent: Any, *, agent_id: Optional[str] = None) -> AgentIdentity:
@@ -696,8 +690,8 @@ def warn_unidentified(run_id: str, identity: Optional[AgentIdentity]) -> None:
     what = "; ".join(f"{k}: {v}" for k, v in identity.undigestable.items())
     warnings.warn(f"run {run_id!r}: the agent's state could not be identified ({what}); the "
                   "run goes on, but a resume of this run id with any other agent object (another "
-                  "process's included) will be refused. Declare ek_config on the agent or pass agent_id=... (--agent-id) "
-                  "to make it resumable", UserWarning, stacklevel=3)
+                  "process's included) will be refused. Declare ek_config on the agent or pass "
+                  "agent_id=... (--agent-id) to make it resumable", UserWarning, stacklevel=3)
 
 
 def identity_note(fingerprint: Any) -> Optional[str]:
