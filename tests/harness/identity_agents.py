@@ -70,3 +70,30 @@ instance_agent = Agent(ANSWER)
 method_agent = Agent(ANSWER).run
 partial_agent = make_partial(ANSWER)
 locked_agent = LockedAgent(ANSWER)
+
+
+def rich_agent():
+    """An agent whose state holds values of many kinds (sets of strings change order with
+    PYTHONHASHSEED; arrays, enums, models, dataclasses): the same identity in every process."""
+    import dataclasses
+    import enum
+
+    import numpy as np
+
+    from ek_agents.base import TaskSpec
+
+    class Mode(enum.Enum):
+        FAST = "fast"
+
+    @dataclasses.dataclass
+    class Limits:
+        max_turns: int
+        stop: frozenset
+
+    agent = Agent("OK", tools=("a", "b", "c", "d", "e", "f", "g"))
+    agent.weights = np.linspace(0.0, 1.0, 1000)
+    agent.mode = Mode.FAST
+    agent.limits = Limits(8, frozenset({"STOP", "END", "DONE", "QUIT"}))
+    agent.example = TaskSpec("demo", input="q", gold="Q")
+    agent.table = {("x", 1): {"k", "j"}, ("y", 2): None}
+    return agent

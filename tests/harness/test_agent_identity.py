@@ -277,3 +277,16 @@ def test_agentid_doctests_and_it_sits_low_in_the_layers():
     assert own <= {"errors", "core", "base"}, own  # record, harness, the pipeline build on it
     assert "numpy" not in {a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
                            for a in n.names}
+
+
+def test_the_identity_of_rich_state_is_the_same_in_another_process_with_another_hash_seed():
+    here = agentid.agent_identity(ag.rich_agent()).to_dict()
+    script = ("import importlib, json; from ek_agents import agentid; "
+              "ag = importlib.import_module('tests.harness.identity_agents'); "
+              "print(json.dumps(agentid.agent_identity(ag.rich_agent()).to_dict()))")
+    for seed in ("1", "31337"):
+        done = _python(script, seed=seed)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout.strip().splitlines()[-1]) == here
+    assert {"self.weights", "self.mode", "self.limits", "self.example", "self.table",
+            "self.tools"} <= set(here["state"]) and here["undigestable"] == {}
