@@ -207,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "(in this process when no Prefect API is configured)")
     p.add_argument("--suite", required=True, metavar="PATH", help="suite file (YAML or JSONL)")
     p.add_argument("--agent", required=True, metavar="MODULE:CALLABLE", help="the agent's import path")
+    p.add_argument("--agent-id", default=None, metavar="ID",
+                   help="what identifies the agent (e.g. bot-v3/gpt-4o), instead of digesting its "
+                        "state: needed to resume a run whose agent holds a live client or lock "
+                        "and declares no ek_config")
     _eval_args(p)
     p.add_argument("--temperature", type=_number(0.0), default=None)
     p.add_argument("--chunk-size", type=_int_in(1, MAX_K * MAX_CONCURRENCY), default=None,
@@ -312,7 +316,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       refresh=a.refresh, retry_errored=a.retry_errored,
                       max_error_rate=a.max_error_rate, break_lease=a.break_lease,
                       lease_wait_s=a.wait_lease,
-                      sequential=a.sequential)
+                      sequential=a.sequential, agent_id=a.agent_id)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
     clock.mark("parse, load ek_agents")
@@ -453,6 +457,8 @@ def _cmd_audit(a: argparse.Namespace) -> int:
         if not done.passed:
             raise AuditFailed(done.summary())
         result = done.to_dict()
+    for note in result.get("notes") or ():
+        print(f"note: {note}")
     print(f"audit passed: run {result['run_id']!r}, {len(result['checked'])} checks")
     return 0
 

@@ -42,7 +42,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    dask_address: Optional[str] = None, refresh: bool = False,
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
                    break_lease: bool = False, lease_wait_s: float = 0.0,
-                   sequential: bool = False) -> dict:
+                   sequential: bool = False, agent_id: Optional[str] = None) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -56,7 +56,10 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
 
     Identity: the run's episodes are reused (from the stage cache, or this run id's stored
     trials) only under the same fingerprint -- agent, code, declared ``ek_config``, suite,
-    k, seed, provenance, limits; a resume with another one is refused (RunMismatch).
+    k, seed, provenance, limits; the agent's code and state are digested
+    (``agentid.agent_identity``), or ``agent_id`` names what identifies it. A resume with
+    another fingerprint is refused (RunMismatch); so is a resume of a run whose agent held
+    state that could not be digested (UnidentifiedAgent: pass ``agent_id``).
     ``refresh`` runs every trial afresh; ``retry_errored`` re-runs only errored trials.
     ``seed=None`` derives the seed from the flow run's scheduled start time (the nightly
     deployment: every night evaluates afresh); the seed used is in the manifest's inputs.
@@ -84,7 +87,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
-            sequential=sequential)
+            sequential=sequential, agent_id=agent_id)
     finally:
         release_lease(Store(st), lease)
 
@@ -96,7 +99,8 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               cost_tolerance: float, chunk_size: Optional[int], max_concurrency: int,
               timeout_s: Optional[float], retries: int, task_runner: str, max_workers: int,
               dask_address: Optional[str], refresh: bool, retry_errored: bool,
-              max_error_rate: Optional[float], sequential: bool) -> dict:
+              max_error_rate: Optional[float], sequential: bool,
+              agent_id: Optional[str] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease."""
     decided = None
     if ingest:
@@ -112,7 +116,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
             timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored,
-            check=check)
+            check=check, agent_id=agent_id)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)

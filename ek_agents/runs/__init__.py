@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 #: public name -> the module of this package that defines it (names resolve lazily:
 #: importing one module of the package does not import the others)
 _EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["AgentIdentity", "agent_identity", "identity_note"], "agentid"),
     **dict.fromkeys(["AuditResult", "differences", "expected_status", "REQUIRED", "KNOWN"], "audit"),
     **dict.fromkeys(["BASELINE_KIND", "save_agent_baseline", "baseline_document",
                     "load_agent_baseline", "stored_baseline", "agent_regression_gate",
@@ -63,6 +64,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
+    from .agentid import (AgentIdentity as AgentIdentity, agent_identity as agent_identity,
+        identity_note as identity_note)
     from .audit import (AuditResult as AuditResult, differences as differences,
         expected_status as expected_status, REQUIRED as REQUIRED, KNOWN as KNOWN)
     from .baselines import (BASELINE_KIND as BASELINE_KIND,

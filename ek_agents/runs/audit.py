@@ -26,6 +26,7 @@ from typing import Any, Optional
 from ..base import JsonShape, RunProvenance
 from ..core import shape
 from ..errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput, StoreError
+from .agentid import identity_note
 from .manifest import RunManifest, check_baseline, finite
 from ..store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
                     sha256_hex)
@@ -46,6 +47,9 @@ class AuditResult(JsonShape):
     checked: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     baseline: Optional[str] = None
+    notes: tuple[str, ...] = ()
+    """What the audit says without failing: e.g. the run's agent had state that could not be
+    identified, so a resume of the run is refused (``agentid.identity_note``)."""
 
     def summary(self) -> str:
         """One line: the verdict, what was checked, and the first problem."""
@@ -57,7 +61,8 @@ class AuditResult(JsonShape):
 
     def markdown(self) -> str:
         """The summary as a Markdown heading, then one bullet per problem."""
-        return "\n".join([f"# {self.summary()}", ""] + [f"- {p}" for p in self.problems]) + "\n"
+        return "\n".join([f"# {self.summary()}", ""] + [f"- {p}" for p in self.problems]
+                         + [f"- note: {n}" for n in self.notes]) + "\n"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -138,8 +143,10 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
             problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
         except (EkAgentsError, KeyError, TypeError, ValueError, AttributeError) as exc:
             problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
+    note = identity_note(manifest.fingerprint) if manifest is not None else None
     return AuditResult(run_id=run_id, passed=not problems, checked=tuple(checked),
-                       problems=tuple(problems), baseline=baseline)
+                       problems=tuple(problems), baseline=baseline,
+                       notes=(note,) if note else ())
 
 
 def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> Optional[str]:

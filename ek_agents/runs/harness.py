@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
 from . import baselines, documents, identity, stagecache, stages, trials as stored_trials
+from .agentid import agent_identity
 from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..errors import InvalidInput
 from ..reporting import graded_report
@@ -78,7 +79,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                only: Optional[Any] = None, backoff_s: float = 0.5,
                progress: Optional[bool] = None, refresh: bool = False,
                retry_errored: bool = False,
-               fingerprint: Optional[identity.RunFingerprint] = None) -> list[Episode]:
+               fingerprint: Optional[identity.RunFingerprint] = None,
+               agent_id: Optional[str] = None) -> list[Episode]:
     """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
 
     Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
@@ -104,6 +106,10 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       trial its key names is run again, never kept (``record.claim_run``).
     - ``refresh``: run every trial afresh (stored trials are removed first); ``retry_errored``:
       run again only the stored trials that ended in an error.
+    - ``agent_id``: what identifies the agent, said by the caller (e.g. ``"bot-v3/gpt-4o"``):
+      it replaces digesting the agent's state (``agentid.agent_identity``; its code is still
+      digested). Needed to resume a run whose agent holds state that cannot be digested (a
+      live client, a lock) from another process -- or declare ``ek_config`` on the agent.
     - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
     - ``progress``: a rich progress bar (default: when stderr is a terminal).
     """
@@ -111,7 +117,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
                               retries=retries, store=store, run_id=run_id, only=only,
                               backoff_s=backoff_s, progress=progress, refresh=refresh,
-                              retry_errored=retry_errored, fingerprint=fingerprint)[0]
+                              retry_errored=retry_errored, fingerprint=fingerprint,
+                              agent_id=agent_id)[0]
 
 
 def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -119,7 +126,8 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
                        timeout_s: Optional[float], retries: int, store: Any,
                        run_id: Optional[str], only: Any, backoff_s: float,
                        progress: Optional[bool], refresh: bool, retry_errored: bool,
-                       fingerprint: Optional[identity.RunFingerprint]
+                       fingerprint: Optional[identity.RunFingerprint],
+                       agent_id: Optional[str] = None
                        ) -> tuple[list[Episode], Optional[identity.RunReuse]]:
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -136,7 +144,8 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
     reuse = None
     if st is not None:
         fp = fingerprint or trial_fingerprint(agent, specs, k=k, seed=seed, run=run,
-                                              timeout_s=timeout_s, retries=retries)
+                                              timeout_s=timeout_s, retries=retries,
+                                              agent_id=agent_id)
         reuse, done = identity.claim_run(st, run_id, fp, wanted, refresh=refresh,
                                        retry_errored=retry_errored)
     todo = [p for p in wanted if p not in done]
@@ -187,10 +196,11 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
 
 def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
                       run: Optional[RunProvenance], timeout_s: Optional[float],
-                      retries: int) -> identity.RunFingerprint:
+                      retries: int, agent_id: Optional[str] = None) -> identity.RunFingerprint:
     """The fingerprint of a library run of ``agent`` (a callable) over ``tasks``: its
     ``module:qualname``, the digest of its source file plus its own source (two lambdas of
-    one file differ), its declared ``ek_config``, the tasks' digest and the run's settings."""
+    one file differ), its declared ``ek_config``, its identity (``agentid.agent_identity``:
+    code and state digested, or ``agent_id``), the tasks' digest and the run's settings."""
     code = identity.code_digest(agent)
     try:
         own = inspect.getsource(agent if inspect.isfunction(agent) or inspect.ismethod(agent)
@@ -203,7 +213,8 @@ def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int
         agent_code=None if code is None and not own else
         sha256_hex(f"{code}\n{own}".encode("utf-8", "surrogatepass")),
         agent_config=identity.agent_config(agent), suite=documents.tasks_doc(tasks)["digest"],
-        k=k, seed=seed, run=prov, timeout_s=timeout_s, retries=retries)
+        k=k, seed=seed, run=prov, timeout_s=timeout_s, retries=retries,
+        agent_identity=agent_identity(agent, agent_id=agent_id))
 
 
 def _check_params(agent: Any, *, k: Any, seed: Any, max_concurrency: Any, timeout_s: Any,
@@ -256,7 +267,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               timeout_s: Optional[float] = None, retries: int = 0, backoff_s: float = 0.5,
               progress: Optional[bool] = None, baseline: Any = None,
               sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
-              lease_wait_s: float = 0.0, break_lease: bool = False) -> Any:
+              lease_wait_s: float = 0.0, break_lease: bool = False,
+              agent_id: Optional[str] = None) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -278,7 +290,11 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     fingerprint's (see :func:`run_trials`: a resume with another agent, configuration, suite,
     k, seed, provenance or limits raises :class:`~ek_agents.errors.RunMismatch`).
     ``refresh=True`` runs every trial afresh; ``retry_errored=True`` re-runs only the stored
-    trials that ended in an error. ``report.detail["reused"]`` and the manifest's
+    trials that ended in an error. The agent is identified by its code and state (closure
+    cells, attributes, partial arguments: ``agentid.agent_identity``), or by ``agent_id`` when
+    given; a run whose agent holds state that cannot be digested runs, says so once, and is
+    not resumed from another process (:class:`~ek_agents.errors.UnidentifiedAgent`).
+    ``report.detail["reused"]`` and the manifest's
     ``stages["episodes"]`` say how many trials were reused, and from which run.
 
     ``sequential=True`` with ``baseline=`` (a name in the store at ``rootdir``, a saved
@@ -297,7 +313,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                  run=run, seed=seed, persisting=persist or run_id is not None,
                                  run_id=run_id, rootdir=rootdir, max_concurrency=max_concurrency,
                                  timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                                 progress=progress)
+                                 progress=progress, agent_id=agent_id)
     persisting = persist or run_id is not None
     st = open_store(rootdir) if persisting else None
     if persisting and run_id is None:
@@ -306,7 +322,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     if st is None:
         episodes = run_trials(agent, specs, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
-                              retries=retries, backoff_s=backoff_s, progress=progress)
+                              retries=retries, backoff_s=backoff_s, progress=progress,
+                              agent_id=agent_id)
         return graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
                              prices=prices, seed=0 if seed is None else seed, run=run)[2]
     tasks_doc = documents.tasks_doc(tasks)  # unstorable tasks fail now
@@ -316,7 +333,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                 metrics=metrics, price=price, prices=prices, run=run, seed=seed,
                                 max_concurrency=max_concurrency, timeout_s=timeout_s,
                                 retries=retries, backoff_s=backoff_s, progress=progress,
-                                refresh=refresh, retry_errored=retry_errored)
+                                refresh=refresh, retry_errored=retry_errored, agent_id=agent_id)
     finally:
         release_lease(st, lease)
 
@@ -326,13 +343,13 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      price: Any, prices: Optional[Mapping], run: Optional[RunProvenance],
                      seed: Optional[int], max_concurrency: int, timeout_s: Optional[float],
                      retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
-                     retry_errored: bool) -> Any:
+                     retry_errored: bool, agent_id: Optional[str] = None) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
     episodes, reuse = _trials_with_reuse(
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
         timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
         backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
-        fingerprint=None)
+        fingerprint=None, agent_id=agent_id)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run)
@@ -382,7 +399,8 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
 def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential: bool, k: int,
                       check: Any, metrics: Optional[Mapping], price: Any, prices: Optional[Mapping],
                       run: Optional[RunProvenance], seed: Optional[int], persisting: bool,
-                      run_id: Optional[str], rootdir: Any, **runner: Any) -> Any:
+                      run_id: Optional[str], rootdir: Any, agent_id: Optional[str] = None,
+                      **runner: Any) -> Any:
     """``run_suite(..., baseline=..., sequential=True)``: the sequential gate drives
     :func:`run_trials` one batch at a time; the report of the trials that ran carries the
     verdict in ``detail["sequential"]``. Persisted, each trial is stored as it finishes and
@@ -409,10 +427,14 @@ def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential:
         run_id = new_run_id()
     tasks_doc = documents.tasks_doc(tasks) if st is not None else None  # unstorable tasks fail now
     ran: list = []
+    # the agent is identified once, before its first trial: every batch resumes that run
+    fp = None if st is None else trial_fingerprint(
+        agent, specs, k=k, seed=seed, run=run, timeout_s=runner.get("timeout_s"),
+        retries=runner.get("retries", 0), agent_id=agent_id)
 
     def run_batch(pairs: list) -> list:
         eps = run_trials(agent, specs, k=k, seed=seed, run=run, only=pairs, store=st,
-                         run_id=run_id, **runner)
+                         run_id=run_id, fingerprint=fp, agent_id=agent_id, **runner)
         ran.extend(eps)
         return grade(eps, specs, check=check)
 

@@ -18,8 +18,9 @@ from pydantic import Field
 
 from ..base import Episode, JsonShape
 from ..core import shape
-from ..errors import ArtifactNotFound, IntegrityError, InvalidInput, RunMismatch
+from ..errors import ArtifactNotFound, IntegrityError, InvalidInput, RunMismatch, UnidentifiedAgent
 from ..store import canonical_json, episode_key, episodes_prefix, run_key, sha256_hex
+from . import agentid
 from .manifest import as_plain
 
 __all__ = ["EK_CONFIG", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
@@ -52,17 +53,24 @@ class RunFingerprint(JsonShape):
     """Seconds per trial attempt."""
     retries: int = 0
     """Retries of a transient agent error."""
+    agent_identity: Optional[agentid.AgentIdentity] = None
+    """What identifies the agent beyond its import path: its code and state, digested
+    (``agentid.agent_identity``: closure cells, attributes, partial arguments, ...), or the
+    caller's ``agent_id``; what could not be identified is listed, and a resume refused."""
 
     def differences(self, other: "RunFingerprint") -> list[str]:
-        """The fields whose values differ from ``other``'s, as ``"k: 2 (stored) -> 3"``."""
+        """The fields whose values differ from ``other``'s, as ``"k: 2 (stored) -> 3"``
+        (the agent's identity by part: ``agent_identity.state.closure.answer: ...``)."""
         mine, theirs = self.to_dict(), other.to_dict()
 
         def show(v: Any) -> str:
             text = repr(v)
             return text if len(text) <= 80 else text[:77] + "..."
 
-        return [f"{f}: {show(mine.get(f))} (stored) -> {show(theirs.get(f))}"
-                for f in sorted(mine) if f != "schema_version" and mine.get(f) != theirs.get(f)]
+        return [line for f in sorted(mine) if f != "schema_version" and mine.get(f) != theirs.get(f)
+                for line in ([f"{f}: {show(mine.get(f))} (stored) -> {show(theirs.get(f))}"]
+                             if f != "agent_identity" else
+                             agentid.differences(self.agent_identity, other.agent_identity))]
 
 
 @shape()
@@ -175,11 +183,17 @@ def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Itera
         if stored != fingerprint and not refresh:
             diff = (stored.differences(fingerprint) if stored is not None
                     else ["fingerprint: unreadable"])
+            unidentified = agentid.refusal(run_id, stored and stored.agent_identity,
+                                           fingerprint.agent_identity)
+            if unidentified:  # never guessed: an agent it could not identify is not resumed
+                raise UnidentifiedAgent(f"{unidentified}. Differences: {'; '.join(diff)}")
             raise RunMismatch(
                 f"run {run_id!r} was started with other settings, so its stored trials are not "
                 f"this run's: {'; '.join(diff)}. Use a new run id, or refresh the run "
                 "(refresh=True / --refresh) to run every trial afresh")
     first_write = not store.exists(key)
+    if first_write or refresh:
+        agentid.warn_unidentified(run_id, fingerprint.agent_identity)
     reuse = {"kept": 0, "refreshed": 0, "retried": 0, "misfiled": 0}
     kept: dict[tuple[str, int], Episode] = {}
     if refresh:

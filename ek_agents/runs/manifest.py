@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from pydantic import Field, StrictBool
 
+from .agentid import identity_note
 from ..base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from ..core import canonical_json, shape
 from ..errors import BaselineError, DocumentError, EkAgentsError
@@ -430,6 +431,8 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
             lines.append(f"- {seq}")
     notes = list((report.get("detail") or {}).get("warnings") or []) + \
         list((report.get("cost") or {}).get("warnings") or [])
+    unidentified = identity_note(manifest.get("fingerprint"))
+    notes += [unidentified] if unidentified else []
     if notes:
         lines += ["", "Warnings:"] + [f"- {w}" for w in notes]
     return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ from ..base import JsonShape, RunProvenance
 from ..core import shape
 from ..errors import InvalidInput, did_you_mean
 from ..base import Episode
+from .agentid import agent_identity
 from .harness import run_trials, store_trials
 from .manifest import input_digest
 from ..scoring.metrics import final_state_match, get_checker, grade, output_match
@@ -205,6 +206,9 @@ class TrialRequest(JsonShape):
     """The run's tasks document."""
     agent: str
     """The agent's import path, ``"package.module:callable"``."""
+    agent_id: Optional[str] = None
+    """What identifies the agent, said by the caller (``--agent-id``): it replaces digesting
+    the loaded agent's state (``agentid.agent_identity``)."""
     k: int = 1
     """Trials per task."""
     seed: Optional[int] = None
@@ -292,10 +296,13 @@ class TrialPlan(JsonShape):
 
 def request_fingerprint(request: TrialRequest) -> RunFingerprint:
     """The run's fingerprint: the agent's import path, code digest and declared configuration
-    (``record.agent_config`` of the loaded agent), the suite digest, k, seed, provenance and
+    (``record.agent_config`` of the loaded agent), its identity (``agentid.agent_identity``:
+    code and state, or ``request.agent_id``), the suite digest, k, seed, provenance and
     limits."""
+    agent = load_agent(request.agent)
     return RunFingerprint(agent=request.agent, agent_code=code_digest(request.agent),
-                          agent_config=agent_config(load_agent(request.agent)),
+                          agent_config=agent_config(agent),
+                          agent_identity=agent_identity(agent, agent_id=request.agent_id),
                           suite=request.tasks.digest, k=request.k, seed=request.seed,
                           run={f: v for f, v in request.run.items() if f != "schema_version"},
                           timeout_s=request.timeout_s, retries=request.retries)
