@@ -116,14 +116,18 @@ def test_chromium_shows_the_per_model_table_and_the_mark(stored, tmp_path):
         seen = b.send("Runtime.evaluate", expression=(
             "JSON.stringify({rows: [...document.querySelectorAll('table.per-model tbody tr')]"
             ".map(r => [...r.cells].map(c => c.innerText)),"
-            " mark: [...document.querySelectorAll('.upper-bound')].map(e => [e.innerText,"
+            " mark: [...document.querySelectorAll('.upper-bound')].map(e => [e.tagName, e.innerText,"
             " getComputedStyle(e).color, e.getBoundingClientRect().height > 0])})"),
             returnByValue=True)
     finally:
         b.close()
     shown = json.loads(seen["result"]["value"])
     assert shown["rows"][0][0] == "gpt-4o-2024-08-06" and shown["rows"][1][-1] == "$0.00414 (upper bound)"
-    assert [m[0] for m in shown["mark"]][:2] == ["(upper bound)", "(upper bound)"]
-    assert all(visible for _, _, visible in shown["mark"])          # drawn, not hidden
-    assert all(color == "rgb(163, 82, 0)" for _, color, _ in shown["mark"])
+    # the two marks after the run's dollars and cost per success, the overview's note, the
+    # run's reason: each drawn (not hidden), in the mark's colour
+    assert [(m[0], m[1]) for m in shown["mark"] if m[0] == "SPAN"] == [("SPAN", "(upper bound)")] * 2
+    notes = [m[1] for m in shown["mark"] if m[0] == "P"]
+    assert notes[0].startswith("≤: an upper bound") and notes[1].startswith("Upper bound: 2 of 12 model call(s)")
+    assert len(shown["mark"]) == 4 and all(visible for *_, visible in shown["mark"])
+    assert all(color == "rgb(163, 82, 0)" for _, _, color, _ in shown["mark"])
     assert "Per model" in dom
