@@ -66,6 +66,13 @@ def test_the_report_document_carries_the_breakdown(stored):
     assert [c["model"] for c in stored_ep["cost"]["calls"]] == ["gpt-4o-2024-08-06", "gpt-4o-mini"]
 
 
+def test_the_audit_recomputes_the_same_per_model_figures(stored):
+    from ek_agents import audit
+
+    result = audit.audit(Store(stored), "multi")
+    assert result.passed, result.problems
+
+
 def test_json_report_from_the_cli(stored, capsys):
     assert main(["report", "multi", "--json", "--store", stored]) == 0
     cost = json.loads(capsys.readouterr().out)["cost"]
