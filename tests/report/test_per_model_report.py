@@ -71,6 +71,11 @@ def test_the_audit_recomputes_the_same_per_model_figures(stored):
 
     result = audit.audit(Store(stored), "multi")
     assert result.passed, result.problems
+    manifest = Store(stored).read_manifest("multi")
+    assert manifest["results"]["dollars_upper_bound"] is True
+    from ek_agents.manifest import RunManifest
+
+    assert RunManifest.from_dict(manifest).headline().endswith("(upper bound)")
 
 
 def test_json_report_from_the_cli(stored, capsys):
