@@ -19,7 +19,7 @@ LAYERS: tuple = (
     ("shapes", ("base",)),
     ("store", ("store",)),
     ("inputs and numbers", ("bridge", "suite", "stats")),
-    ("prices and agents", ("prices", "cost", "adapters")),
+    ("prices and agents", ("prices", "cost", "modelcosts", "adapters")),
     ("scoring", ("scoring",)),
     ("evaluation", ("reporting", "gate", "sequential")),
     ("runs", ("runs",)),
