@@ -31,7 +31,8 @@ import time
 
 import numpy as np
 
-from ek_agents.judgecorrect import corrected_difference, judge_corrected_rate
+from ek_agents.stats.correctedrates import corrected_difference
+from ek_agents.stats.judgecorrect import judge_corrected_rate
 
 RATES = (0.3, 0.6, 0.9)
 JUDGES = ((0.95, 0.90), (0.85, 0.70), (0.99, 0.99))
@@ -146,7 +147,7 @@ def cost_coverage(sims: int = 1000, *, seed: int = 3) -> float:
     """Coverage of the true cost per success (``E[cost per trial] / E[p]``) by the Fieller
     interval of ``cost_per_corrected_success``: 100 tasks x k = 10, p ~ Beta(1.2, 0.8), a
     lenient judge (0.95, 0.70), 20 tasks labeled, per-task cost higher on harder tasks."""
-    from ek_agents.judgecorrect import cost_per_corrected_success
+    from ek_agents.stats.correctedrates import cost_per_corrected_success
 
     rng = np.random.default_rng(seed)
     pp = rng.beta(1.2, 0.8, 2_000_000)
@@ -274,7 +275,7 @@ def planner_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.12, p
     """A pilot, a plan for ``width`` and one for ``power`` against ``drop``; each plan run
     ``runs`` times from the pilot's fitted distribution: the mean width of the reported
     (task-clustered) interval, and the paired gate's detection rate."""
-    from ek_agents.budget import plan_budget
+    from ek_agents.stats.budget import plan_budget
     from ek_agents.stats import clustered_rate, paired_difference
 
     rng = np.random.default_rng(seed)

@@ -2,7 +2,7 @@
 
 :func:`regression_gate` compares a new :class:`~ek_agents.reporting.ReliabilityReport` with a
 baseline (a report and its :class:`~ek_agents.base.RunProvenance`; storing and loading named
-baselines is :mod:`ek_agents.record`'s job, which also holds the spec's name-taking
+baselines is :mod:`ek_agents.runs.baselines`'s job, which also holds the spec's name-taking
 ``agent_regression_gate``):
 
 - **success rate** -- when both runs cover the same tasks (their ``per_task`` tables list the
@@ -28,7 +28,7 @@ baselines is :mod:`ek_agents.record`'s job, which also holds the spec's name-tak
 - **judge-corrected success rate** -- when *both* reports carry labels
   (``detail["judge_corrected"]``: a judge graded the runs and people labeled some trials), the
   success check compares the **corrected** rates instead of the judge's raw ones
-  (:func:`~ek_agents.judgecorrect.corrected_check`: paired over tasks by their influences when
+  (:func:`~ek_agents.stats.correctedrates.corrected_check`: paired over tasks by their influences when
   the runs share tasks) and its sentence says so; with labels on one side only, the raw rates
   are compared and a warning says why.
 
@@ -66,7 +66,7 @@ from . import stats
 from .base import NonFiniteJson, RunProvenance
 from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput
-from .judgecorrect import corrected_check
+from .stats.correctedrates import corrected_check
 from .reporting import ReliabilityReport
 
 __all__ = ["AgentGateResult", "regression_gate", "as_report", "as_run", "check_comparable", "ALPHA",
@@ -358,6 +358,10 @@ def _cost_inputs(cur: Mapping, base: Mapping, warnings: list) -> Optional[tuple]
         warnings.append(f"cost per success not compared: {c!r} now vs {b!r} in the baseline "
                         "(infinite means no success; the success-rate check covers that)")
         return None
+    for side, doc in (("now", cur), ("in the baseline", base)):  # cost.cost_report's mark
+        if doc.get("upper_bound"):
+            warnings.append(f"cost per success {side} is an upper bound, not an exact figure: "
+                            f"{doc.get('upper_bound_reason') or 'some calls did not report cached tokens'}")
     return float(c), float(b), cur.get("cost_per_success_ci"), base.get("cost_per_success_ci")
 
 

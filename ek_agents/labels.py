@@ -18,7 +18,7 @@ tasks in a seeded order, one trial of each task per round, so every task is repr
 any task gets a second label) -- and writes the file with ``gold: null`` for a person to fill.
 
 :func:`corrected_rate_of` joins labels with graded episodes and returns the
-:func:`~ek_agents.judgecorrect.judge_corrected_rate` of the run, grouped by task.
+:func:`~ek_agents.stats.judgecorrect.judge_corrected_rate` of the run, grouped by task.
 
 >>> doc = b'{"task_id": "a", "trial": 0, "gold": true}\\n{"task_id": "a", "trial": 1, "gold": null}\\n'
 >>> labs = read_labels(doc, where="labels.jsonl")
@@ -36,9 +36,9 @@ from typing import Any, Optional, Union
 from .base import task_table
 from .core import shape
 from .errors import InvalidInput, did_you_mean
-from .judgecorrect import (JudgeCorrectedRate, cost_per_corrected_success, judge_corrected_rate,
-                           rate_doc)
 from .parsing import parse_json_lines
+from .stats.correctedrates import cost_per_corrected_success
+from .stats.judgecorrect import JudgeCorrectedRate, judge_corrected_rate, rate_doc
 from .store import read_url, write_url
 
 __all__ = ["LabelError", "Label", "Labels", "read_labels", "plan_labels", "LabelPlan",

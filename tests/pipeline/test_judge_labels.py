@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ek_agents.audit import audit
+from ek_agents.runs.audit import audit
 from ek_agents.cli import main
-from ek_agents.metrics import register_checker
+from ek_agents.scoring.metrics import register_checker
 from ek_agents.store import Store
 
 from .conftest import AGENT
@@ -24,7 +24,7 @@ def _lenient_judge(ep, gold) -> bool:
 @pytest.fixture(autouse=True)
 def lenient_judge():
     """The judge registered for this module's tests only (the registry is process-wide)."""
-    from ek_agents.metrics import CHECKERS
+    from ek_agents.scoring.metrics import CHECKERS
 
     register_checker("lenient_judge", _lenient_judge)
     yield

@@ -8,9 +8,9 @@ import importlib
 import numpy as np
 import pytest
 
-from ek_agents.budget import pilot_components, plan_budget
+from ek_agents.stats.budget import pilot_components, plan_budget
 from ek_agents.errors import InvalidInput
-from ek_agents.judgecorrect import judge_corrected_rate
+from ek_agents.stats.judgecorrect import judge_corrected_rate
 
 bench = importlib.import_module("bench.bench_judge")
 

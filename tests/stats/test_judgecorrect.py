@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ek_agents.errors import EkAgentsError, InvalidInput
-from ek_agents.judgecorrect import (corrected_difference, cost_per_corrected_success,
-                                    judge_corrected_rate)
+from ek_agents.stats.correctedrates import corrected_difference, cost_per_corrected_success
+from ek_agents.stats.judgecorrect import judge_corrected_rate
 
 bench = importlib.import_module("bench.bench_judge")
 
