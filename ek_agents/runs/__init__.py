@@ -4,7 +4,8 @@ Owns the harness that runs an agent over a suite (``harness``) and its trial run
 (``trialrunner``: the event loop, timeouts, retries, writer threads), the stage cache and stage
 references (``stagecache``), a run's stored documents and manifest reads (``documents``), the
 library stages and their store-backed ``run_*`` steps (``stages``), baselines by name
-(``baselines``), agent identity, run fingerprints and the run claim (``identity``), stored
+(``baselines``), run fingerprints and the run claim (``identity``), an agent's identity by its
+code and state (``agentid``) over the canonical walk that digests them (``agentstate``), stored
 trials (``trials``), the in-process episode memo (``memo``), the manifest shapes
 (``manifest``), the audit that recomputes a run (``audit``), the judge correction of a stored
 run by people's labels and the planners over a stored run (``labelrun``) and the pipeline's
