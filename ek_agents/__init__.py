@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 # public name -> submodule that defines it (the spec's table, plus the project's additions)
 _EXPORTS: dict[str, str] = {}
 for _mod, _names in {
-    "base": ["Step", "Trajectory", "Episode", "Cost", "RunProvenance", "ToolSpec", "TaskSpec",
+    "base": ["Step", "Trajectory", "Episode", "Cost", "ModelCall", "RunProvenance", "ToolSpec", "TaskSpec",
              "tool_grammar", "suite_grammar", "as_call", "is_episode", "DEFAULT_TASK_VALUE",
              "DESTRUCTIVE_WEIGHT"],
     "core": ["FieldSpec", "GraphGrammar", "NodeType", "Score", "Metric", "Signal", "Finding",
@@ -56,6 +56,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
     from .base import (Step as Step, Trajectory as Trajectory, Episode as Episode, Cost as Cost,
+                       ModelCall as ModelCall,
                        RunProvenance as RunProvenance, ToolSpec as ToolSpec,
                        TaskSpec as TaskSpec, tool_grammar as tool_grammar,
                        suite_grammar as suite_grammar, as_call as as_call,
