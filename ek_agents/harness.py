@@ -33,6 +33,7 @@ exponential backoff (``backoff_s * 2**i``); the retries are counted in ``Cost.re
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import inspect
 import os
@@ -56,6 +57,7 @@ from .record import load_agent_baseline as load_agent_baseline
 from .record import save_agent_baseline as save_agent_baseline
 from .manifest import RunInputs
 from .metrics import grade
+from .otelcapture import OtelCapture, make_capture
 from .parsing import MAX_DEPTH, check_tree
 from .reporting import build_report as build_report
 from .reporting import graded_report
@@ -88,7 +90,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                only: Optional[Any] = None, backoff_s: float = 0.5,
                progress: Optional[bool] = None, refresh: bool = False,
                retry_errored: bool = False,
-               fingerprint: Optional[record.RunFingerprint] = None) -> list[Episode]:
+               fingerprint: Optional[record.RunFingerprint] = None,
+               capture: Optional[str] = None) -> list[Episode]:
     """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
 
     Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
@@ -116,12 +119,17 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       run again only the stored trials that ended in an error.
     - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
     - ``progress``: a rich progress bar (default: when stderr is a terminal).
+    - ``capture="otel"``: each trial runs under a root span of its own and its OpenTelemetry
+      spans (from the instrumentations the agent runs) give the episode its trajectory and its
+      per-model-call cost (:mod:`ek_agents.otelcapture` says which wins when the agent returns
+      an Episode too); needs ``pip install 'ek-agents[otel]'``.
     """
     return _trials_with_reuse(agent, tasks, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
                               retries=retries, store=store, run_id=run_id, only=only,
                               backoff_s=backoff_s, progress=progress, refresh=refresh,
-                              retry_errored=retry_errored, fingerprint=fingerprint)[0]
+                              retry_errored=retry_errored, fingerprint=fingerprint,
+                              capture=capture)[0]
 
 
 def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -129,12 +137,14 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
                        timeout_s: Optional[float], retries: int, store: Any,
                        run_id: Optional[str], only: Any, backoff_s: float,
                        progress: Optional[bool], refresh: bool, retry_errored: bool,
-                       fingerprint: Optional[record.RunFingerprint]
+                       fingerprint: Optional[record.RunFingerprint],
+                       capture: Optional[str] = None
                        ) -> tuple[list[Episode], Optional[record.RunReuse]]:
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
                   retries=retries, run=run, backoff_s=backoff_s)
     wanted = _wanted_pairs(specs, k, only)
+    cap = make_capture(capture)
     st: Optional[Store] = None
     if store is not None or run_id is not None:
         if run_id is None:
@@ -155,7 +165,7 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
         show = sys.stderr.isatty() if progress is None else bool(progress)
         runner = _Runner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                          timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                         store=st, run_id=run_id)
+                         store=st, run_id=run_id, capture=cap)
         ran = _run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
                                                     show=show))
     merged = {**done, **ran}
@@ -166,8 +176,8 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  seed: Optional[int] = None, run: Optional[RunProvenance] = None,
                  max_concurrency: int = 8, timeout_s: Optional[float] = None, retries: int = 0,
                  backoff_s: float = 0.5,
-                 on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None
-                 ) -> list[record.StoredTrial]:
+                 on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
+                 capture: Optional[str] = None) -> list[record.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
@@ -190,7 +200,8 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
         return []
     runner = _Runner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                     store=store, run_id=run_id, on_stored=on_stored)
+                     store=store, run_id=run_id, on_stored=on_stored,
+                     capture=make_capture(capture))
     _run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
     return [runner.written[p] for p in todo]
 
@@ -287,8 +298,10 @@ class _Runner:
     def __init__(self, agent: Callable, specs: Mapping[str, TaskSpec], *, seed: Optional[int],
                  run: Optional[RunProvenance], max_concurrency: int, timeout_s: Optional[float],
                  retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str],
-                 on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None):
+                 on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
+                 capture: Optional[OtelCapture] = None):
         self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
+        self.capture = capture  # otelcapture.OtelCapture: each trial's spans, or None
         self.on_stored = on_stored
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
@@ -380,7 +393,21 @@ class _Runner:
 
     async def _trial(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
         """Run the trial's agent call (its retries and timeout): the failed trial's episode,
-        or the agent's answer (:meth:`_episode` builds its episode)."""
+        or the agent's answer (:meth:`_episode` builds its episode). With a capture, the
+        attempts run under the trial's span and its spans come with the answer (a failed
+        trial's episode gets their steps and cost at once)."""
+        if self.capture is None:
+            return await self._attempts(task, trial)
+        trial_seed = None if self.seed is None else self.seed + trial
+        with self.capture.trial(task.task_id, trial, trial_seed) as got:
+            answer = await self._attempts(task, trial)
+            if isinstance(answer, _Answer):
+                got.record_output(answer.result)
+        if isinstance(answer, Episode):  # failed: what it spent is spent
+            return self.capture.episode(answer, got.spans, agent_episode=False, failed=True)
+        return answer._replace(spans=got.spans)
+
+    async def _attempts(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
         trial_seed = None if self.seed is None else self.seed + trial
         kwargs = {"seed": trial_seed} if self.pass_seed and trial_seed is not None else {}
         attempts = transient = 0
@@ -420,8 +447,13 @@ class _Runner:
         (else the agent's own episode, or a failed trial)."""
         if isinstance(answer, Episode):  # a failed trial
             return answer, False
-        result, attempts, transient, elapsed = answer
+        result, attempts, transient, elapsed, spans = answer
         trial_seed = None if self.seed is None else self.seed + trial
+        if spans is not None:  # captured: the spans' steps and calls (otelcapture's rule)
+            own = isinstance(result, Episode)
+            ep = _finish(result, task, trial, self.run, trial_seed, attempts, transient, elapsed)
+            return self.capture.episode(ep, spans, agent_episode=own, retries=transient,
+                                        latency_s=elapsed), False
         if not isinstance(result, Episode):  # a plain answer: its episode built once, from
             # values made here (``output`` is typed Any: validation keeps it as is)
             return construct(Episode, task_id=task.task_id, output=result,
@@ -454,6 +486,7 @@ class _Answer(NamedTuple):
     attempts: int
     transient: int
     elapsed: float
+    spans: Optional[list] = None  # the trial's spans, when captured
 
 
 class _Writer:
@@ -590,6 +623,7 @@ def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asynci
     suite goes on.
     """
     fut = loop.create_future()
+    ctx = contextvars.copy_context()  # the trial's context (its span, with a capture) goes along
 
     def settle(result: Any, exc: Optional[BaseException]) -> None:
         if fut.done():  # timed out and cancelled meanwhile: drop the late result
@@ -601,7 +635,7 @@ def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asynci
 
     def target() -> None:
         try:
-            result, exc = fn(), None
+            result, exc = ctx.run(fn), None
         except BaseException as e:  # noqa: BLE001 -- handed to the awaiting trial
             result, exc = None, e
         try:
@@ -676,7 +710,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               timeout_s: Optional[float] = None, retries: int = 0, backoff_s: float = 0.5,
               progress: Optional[bool] = None, baseline: Any = None,
               sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
-              lease_wait_s: float = 0.0, break_lease: bool = False) -> Any:
+              lease_wait_s: float = 0.0, break_lease: bool = False,
+              capture: Optional[str] = None) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -710,6 +745,9 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     finishes and the run is recorded like any other; its gate document and manifest
     (``RunManifest.sequential``) say whether it stopped early, why, and the trials it cost,
     and ``ek-agents audit`` / ``gate`` replay the looks from the stored episodes.
+
+    ``capture="otel"``: the trials' OpenTelemetry spans give each episode its tool calls and
+    its per-model-call cost (see :func:`run_trials` and :mod:`ek_agents.otelcapture`).
     """
     if sequential or baseline is not None:
         return _sequential_suite(agent, tasks, baseline=baseline, sequential=sequential, k=k,
@@ -717,7 +755,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                  run=run, seed=seed, persisting=persist or run_id is not None,
                                  run_id=run_id, rootdir=rootdir, max_concurrency=max_concurrency,
                                  timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                                 progress=progress)
+                                 progress=progress, **({"capture": capture} if capture else {}))
     persisting = persist or run_id is not None
     st = open_store(rootdir) if persisting else None
     if persisting and run_id is None:
@@ -726,7 +764,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     if st is None:
         episodes = run_trials(agent, specs, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
-                              retries=retries, backoff_s=backoff_s, progress=progress)
+                              retries=retries, backoff_s=backoff_s, progress=progress,
+                              capture=capture)
         return graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
                              prices=prices, seed=0 if seed is None else seed, run=run)[2]
     tasks_doc = record.tasks_doc(tasks)  # unstorable tasks fail now
@@ -736,7 +775,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                 metrics=metrics, price=price, prices=prices, run=run, seed=seed,
                                 max_concurrency=max_concurrency, timeout_s=timeout_s,
                                 retries=retries, backoff_s=backoff_s, progress=progress,
-                                refresh=refresh, retry_errored=retry_errored)
+                                refresh=refresh, retry_errored=retry_errored, capture=capture)
     finally:
         release_lease(st, lease)
 
@@ -746,13 +785,13 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      price: Any, prices: Optional[Mapping], run: Optional[RunProvenance],
                      seed: Optional[int], max_concurrency: int, timeout_s: Optional[float],
                      retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
-                     retry_errored: bool) -> Any:
+                     retry_errored: bool, capture: Optional[str] = None) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
     episodes, reuse = _trials_with_reuse(
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
         timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
         backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
-        fingerprint=None)
+        fingerprint=None, capture=capture)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run)
@@ -760,7 +799,8 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
             check=check, metrics=metrics, price=price, prices=prices, run=run, seed=seed,
             runner={"max_concurrency": max_concurrency, "timeout_s": timeout_s,
                     "retries": retries, "backoff_s": backoff_s, "refresh": refresh,
-                    "retry_errored": retry_errored}, reuse=reuse)
+                    "retry_errored": retry_errored, **({"capture": capture} if capture else {})},
+            reuse=reuse)
     reused = {"episodes": reuse.kept, "from_run": run_id, **reuse.to_dict()}
     reused.pop("schema_version", None)
     return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url,
