@@ -25,6 +25,7 @@ from .base import JsonShape
 from .core import shape
 from .errors import InvalidInput
 from .manifest import sequential_line
+from .modelcosts import PER_MODEL_HEAD, UPPER_BOUND, marked, per_model_rows
 from .reportplots import cost_vs_success_svg, pass_hat_svg, series_svg
 from .runsummary import (RunSummary, SliceSummary, fmt_count, fmt_dollars, fmt_interval, fmt_percent,
                          fmt_seconds, frontier_flags, group_index, group_label, load_runs,
@@ -58,12 +59,21 @@ def _overview_rows(runs: Sequence[RunSummary], on: Sequence[bool], *,
                      chr(65 + groups[r.group]),
                      f"{fmt_percent(r.success_rate)} {fmt_interval(r.success_ci, fmt_percent)}",
                      f"{fmt_percent(last[1])} {fmt_interval(last[2:], fmt_percent)}",
-                     fmt_dollars(r.dollars),
-                     f"{fmt_dollars(r.cost_per_success)} "
+                     _at_most(r) + fmt_dollars(r.dollars),
+                     f"{_at_most(r)}{fmt_dollars(r.cost_per_success)} "
                      f"{fmt_interval(r.cost_per_success_ci, fmt_dollars)}".strip(),
                      fmt_count(r.tokens.get("total_tokens")), fmt_seconds(r.mean_latency_s),
                      fmt_count(sum(r.errors.values())), r.reused, "yes" if f else "no"])
     return rows
+
+
+def _at_most(r: RunSummary) -> str:
+    """``"≤ "`` before the dollars of a run whose dollars are an upper bound."""
+    return "≤ " if r.upper_bound else ""
+
+
+def _model_rows(r: RunSummary) -> list[list[str]]:
+    return per_model_rows(r.per_model, money=fmt_dollars, count=fmt_count)
 
 
 def _overview_head(runs: Sequence[RunSummary]) -> list[str]:
@@ -170,6 +180,8 @@ def render_html(runs: Sequence[RunSummary]) -> str:
                    f'{_e(", ".join(unplaced))}</p>')
     out.append('<div class="scroll">' + _html_table(_overview_head(runs),
                                                     _overview_rows(runs, on, short=True), "overview") + "</div>")
+    if any(r.upper_bound for r in runs):
+        out.append(f'<p class="note upper-bound" style="{_UB_STYLE}">{_e(_AT_MOST_NOTE)}</p>')
     for series in series_runs(runs):
         out += [f'<h2>Series over time: {_e(series[0].agent)} '
                 f'(group {chr(65 + groups[series[0].group])})</h2>', series_svg(series)]
@@ -181,7 +193,7 @@ def render_html(runs: Sequence[RunSummary]) -> str:
                 f'reused: {_e(r.reused)}</p>',
                 f'<p>success <b>{fmt_percent(r.success_rate)}</b> '
                 f'{fmt_interval(r.success_ci, fmt_percent)}, dollars <b>{_e(fmt_dollars(r.dollars))}'
-                f'</b>, cost per success <b>{_e(fmt_dollars(r.cost_per_success))}</b> '
+                f'</b>{_ub_html(r)}, cost per success <b>{_e(fmt_dollars(r.cost_per_success))}</b>{_ub_html(r)} '
                 f'{_e(fmt_interval(r.cost_per_success_ci, fmt_dollars))}, mean latency '
                 f'{fmt_seconds(r.mean_latency_s)}</p>']
         if r.gate:
@@ -201,6 +213,11 @@ def render_html(runs: Sequence[RunSummary]) -> str:
             out += ["<h3>Per slice</h3>", _html_table(_slice_head(r), _slice_rows(r), "slices")]
         if r.tokens:
             out += ["<h3>Tokens</h3>", _html_table(["tokens", "count"], _token_rows(r), "tokens")]
+        if r.per_model:
+            out += ["<h3>Per model</h3>", _html_table(PER_MODEL_HEAD, _model_rows(r), "per-model")]
+        if r.upper_bound:
+            out.append(f'<p class="note upper-bound" style="{_UB_STYLE}"><b>Upper bound:</b> '
+                       f'{_e(r.upper_bound)}</p>')
         out += ["<h3>Errored trials</h3>",
                 _html_table(["kind", "trials"], [[k, fmt_count(v)] for k, v in sorted(r.errors.items())],
                             "errors") if r.errors else '<p class="note">none</p>']
@@ -209,6 +226,16 @@ def render_html(runs: Sequence[RunSummary]) -> str:
                        + "</ul>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _ub_html(r: RunSummary) -> str:
+    return (f' <span class="upper-bound" style="{_UB_STYLE}">{_e(UPPER_BOUND)}</span>'
+            if r.upper_bound else "")
+
+
+_UB_STYLE = "color:#a35200;font-weight:600"  # inline: pages of runs without it keep their bytes
+_AT_MOST_NOTE = ("≤: an upper bound: some model calls of the run did not report their cached "
+                 "tokens and were billed at full input rates")
 
 
 def render_markdown(runs: Sequence[RunSummary]) -> str:
@@ -221,6 +248,8 @@ def render_markdown(runs: Sequence[RunSummary]) -> str:
     groups = group_index(runs)
     lines = [f"# {_title(runs)}", ""]
     lines += _md_table(_overview_head(runs), _overview_rows(runs, on))
+    if any(r.upper_bound for r in runs):
+        lines += ["", _AT_MOST_NOTE]
     lines += ["", "Groups of comparable runs (runs of different groups are never compared):"]
     lines += [f"- group {chr(65 + gi)}: {group_label(g)}" for g, gi in groups.items()]
     for series in series_runs(runs):
@@ -250,6 +279,10 @@ def render_markdown(runs: Sequence[RunSummary]) -> str:
             lines += ["", "Tokens: " + ", ".join(f"{k.replace('_', ' ')} {fmt_count(v)}"
                                                  for k, v in r.tokens.items())
                       + f"; mean latency {fmt_seconds(r.mean_latency_s)}"]
+        if r.per_model:
+            lines += ["", "Per model:", ""] + _md_table(PER_MODEL_HEAD, _model_rows(r))
+        if r.upper_bound:
+            lines += ["", f"**Upper bound:** dollars {marked(fmt_dollars(r.dollars), True)}: {r.upper_bound}"]
         lines += ["", "Errored trials: " + (", ".join(f"{k} {fmt_count(v)}" for k, v in
                                                       sorted(r.errors.items())) or "none")]
         if r.warnings:
@@ -290,6 +323,9 @@ def table_rows(run: RunSummary) -> list[dict[str, str]]:
              "success 95% CI": fmt_interval(s.success_ci, fmt_percent), k: fmt_percent(s.pass_hat_k),
              "dollars": fmt_dollars(s.dollars), "$/success": fmt_dollars(s.cost_per_success),
              "$/success 95% CI": fmt_interval(s.cost_per_success_ci, fmt_dollars)}
+            | ({"dollars": marked(fmt_dollars(s.dollars), True),
+                "$/success": marked(fmt_dollars(s.cost_per_success), True)}
+               if run.upper_bound and s is every else {})
             for s in [every, *run.slices]]
 
 
@@ -304,7 +340,8 @@ def log_lines(run: RunSummary) -> list[str]:
             f"{fmt_count(run.n_tasks)} tasks (k = {run.k}); episodes reused: {run.reused}",
             f"success {fmt_percent(run.success_rate)} {fmt_interval(run.success_ci, fmt_percent)} "
             f"({fmt_count(run.n_success)} of {fmt_count(run.n_trials)} trials)",
-            f"dollars {fmt_dollars(run.dollars)}, cost per success {fmt_dollars(run.cost_per_success)}"
+            f"dollars {marked(fmt_dollars(run.dollars), run.upper_bound)}, cost per success "
+            f"{marked(fmt_dollars(run.cost_per_success), run.upper_bound)}"
             + (f" {fmt_interval(run.cost_per_success_ci, fmt_dollars)}"
                if run.cost_per_success_ci else ""),
             gate]

@@ -30,6 +30,7 @@ import ek_agents
 from .base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from .core import canonical_json, shape
 from .errors import BaselineError, DocumentError, EkAgentsError
+from .modelcosts import PER_MODEL_HEAD, marked, per_model_rows, upper_bound_reason
 from .reporting import ReliabilityReport
 from .sequential import SequentialVerdict
 from .store import sha256_hex
@@ -419,6 +420,7 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
     for r in rows:
         lines.append("| " + " | ".join(_cell(r[h], money=h in ("dollars", "cost_per_success"))
                                        for h in head) + " |")
+    lines += _per_model_lines(report.get("cost") or {})
     gate = manifest.get("gate")
     if gate:
         verdict = ("REFUSED: " + gate["refused"]) if gate.get("refused") else \
@@ -434,6 +436,22 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
     if notes:
         lines += ["", "Warnings:"] + [f"- {w}" for w in notes]
     return "\n".join(lines) + "\n"
+
+
+def _per_model_lines(cost: Mapping) -> list[str]:
+    """The per-model table and the upper-bound note of a run whose episodes record their model
+    calls (nothing for any other run)."""
+    rows = per_model_rows(cost.get("per_model"), money=lambda d: _cell(_num(d), money=True),
+                          count=lambda n: _cell(n))
+    out = []
+    if rows:
+        out += ["", "Per model:", "", "| " + " | ".join(PER_MODEL_HEAD) + " |",
+                "|" + "---|" * len(PER_MODEL_HEAD)] + ["| " + " | ".join(r) + " |" for r in rows]
+    why = upper_bound_reason(cost)
+    if why:
+        out += ["", f"**Upper bound:** dollars {marked(_cell(_num(cost.get('total_dollars')), money=True), True)}"
+                f": {why}"]
+    return out
 
 
 def sequential_line(gate: Mapping) -> Optional[str]:

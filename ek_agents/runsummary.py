@@ -31,6 +31,7 @@ from pydantic import Field
 from .base import NonFiniteJson, decode_nonfinite
 from .core import shape
 from .errors import InvalidInput
+from .modelcosts import upper_bound_reason
 from . import record
 from .reporting import pass_hat_curve
 from .store import Store, open_store, run_key
@@ -126,7 +127,9 @@ class RunSummary(NonFiniteJson):
     when nothing succeeded and None when the cost is unknown; ``reused`` says whether the
     run's episodes were reused from an earlier run (``"unknown"`` when the run does not say);
     ``gate`` is the gate's verdict (None when the run was not gated); ``group`` and ``series``
-    are :func:`comparability_group` and :func:`series_of`.
+    are :func:`comparability_group` and :func:`series_of`. ``per_model`` is the cost report's
+    per-model breakdown (empty when the episodes record no model calls) and ``upper_bound``
+    says why the dollars are an upper bound (None when they are not).
     """
 
     run_id: str
@@ -154,6 +157,8 @@ class RunSummary(NonFiniteJson):
     reused: str = "unknown"
     gate: Optional[dict] = None
     warnings: list[str] = Field(default_factory=list)
+    per_model: dict = Field(default_factory=dict)
+    upper_bound: Optional[str] = None
 
     def to_dict(self) -> dict:
         """A JSON-safe dict (non-finite numbers as strings), its slices included."""
@@ -272,7 +277,8 @@ def summarize_run(manifest: Mapping, report: Mapping, gate: Optional[Mapping] = 
         tokens=tokens, mean_latency_s=as_number(cost.get("mean_latency_s")), slices=slices,
         errors=dict(detail.get("errors") or {}), reused=_reused(manifest, report),
         gate=dict(gate) if gate else (dict(manifest["gate"]) if manifest.get("gate") else None),
-        warnings=[str(w) for w in list(detail.get("warnings") or []) + list(cost.get("warnings") or [])])
+        warnings=[str(w) for w in list(detail.get("warnings") or []) + list(cost.get("warnings") or [])],
+        per_model=dict(cost.get("per_model") or {}), upper_bound=upper_bound_reason(cost))
 
 
 def load_runs(store: Union[Store, str], run_ids: Sequence[str]) -> list[RunSummary]:
