@@ -18,8 +18,10 @@ names its trial with ``[ek:<task_id>.<seed>]`` (the fake server's script keys on
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import weakref
 from typing import Any, Optional
 
 from .fakeopenai import PLANNER, SUMMARISER, tool_result
@@ -43,6 +45,17 @@ TOOLS = [
 ]
 
 _clients: dict = {}
+#: event loop -> {key: object}: an async client (and the agents holding it) belongs to the loop
+#: it was made on (its connection pool does); each run of the harness has a loop of its own
+_per_loop: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _loop_cache() -> dict:
+    loop = asyncio.get_running_loop()
+    got = _per_loop.get(loop)
+    if got is None:
+        got = _per_loop[loop] = {}
+    return got
 
 
 def configure(base_url: str, api_key: str = "sk-local") -> None:
@@ -50,6 +63,7 @@ def configure(base_url: str, api_key: str = "sk-local") -> None:
     global BASE_URL, API_KEY
     BASE_URL, API_KEY = base_url, api_key
     _clients.clear()
+    _per_loop.clear()
 
 
 def marker(task: Any, seed: Optional[int]) -> str:
@@ -58,14 +72,15 @@ def marker(task: Any, seed: Optional[int]) -> str:
 
 
 def _client(kind: str) -> Any:
+    cache = _clients if kind == "sync" else _loop_cache()
     key = (kind, BASE_URL)
-    if key not in _clients:
+    if key not in cache:
         import openai
         if BASE_URL is None:
             raise RuntimeError("no endpoint: set EK_OPENAI_BASE_URL or call configure(base_url)")
         cls = openai.OpenAI if kind == "sync" else openai.AsyncOpenAI
-        _clients[key] = cls(base_url=BASE_URL, api_key=API_KEY, max_retries=0)
-    return _clients[key]
+        cache[key] = cls(base_url=BASE_URL, api_key=API_KEY, max_retries=0)
+    return cache[key]
 
 
 # --------------------------------------------------------------------------- openai SDK
@@ -114,11 +129,9 @@ def convert(amount: int, unit: str) -> str:
     return tool_result("convert", {"amount": amount, "unit": unit})
 
 
-_agents: dict = {}
-
-
 def _agents_pair() -> tuple:
-    if BASE_URL not in _agents:
+    _agents = _loop_cache()
+    if ("agents", BASE_URL) not in _agents:
         from agents import Agent, OpenAIResponsesModel, function_tool
         client = _client("async")
         planner = Agent(name="planner", instructions="Use the tools, then answer.",
@@ -126,8 +139,8 @@ def _agents_pair() -> tuple:
                         tools=[function_tool(lookup), function_tool(convert)])
         summariser = Agent(name="summariser", instructions="Summarise.",
                            model=OpenAIResponsesModel(SUMMARISER, client))
-        _agents[BASE_URL] = (planner, summariser)
-    return _agents[BASE_URL]
+        _agents[("agents", BASE_URL)] = (planner, summariser)
+    return _agents[("agents", BASE_URL)]
 
 
 async def agents_sdk_agent(task: Any, *, seed: Optional[int] = None) -> str:
@@ -150,11 +163,9 @@ def instrument_openinference() -> None:
 
 # --------------------------------------------------------------------------- pydantic-ai
 
-_pyd: dict = {}
-
-
 def _pydantic_pair() -> tuple:
-    if BASE_URL not in _pyd:
+    _pyd = _loop_cache()
+    if ("pydantic", BASE_URL) not in _pyd:
         from pydantic_ai import Agent
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
@@ -165,8 +176,8 @@ def _pydantic_pair() -> tuple:
         summariser = Agent(OpenAIChatModel(SUMMARISER, provider=provider),
                            instructions="Summarise.")
         summariser.instrument = True
-        _pyd[BASE_URL] = (planner, summariser)
-    return _pyd[BASE_URL]
+        _pyd[("pydantic", BASE_URL)] = (planner, summariser)
+    return _pyd[("pydantic", BASE_URL)]
 
 
 async def pydantic_ai_agent(task: Any, *, seed: Optional[int] = None) -> str:

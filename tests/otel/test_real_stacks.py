@@ -63,7 +63,8 @@ def test_run_suite_capture_otel_equals_what_the_server_sent(stack, server, expor
     instrument, agent, cached_reported = STACKS[stack]
     instrument()
     root = str(tmp_path / "store")
-    report = run_suite(agent, TASKS, k=3, seed=100, max_concurrency=8, capture="otel",
+    seed = 1000 * (1 + list(STACKS).index(stack))  # each stack's trials have markers of their own
+    report = run_suite(agent, TASKS, k=3, seed=seed, max_concurrency=8, capture="otel",
                        check=_check, prices=prices, persist=True, rootdir=root, run_id="otel-run")
     eps = _stored_episodes(root, "otel-run")  # round-tripped through the store's JSON
     assert len(eps) == 30 and not any(e.meta.get("error") for e in eps)
