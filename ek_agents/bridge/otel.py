@@ -190,7 +190,7 @@ def _ancestry(spans: dict, kinds: dict, stats: dict) -> tuple[dict, dict]:
     ancestor (ids or None). Orphans read as roots; cycles cut. Linear time (memoised)."""
     parent: dict = {}
     for sid, s in spans.items():
-        p = s.parent_id
+        p = None if s.parent_id is None else (s.trace_id, s.parent_id)
         if p is not None and p not in spans:
             stats["orphans"] += 1
             p = None
@@ -306,7 +306,7 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
     by_id: dict = {}
     stats = {"spans": 0, "orphans": 0, "cycles": 0, "duplicate_spans": 0, "nested_calls": 0}
     for s in spans:
-        key = s.span_id
+        key = (s.trace_id, s.span_id)
         if key in by_id:
             stats["duplicate_spans"] += 1
             continue
