@@ -156,7 +156,8 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
     reuse = None
     if st is not None:
         fp = fingerprint or trial_fingerprint(agent, specs, k=k, seed=seed, run=run,
-                                              timeout_s=timeout_s, retries=retries)
+                                              timeout_s=timeout_s, retries=retries,
+                                              capture=capture)
         reuse, done = record.claim_run(st, run_id, fp, wanted, refresh=refresh,
                                        retry_errored=retry_errored)
     todo = [p for p in wanted if p not in done]
@@ -208,7 +209,7 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
 
 def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
                       run: Optional[RunProvenance], timeout_s: Optional[float],
-                      retries: int) -> record.RunFingerprint:
+                      retries: int, capture: Optional[str] = None) -> record.RunFingerprint:
     """The fingerprint of a library run of ``agent`` (a callable) over ``tasks``: its
     ``module:qualname``, the digest of its source file plus its own source (two lambdas of
     one file differ), its declared ``ek_config``, the tasks' digest and the run's settings."""
@@ -219,6 +220,8 @@ def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int
     except (TypeError, OSError):
         own = ""
     prov = {} if run is None else {f: v for f, v in run.to_dict().items() if f != "schema_version"}
+    if capture:  # the episodes are read from spans: another run's than one without
+        prov["capture"] = str(capture)
     return record.RunFingerprint(
         agent=record.agent_name(agent),
         agent_code=None if code is None and not own else

@@ -67,7 +67,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    dask_address: Optional[str] = None, refresh: bool = False,
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
                    break_lease: bool = False, lease_wait_s: float = 0.0,
-                   sequential: bool = False, log: Optional[Log] = None) -> dict:
+                   sequential: bool = False, capture: Optional[str] = None,
+                   log: Optional[Log] = None) -> dict:
     """The ``evaluate-agent`` flow's plan, here and now (the flow's parameters, same meaning).
 
     Returns what the flow returns (``run_id``, ``store``, ``manifest`` key, ``results``,
@@ -100,7 +101,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             tolerance=tolerance, cost_tolerance=cost_tolerance, chunk_size=chunk_size,
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
-            sequential=sequential, parameters=parameters, log=log)
+            sequential=sequential, capture=capture, parameters=parameters, log=log)
     finally:
         release_lease(st, lease)
 
@@ -112,7 +113,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
               cost_tolerance: float, chunk_size: Optional[int], max_concurrency: int,
               timeout_s: Optional[float], retries: int, refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool, parameters: Mapping,
-              log: Log) -> dict:
+              log: Log, capture: Optional[str] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease (``flows/evaluate.py:_evaluate``,
     each task replaced by the library call it wraps)."""
     decided = None
@@ -127,7 +128,8 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
         request = TrialRequest(
             store=st.url, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
-            retries=retries, refresh=refresh, retry_errored=retry_errored, check=check)
+            retries=retries, refresh=refresh, retry_errored=retry_errored, check=check,
+            capture=capture)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials(request, baseline, check, tolerance,
                                                   prices is not None)

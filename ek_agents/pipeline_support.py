@@ -234,6 +234,9 @@ class TrialRequest(JsonShape):
     """The checker the run's grade stage uses (None: the suite's). Each chunk grades the trials
     it stored with it (``record.trial_grader``), so that the grade stage, in the same process,
     takes that work instead of grading 20,000 episodes after the last trial."""
+    capture: Optional[str] = None
+    """``"otel"``: each trial's OpenTelemetry spans give its episode's steps and per-call cost
+    (``harness.run_trials(capture=...)``); part of the run's fingerprint when set."""
 
 
 @shape()
@@ -297,7 +300,8 @@ def request_fingerprint(request: TrialRequest) -> RunFingerprint:
     return RunFingerprint(agent=request.agent, agent_code=code_digest(request.agent),
                           agent_config=agent_config(load_agent(request.agent)),
                           suite=request.tasks.digest, k=request.k, seed=request.seed,
-                          run={f: v for f, v in request.run.items() if f != "schema_version"},
+                          run={**{f: v for f, v in request.run.items() if f != "schema_version"},
+                               **({"capture": request.capture} if request.capture else {})},
                           timeout_s=request.timeout_s, retries=request.retries)
 
 
@@ -309,7 +313,8 @@ def _trials(request: TrialRequest, only: Optional[Sequence] = None,
                       max_concurrency=max_concurrency or request.max_concurrency,
                       timeout_s=request.timeout_s,
                       retries=request.retries, store=Store(request.store), run_id=request.run_id,
-                      only=only, progress=False, fingerprint=request_fingerprint(request))
+                      only=only, progress=False, fingerprint=request_fingerprint(request),
+                      capture=request.capture)
 
 
 def _identity(st: Store, request: TrialRequest) -> tuple[RunFingerprint, str, list, list]:
@@ -464,7 +469,8 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
                        [p for p in pairs if p not in found], k=req.k, store=st,
                        run_id=req.run_id, seed=req.seed, run=RunProvenance.from_dict(req.run),
                        max_concurrency=chunk.concurrency or req.max_concurrency,
-                       timeout_s=req.timeout_s, retries=req.retries, on_stored=grade_one)
+                       timeout_s=req.timeout_s, retries=req.retries, on_stored=grade_one,
+                       capture=req.capture)
     for trial in found.values():
         grade_one(trial)
     done = {**found, **{(t.task_id, t.trial): t for t in ran}}
@@ -497,7 +503,7 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
                            k=req.k, store=st, run_id=req.run_id, seed=req.seed,
                            run=RunProvenance.from_dict(req.run),
                            max_concurrency=req.max_concurrency, timeout_s=req.timeout_s,
-                           retries=req.retries)
+                           retries=req.retries, capture=req.capture)
         have.update({(t.task_id, t.trial): t for t in ran})
     trials = [have[p] for p in wanted]
     ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))

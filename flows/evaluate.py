@@ -42,7 +42,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    dask_address: Optional[str] = None, refresh: bool = False,
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
                    break_lease: bool = False, lease_wait_s: float = 0.0,
-                   sequential: bool = False) -> dict:
+                   sequential: bool = False, capture: Optional[str] = None) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -65,7 +65,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     it writes (RunInUse names another holder; ``lease_wait_s`` waits for it, ``break_lease``
     removes a dead writer's). ``sequential=True`` (with ``baseline``) runs the trials batch
     by batch and stops once the sequential gate has decided (``flows/sequential.py``); the
-    manifest says why and at what cost.
+    manifest says why and at what cost. ``capture="otel"`` reads each trial's OpenTelemetry
+    spans (the agent's instrumentations) into its episode: tool calls and per-model-call cost.
     """
     st = Store(store).url
     if not run_id:
@@ -84,7 +85,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
-            sequential=sequential)
+            sequential=sequential, capture=capture)
     finally:
         release_lease(Store(st), lease)
 
@@ -96,7 +97,8 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               cost_tolerance: float, chunk_size: Optional[int], max_concurrency: int,
               timeout_s: Optional[float], retries: int, task_runner: str, max_workers: int,
               dask_address: Optional[str], refresh: bool, retry_errored: bool,
-              max_error_rate: Optional[float], sequential: bool) -> dict:
+              max_error_rate: Optional[float], sequential: bool,
+              capture: Optional[str] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease."""
     decided = None
     if ingest:
@@ -112,7 +114,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
             timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored,
-            check=check)
+            check=check, capture=capture)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)

@@ -9,7 +9,9 @@ instrumentations can be run, offline and deterministically, against it (the test
 - a *planner* request (any model but the summariser's) with no tool result in it answers with
   tool calls (``lookup`` always, ``convert`` too when the id's digits sum to an odd number);
   with tool results it answers ``ANSWER(<id>): <the results>``;
-- a *summariser* request (model :data:`SUMMARISER`) answers ``SUMMARY(<id>)``;
+- a *summariser* request (model :data:`SUMMARISER`) answers :func:`summary_of` the marker:
+  ``SUMMARY(<task id>)``, or ``SUMMARY(unsure)`` when the marker's digits sum to a multiple
+  of 3 (so that some trials fail a check of the output against ``SUMMARY(<task id>)``);
 - the model that answers is the dated snapshot of the requested one (``gpt-4o`` ->
   ``gpt-4o-2024-08-06``), as OpenAI's API does;
 - every reply's usage is unique (a running request number decides it) and carries cached and
@@ -31,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
 __all__ = ["FakeOpenAI", "Sent", "SUMMARISER", "PLANNER", "SNAPSHOTS", "tool_result",
-           "expected_steps", "marker_of"]
+           "expected_steps", "marker_of", "summary_of"]
 
 PLANNER = "gpt-4o"
 SUMMARISER = "gpt-4o-mini"
@@ -67,6 +69,13 @@ def _planned_calls(marker: str) -> list:
     if digits % 2:
         calls.append(("convert", {"amount": digits, "unit": "usd"}))
     return calls
+
+
+def summary_of(marker: str) -> str:
+    """What the summariser answers in trial ``marker`` (``<task id>.<seed>``)."""
+    if sum(int(c) for c in marker if c.isdigit()) % 3 == 0:
+        return "SUMMARY(unsure)"
+    return f"SUMMARY({marker.rsplit('.', 1)[0]})"
 
 
 def tool_result(name: str, args: dict) -> str:
@@ -165,7 +174,7 @@ class FakeOpenAI:
 
     def _decide(self, model: str, marker: str, tool_results: list) -> tuple[list, Optional[str]]:
         if model == SUMMARISER:
-            return [], f"SUMMARY({marker})"
+            return [], summary_of(marker)
         if not tool_results:
             return _planned_calls(marker), None
         return [], f"ANSWER({marker}): " + "; ".join(str(r) for r in tool_results)

@@ -16,7 +16,7 @@ from ek_agents.cost import episode_dollars
 from ek_agents.harness import run_suite
 from ek_agents.store import open_store
 from ek_agents_examples.otel import agents
-from ek_agents_examples.otel.fakeopenai import expected_steps
+from ek_agents_examples.otel.fakeopenai import expected_steps, summary_of
 
 from .otlpjson import write_otlp
 
@@ -74,7 +74,7 @@ def test_run_suite_capture_otel_equals_what_the_server_sent(stack, server, expor
         sent = server.sent[marker]
         assert [(s.tool, s.args, s.observation) for s in ep.trajectory] == \
             [(n, a, o) for n, a, o in expected_steps(marker)], marker
-        assert ep.output == f"SUMMARY({marker})"
+        assert ep.output == summary_of(marker)
         calls = ep.cost.calls
         assert [(c.model, c.input_tokens, c.output_tokens) for c in calls] == \
             [(s.model, s.input_tokens, s.output_tokens) for s in sent], marker
