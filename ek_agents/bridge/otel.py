@@ -257,7 +257,7 @@ def _message_calls(s: RawSpan) -> list:
             for p in (m.get("parts") or []) if isinstance(m, Mapping) else []:
                 if isinstance(p, Mapping) and p.get("type") == "tool_call":
                     out.append((p.get("id"), str(p.get("name", "")), p.get("arguments")))
-    if not out:
+    if not out and "openinference.span.kind" in s.attrs:
         found: dict = {}
         for k, v in s.attrs.items():
             m = _OI_TOOLCALL.match(k)
@@ -277,6 +277,8 @@ def _message_results(s: RawSpan, into: dict) -> None:
             for p in (m.get("parts") or []) if isinstance(m, Mapping) else []:
                 if isinstance(p, Mapping) and p.get("type") == "tool_call_response" and p.get("id"):
                     into.setdefault(p["id"], p.get("response", p.get("result")))
+    if "openinference.span.kind" not in s.attrs:
+        return
     found: dict = {}
     for k, v in s.attrs.items():
         m = _OI_INPUT.match(k)
@@ -369,10 +371,7 @@ def _tool_step(s: RawSpan) -> Step:
 
 
 def _steps_from_messages(llm_spans: list, counted: list, by_id: dict, anc_llm: dict) -> list:
-    results: dict = {}
-    for s in llm_spans:
-        _message_results(s, results)
-    steps, seen = [], set()
+    asked = []
     for sid in counted:
         chain, cur = [], sid  # the counted span, then the model-call spans above it
         while cur is not None and len(chain) < 8:
@@ -382,12 +381,19 @@ def _steps_from_messages(llm_spans: list, counted: list, by_id: dict, anc_llm: d
             found = _message_calls(s)
             if found:
                 break
-        for cid, name, raw in found:
-            if cid is not None and cid in seen:
-                continue
-            seen.add(cid)
-            args, bad = _args(raw)
-            steps.append(Step(name, args, observation=results.get(cid), error=bad))
+        asked.extend(found)
+    if not asked:
+        return []
+    results: dict = {}  # the tool results the model calls were sent, by call id
+    for s in llm_spans:
+        _message_results(s, results)
+    steps, seen = [], set()
+    for cid, name, raw in asked:
+        if cid is not None and cid in seen:
+            continue
+        seen.add(cid)
+        args, bad = _args(raw)
+        steps.append(Step(name, args, observation=results.get(cid), error=bad))
     return steps
 
 

@@ -109,19 +109,8 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:  # noqa: N802
                 n = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(n)
-                try:
-                    body = json.loads(raw)
-                    path = self.path.rstrip("/")
-                    if path.endswith("/chat/completions"):
-                        reply = owner._chat(body, raw.decode("utf-8", "replace"))
-                    elif path.endswith("/responses"):
-                        reply = owner._responses(body, raw.decode("utf-8", "replace"))
-                    else:
-                        return self._send(404, {"error": {"message": f"no route {self.path}"}})
-                except Exception as exc:  # noqa: BLE001 -- a scripted 400, never a hang
-                    return self._send(400, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
-                self._send(200, reply)
+                code, reply = owner.reply(self.path, self.rfile.read(n))
+                self._send(code, reply)
 
             def _send(self, code: int, doc: dict) -> None:
                 data = json.dumps(doc).encode()
@@ -158,6 +147,21 @@ class FakeOpenAI:
         self.stop()
 
     # -- the script
+    def reply(self, path: str, raw: bytes) -> tuple[int, dict]:
+        """``(status, JSON body)`` of the script's answer to a POST of ``raw`` to ``path``
+        (what the HTTP handler sends; usable without the socket, e.g. by an
+        ``httpx.MockTransport``)."""
+        try:
+            body = json.loads(raw)
+            path = path.rstrip("/")
+            if path.endswith("/chat/completions"):
+                return 200, self._chat(body, raw.decode("utf-8", "replace"))
+            if path.endswith("/responses"):
+                return 200, self._responses(body, raw.decode("utf-8", "replace"))
+            return 404, {"error": {"message": f"no route {path}"}}
+        except Exception as exc:  # noqa: BLE001 -- a scripted 400, never a hang
+            return 400, {"error": {"message": f"{type(exc).__name__}: {exc}"}}
+
     def _usage(self, model: str) -> tuple[int, int, int, int]:
         with self._lock:
             self.requests += 1
