@@ -39,7 +39,7 @@ from typing import Any, Optional
 from .base import Cost, Episode, Trajectory
 from .bridge._otlp import Ingest, spans_from_sdk
 from .bridge.otel import trace_parts
-from .core import canonical_json
+from .core import canonical_json, construct
 from .errors import InvalidInput, MissingDependency
 
 __all__ = ["OtelCapture", "TrialSpans", "make_capture", "MAX_OUTPUT_CHARS", "CAPTURES"]
@@ -183,10 +183,16 @@ class OtelCapture:
             meta["otel"]["spans_kept"] = [_kept(s) for s in spans[:self.keep_spans]]
         traj, cost = ep.trajectory, ep.cost
         if not (agent_episode and len(traj)):
-            traj = Trajectory(parts.steps)
+            traj = construct(Trajectory, steps=parts.steps)  # Steps validated as they were made
         if cost is None and parts.calls:
             cost = Cost.of_calls(parts.calls, retries=retries, latency_s=latency_s)
-        return ep.replace(trajectory=traj, cost=cost, meta=meta)
+        if type(ep) is not Episode:
+            return ep.replace(trajectory=traj, cost=cost, meta=meta)
+        # every field is a validated value (the episode's own, or made just above)
+        own = ep.__dict__
+        return construct(Episode, **{f: own[f] for f in Episode.__pydantic_fields__
+                                     if f not in ("trajectory", "cost", "meta")},
+                         trajectory=traj, cost=cost, meta=meta)
 
 
 def _kept(span: Any) -> dict:

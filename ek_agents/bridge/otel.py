@@ -224,12 +224,24 @@ def _ancestry(spans: dict, kinds: dict, stats: dict) -> tuple[dict, dict]:
 # --------------------------------------------------------------------------- messages
 
 def _json(v: Any) -> Any:
+    """A JSON attribute's value (None when it is not JSON); the bounds of the read are the
+    attribute's (``MAX_ATTRIBUTE_CHARS``)."""
     if isinstance(v, str):
         try:
-            return json.loads(v)
-        except ValueError:
+            return (_LOADS or _loads())(v)
+        except (ValueError, RecursionError):  # orjson.JSONDecodeError is a ValueError
             return None
     return v
+
+
+_LOADS = None
+
+
+def _loads() -> Any:
+    global _LOADS
+    import orjson  # not at module level: as in ek_agents.parsing, ~30 ms of import time
+    _LOADS = orjson.loads
+    return _LOADS
 
 
 def _args(raw: Any) -> tuple[Any, Optional[str]]:
