@@ -122,7 +122,9 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
     - ``capture="otel"``: each trial runs under a root span of its own and its OpenTelemetry
       spans (from the instrumentations the agent runs) give the episode its trajectory and its
       per-model-call cost (:mod:`ek_agents.otelcapture` says which wins when the agent returns
-      an Episode too); needs ``pip install 'ek-agents[otel]'``.
+      an Episode too); needs ``pip install 'ek-agents[otel]'``. An
+      ``otelcapture.OtelCapture(keep_spans=N)`` instead also keeps each trial's first N spans
+      in ``meta["otel"]["spans_kept"]`` (opt-in, for the audit).
     """
     return _trials_with_reuse(agent, tasks, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,

@@ -148,6 +148,9 @@ class OtelCapture:
         self.tracer = self.provider.get_tracer("ek_agents.harness")
         self.keep_spans = keep_spans
 
+    def __str__(self) -> str:  # what a run's fingerprint records: the kind of capture
+        return "otel"
+
     @property
     def late(self) -> int:
         """Spans that ended outside any trial (after their trial was collected)."""

@@ -1,0 +1,64 @@
+"""The capture's documented rules (ek_agents.otelcapture), with a real instrumented agent."""
+from __future__ import annotations
+
+import pytest
+
+from ek_agents.base import Cost, Episode, Step, TaskSpec, Trajectory
+from ek_agents.errors import InvalidInput
+from ek_agents.harness import run_trials
+from ek_agents.otelcapture import OtelCapture
+from ek_agents_examples.otel import agents
+
+TASKS = [TaskSpec("r1", input="x"), TaskSpec("r2", input="y")]
+
+
+async def episode_agent(task, *, seed=None):
+    out = await agents.pydantic_ai_agent(task, seed=seed)
+    return Episode(task.task_id, Trajectory([Step("mine", {"a": 1})]), output=out)
+
+
+async def costed_agent(task, *, seed=None):
+    out = await agents.pydantic_ai_agent(task, seed=seed)
+    return Episode(task.task_id, output=out, cost=Cost(input_tokens=5, output_tokens=1))
+
+
+async def failing_agent(task, *, seed=None):
+    await agents.pydantic_ai_agent(task, seed=seed)
+    raise RuntimeError("gave up after spending")
+
+
+def test_the_agents_own_fields_win_and_spans_fill_the_rest(server, exporter):
+    eps = run_trials(episode_agent, TASKS, k=1, seed=9300, capture="otel")
+    for ep in eps:
+        sent = server.sent[f"{ep.task_id}.{ep.run.seed}"]
+        assert ep.trajectory.tools == ("mine",)                      # the agent's own
+        assert [c.input_tokens for c in ep.cost.calls] == [s.input_tokens for s in sent]  # spans'
+    eps = run_trials(costed_agent, TASKS, k=1, seed=9400, capture="otel")
+    for ep in eps:
+        assert ep.cost.input_tokens == 5 and not ep.cost.calls       # the agent's cost wins
+        assert "lookup" in ep.trajectory.tools                       # the spans' steps fill in
+
+
+def test_a_failed_trial_keeps_what_it_spent(server, exporter):
+    eps = run_trials(failing_agent, TASKS, k=1, seed=9500, capture="otel")
+    for ep in eps:
+        assert ep.success is False and "gave up" in ep.meta["error"]
+        sent = server.sent[f"{ep.task_id}.{ep.run.seed}"]
+        assert [c.output_tokens for c in ep.cost.calls] == [s.output_tokens for s in sent]
+
+
+def test_kept_spans_are_opt_in_and_bounded(server, exporter):
+    plain = run_trials(agents.pydantic_ai_agent, TASKS, k=1, seed=9600, capture="otel")
+    assert all("spans_kept" not in e.meta["otel"] for e in plain)
+    kept = run_trials(agents.pydantic_ai_agent, TASKS, k=1, seed=9700,
+                      capture=OtelCapture(keep_spans=3))
+    for ep in kept:
+        spans = ep.meta["otel"]["spans_kept"]
+        assert len(spans) == 3 and all(len(str(v)) <= 4096 for s in spans
+                                       for v in s["attributes"].values())
+        assert Episode.from_json(ep.to_json()) == ep
+
+
+def test_a_bad_capture_is_refused():
+    with pytest.raises(InvalidInput, match="capture must be None or 'otel'"):
+        run_trials(agents.pydantic_ai_agent, TASKS, k=1, capture="zipkin")
