@@ -40,9 +40,11 @@ What is read (current and older GenAI semantic conventions, and OpenInference's 
   ``error.type``). A tool span right inside a tool span of the same name is the same call
   reported twice and is skipped. A trace **without tool spans** (a raw SDK loop under
   openai-v2) has its steps read from the model calls' messages (``gen_ai.output.messages``
-  ``tool_call`` parts -- recorded only with message capture on -- and OpenInference's
-  ``llm.output_messages.*.tool_calls``), each observation from the ``tool_call_response``
-  part (or ``tool`` message) with the same call id.
+  ``tool_call`` parts -- recorded only with message capture on --, OpenInference's
+  ``llm.output_messages.*.tool_calls``, the older flattened ``gen_ai.completion.N.tool_calls.M.*``
+  and ``gen_ai.choice`` span events), each observation from the ``tool_call_response`` part
+  (or ``tool`` message: ``gen_ai.prompt.N.*``, ``llm.input_messages.N.*``, a
+  ``gen_ai.tool.message`` event) with the same call id.
 - **Output**: the ``ek.output`` attribute (JSON) the harness writes on its trial span; else
   the text of the last model call's output message.
 - **Broken traces**: a span whose parent is not in its group is read as a root (counted in
@@ -84,6 +86,9 @@ _REASONING = ("gen_ai.usage.details.reasoning_tokens", "gen_ai.usage.reasoning_t
               "llm.token_count.completion_details.reasoning")
 _OI_TOOLCALL = re.compile(r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(.+)$")
 _OI_INPUT = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|tool_call_id|content)$")
+# the older flattened GenAI attributes (OpenLLMetry / semconv before message JSON)
+_OLD_TOOLCALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(name|arguments|id)$")
+_OLD_INPUT = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|tool_call_id|content)$")
 
 
 class TraceParts(NamedTuple):
@@ -278,6 +283,24 @@ def _message_calls(s: RawSpan) -> list:
         for key in sorted(found):
             f = found[key]
             out.append((f.get("id"), str(f.get("function.name", "")), f.get("function.arguments")))
+    if not out and "gen_ai.completion.0.tool_calls.0.name" in s.attrs:
+        found = {}
+        for k, v in s.attrs.items():
+            m = _OLD_TOOLCALL.match(k)
+            if m:
+                found.setdefault((int(m.group(1)), int(m.group(2))), {})[m.group(3)] = v
+        out.extend((found[k].get("id"), str(found[k].get("name", "")), found[k].get("arguments"))
+                   for k in sorted(found))
+    if not out:  # older conventions: messages as span events (gen_ai.choice)
+        for name, attrs in s.events:
+            if name == "gen_ai.choice":
+                msg = _json(attrs.get("message"))
+                calls = (msg.get("tool_calls") if isinstance(msg, Mapping) else None) or \
+                    _json(attrs.get("tool_calls")) or []
+                for c in calls if isinstance(calls, list) else []:
+                    fn = c.get("function") if isinstance(c, Mapping) else None
+                    if isinstance(fn, Mapping):
+                        out.append((c.get("id"), str(fn.get("name", "")), fn.get("arguments")))
     return out
 
 
@@ -289,11 +312,16 @@ def _message_results(s: RawSpan, into: dict) -> None:
             for p in (m.get("parts") or []) if isinstance(m, Mapping) else []:
                 if isinstance(p, Mapping) and p.get("type") == "tool_call_response" and p.get("id"):
                     into.setdefault(p["id"], p.get("response", p.get("result")))
-    if "openinference.span.kind" not in s.attrs:
+    for name, attrs in s.events:  # older conventions: a tool message as a span event
+        if name == "gen_ai.tool.message" and attrs.get("id"):
+            into.setdefault(attrs["id"], attrs.get("content"))
+    pattern = (_OI_INPUT if "openinference.span.kind" in s.attrs
+               else _OLD_INPUT if "gen_ai.prompt.0.role" in s.attrs else None)
+    if pattern is None:
         return
     found: dict = {}
     for k, v in s.attrs.items():
-        m = _OI_INPUT.match(k)
+        m = pattern.match(k)
         if m:
             found.setdefault(int(m.group(1)), {})[m.group(2)] = v
     for f in found.values():

@@ -175,3 +175,24 @@ def test_openinference_keys_and_older_conventions(tmp_path):
         ("gpt-4o", "openai", 70, 5, False)
     cc, = c.cost.calls  # input reported without its cache parts: they are added
     assert (cc.input_tokens, cc.cached_input_tokens, cc.cache_write_tokens) == (160, 100, 50)
+
+
+def test_tool_calls_from_older_message_conventions(tmp_path):
+    # no tool spans: the steps come from the model calls' messages, in three older spellings
+    flat = [chat(1, 1, start=1, **{"gen_ai.completion.0.tool_calls.0.name": "lookup",
+                                   "gen_ai.completion.0.tool_calls.0.arguments": '{"k": 2}',
+                                   "gen_ai.completion.0.tool_calls.0.id": "c1"}),
+            chat(1, 2, start=2, **{"gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "q",
+                                   "gen_ai.prompt.1.role": "tool", "gen_ai.prompt.1.tool_call_id": "c1",
+                                   "gen_ai.prompt.1.content": "two"})]
+    first = chat(2, 1, start=1)
+    first["events"] = [{"name": "gen_ai.choice", "timeUnixNano": "1", "attributes": [
+        {"key": "message", "value": {"stringValue": json.dumps(
+            {"tool_calls": [{"id": "c9", "type": "function",
+                             "function": {"name": "convert", "arguments": '{"amount": 3}'}}]})}}]}]
+    second = chat(2, 2, start=2)
+    second["events"] = [{"name": "gen_ai.tool.message", "timeUnixNano": "2", "attributes": [
+        {"key": "id", "value": {"stringValue": "c9"}}, {"key": "content", "value": {"stringValue": "2.70"}}]}]
+    a, b = episodes_from_otel(write(tmp_path, line(flat), line([first, second])))
+    assert [(s.tool, s.args, s.observation) for s in a.trajectory] == [("lookup", {"k": 2}, "two")]
+    assert [(s.tool, s.args, s.observation) for s in b.trajectory] == [("convert", {"amount": 3}, "2.70")]
