@@ -409,8 +409,9 @@ class _Runner:
             if isinstance(answer, _Answer):
                 got.record_output(answer.result)
         if isinstance(answer, Episode):  # failed: what it spent is spent
-            return self.capture.episode(answer, got.spans, agent_episode=False, failed=True)
-        return answer._replace(spans=got.spans)
+            return self.capture.episode(answer, got.spans, agent_episode=False, failed=True,
+                                        sampled=got.sampled)
+        return answer._replace(spans=got)
 
     async def _attempts(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
         trial_seed = None if self.seed is None else self.seed + trial
@@ -454,11 +455,11 @@ class _Runner:
             return answer, False
         result, attempts, transient, elapsed, spans = answer
         trial_seed = None if self.seed is None else self.seed + trial
-        if spans is not None:  # captured: the spans' steps and calls (otelcapture's rule)
+        if spans is not None:  # captured (otelcapture.TrialSpans): its steps and calls
             own = isinstance(result, Episode)
             ep = _finish(result, task, trial, self.run, trial_seed, attempts, transient, elapsed)
-            return self.capture.episode(ep, spans, agent_episode=own, retries=transient,
-                                        latency_s=elapsed), False
+            return self.capture.episode(ep, spans.spans, agent_episode=own, retries=transient,
+                                        latency_s=elapsed, sampled=spans.sampled), False
         if not isinstance(result, Episode):  # a plain answer: its episode built once, from
             # values made here (``output`` is typed Any: validation keeps it as is)
             return construct(Episode, task_id=task.task_id, output=result,
@@ -491,7 +492,7 @@ class _Answer(NamedTuple):
     attempts: int
     transient: int
     elapsed: float
-    spans: Optional[list] = None  # the trial's spans, when captured
+    spans: Any = None  # the trial's otelcapture.TrialSpans, when captured
 
 
 class _Writer:

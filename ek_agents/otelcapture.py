@@ -23,7 +23,8 @@ The trial's episode (the rule when both the agent and the spans say something):
   trajectory and cost: what a failed trial spent is spent.
 
 ``meta["otel"]`` of each episode counts its spans, the nested model calls not counted again,
-orphans and cycles; with ``keep_spans=N`` (opt-in) the trial's first N spans are kept in
+orphans and cycles (and says ``"sampled": false`` when the provider's sampler dropped the
+trial's trace: nothing was recorded, so the cost stays unknown, never 0); with ``keep_spans=N`` (opt-in) the trial's first N spans are kept in
 ``meta["otel"]["spans_kept"]`` (name, ids, scope, GenAI attributes) for the audit.
 
 opentelemetry-sdk is an optional dependency (``pip install 'ek-agents[otel]'``), imported only
@@ -50,7 +51,7 @@ MAX_OUTPUT_CHARS = 64 * 1024
 CAPTURES = ("otel",)
 
 _lock = threading.Lock()
-_collectors: dict = {}  # id(provider) -> (provider, _Collector): one processor per provider
+_registered: dict = {}  # id(provider) -> provider: where the one collector is a processor
 
 
 def make_capture(capture: Any, *, keep_spans: int = 0) -> Optional["OtelCapture"]:
@@ -93,29 +94,36 @@ class _Collector:
         return True
 
 
-def _provider_and_collector() -> tuple:
+def _provider_and_collector(provider: Any = None) -> tuple:
     try:
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
     except ImportError as exc:
         raise MissingDependency(
             f"capture='otel' needs opentelemetry-sdk ({exc}); pip install 'ek-agents[otel]'") from None
+    if provider is not None and not isinstance(provider, TracerProvider):
+        raise InvalidInput(f"OtelCapture(provider=...) must be an opentelemetry.sdk.trace."
+                           f"TracerProvider, got {type(provider).__name__}")
     with _lock:
-        provider = trace.get_tracer_provider()
-        if not isinstance(provider, TracerProvider):
-            if type(provider).__name__ != "ProxyTracerProvider":
+        glob = trace.get_tracer_provider()
+        if not isinstance(glob, TracerProvider):
+            if type(glob).__name__ != "ProxyTracerProvider":
                 raise InvalidInput(
-                    f"capture='otel': the global tracer provider is a {type(provider).__name__}, "
+                    f"capture='otel': the global tracer provider is a {type(glob).__name__}, "
                     "not the OpenTelemetry SDK's TracerProvider, so its spans cannot be read; set "
                     "an opentelemetry.sdk.trace.TracerProvider (or none: one is installed)")
             trace.set_tracer_provider(TracerProvider())
-            provider = trace.get_tracer_provider()
-        got = _collectors.get(id(provider))
-        if got is None or got[0] is not provider:
-            collector = _Collector()
-            provider.add_span_processor(collector)
-            got = _collectors[id(provider)] = (provider, collector)
-        return provider, got[1]
+            glob = trace.get_tracer_provider()
+        # one collector, a processor of the global provider (where instrumentations report)
+        # and of the one the trial spans are made with
+        for p in (glob, provider or glob):
+            if _registered.get(id(p)) is not p:
+                p.add_span_processor(_COLLECTOR)
+                _registered[id(p)] = p
+        return provider or glob, _COLLECTOR
+
+
+_COLLECTOR = _Collector()
 
 
 class TrialSpans:
@@ -124,6 +132,7 @@ class TrialSpans:
     def __init__(self, span: Any) -> None:
         self.span = span
         self.spans: list = []
+        self.sampled = bool(span.get_span_context().trace_flags.sampled)
 
     def record_output(self, answer: Any) -> None:
         """Write the agent's answer (its output) on the trial span, when it is small JSON."""
@@ -139,10 +148,13 @@ class TrialSpans:
 class OtelCapture:
     """Per-trial capture of the spans the agent's instrumentations make (module docstring)."""
 
-    def __init__(self, *, keep_spans: int = 0) -> None:
+    def __init__(self, *, keep_spans: int = 0, provider: Any = None) -> None:
+        """``provider``: the SDK ``TracerProvider`` the trial spans are made with (default:
+        the global one, installed when none is set). Spans of other providers are filed too
+        when they end in a trial's trace."""
         if isinstance(keep_spans, bool) or not isinstance(keep_spans, int) or keep_spans < 0:
             raise InvalidInput(f"keep_spans must be an int >= 0, got {keep_spans!r}")
-        self.provider, self.collector = _provider_and_collector()  # MissingDependency first
+        self.provider, self.collector = _provider_and_collector(provider)  # MissingDependency first
         from opentelemetry import context, trace  # optional dependency: only when capturing
         self._context, self._trace = context, trace
         self.tracer = self.provider.get_tracer("ek_agents.harness")
@@ -176,12 +188,15 @@ class OtelCapture:
             self.collector.active.pop(tid, None)
 
     def episode(self, ep: Episode, spans: list, *, agent_episode: bool, failed: bool = False,
-                retries: int = 0, latency_s: Optional[float] = None) -> Episode:
+                retries: int = 0, latency_s: Optional[float] = None,
+                sampled: bool = True) -> Episode:
         """``ep`` with what the trial's ``spans`` say (the rule in the module docstring)."""
         ing = Ingest()
         parts = trace_parts(spans_from_sdk(spans, ing=ing), where="trial")
         meta = dict(ep.meta)
         meta["otel"] = {**parts.stats, "truncated": ing.truncated}
+        if not sampled:
+            meta["otel"]["sampled"] = False
         if self.keep_spans:
             meta["otel"]["spans_kept"] = [_kept(s) for s in spans[:self.keep_spans]]
         traj, cost = ep.trajectory, ep.cost

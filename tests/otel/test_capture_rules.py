@@ -62,3 +62,13 @@ def test_kept_spans_are_opt_in_and_bounded(server, exporter):
 def test_a_bad_capture_is_refused():
     with pytest.raises(InvalidInput, match="capture must be None or 'otel'"):
         run_trials(agents.pydantic_ai_agent, TASKS, k=1, capture="zipkin")
+
+
+def test_an_unsampled_trial_says_so_and_its_cost_stays_unknown(server):
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    cap = OtelCapture(provider=TracerProvider(sampler=ALWAYS_OFF))  # the trial span unsampled
+    eps = run_trials(agents.openai_sdk_agent, TASKS[:1], k=1, seed=9800, capture=cap)
+    assert eps[0].meta["otel"]["sampled"] is False and eps[0].cost is None
+    assert eps[0].output  # the agent ran; only its trace was not recorded
