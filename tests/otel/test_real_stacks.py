@@ -106,10 +106,12 @@ def test_run_suite_capture_otel_equals_what_the_server_sent(stack, server, expor
     for tid, marker in trial_of.items():
         assert by_marker[marker].meta["otel"]["spans"] == per_trace[tid]
 
-    # offline: the same spans as OTLP/JSON (hex ids; base64 ids) read back to the same episodes
-    for ids in ("hex", "base64"):
-        path = write_otlp(tmp_path / f"traces-{ids}.jsonl", list(spans), ids=ids, batch=37)
-        offline = {(e.task_id, e.meta["trial"]): e for e in episodes_from_otel(path)}
+    # offline: the same spans as OTLP/JSON (hex ids; base64 ids), and the SDK spans themselves,
+    # read back to the same episodes
+    for ids in ("hex", "base64", "sdk"):
+        source = list(spans) if ids == "sdk" else \
+            write_otlp(tmp_path / f"traces-{ids}.jsonl", list(spans), ids=ids, batch=37)
+        offline = {(e.task_id, e.meta["trial"]): e for e in episodes_from_otel(source)}
         assert len(offline) == 30
         for ep in eps:
             off = offline[(ep.task_id, ep.meta["trial"])]
