@@ -484,8 +484,12 @@ def episodes_from_otel(source: Any, *, group_by: str = "trace", max_spans: int =
     traces: dict = {}
     total = 0
     for s in spans:
-        traces.setdefault(s.trace_id, []).append(s)
+        got = traces.setdefault(s.trace_id, [])
+        got.append(s)
         total += 1
+        if attr is None and len(got) > max_spans:  # refused as it is read: memory stays bounded
+            raise BridgeError(f"{where}: trace {s.trace_id} has more than max_spans={max_spans} "
+                              "spans; group the spans otherwise (group_by=...) or raise max_spans")
     groups: dict = {}
     if attr is None:
         groups = traces
