@@ -457,7 +457,12 @@ class _Runner:
         trial_seed = None if self.seed is None else self.seed + trial
         if spans is not None:  # captured (otelcapture.TrialSpans): its steps and calls
             own = isinstance(result, Episode)
-            ep = _finish(result, task, trial, self.run, trial_seed, attempts, transient, elapsed)
+            ep = _finish(result, task, trial, self.run, trial_seed, attempts, transient,
+                         elapsed) if own else \
+                construct(Episode, task_id=task.task_id, output=result,  # as a plain answer's
+                          run=self.merged_run(trial_seed),
+                          meta={"trial": trial, "attempts": attempts, "latency_s": elapsed,
+                                **({"retries": transient} if transient else {})})
             return self.capture.episode(ep, spans.spans, agent_episode=own, retries=transient,
                                         latency_s=elapsed, sampled=spans.sampled), False
         if not isinstance(result, Episode):  # a plain answer: its episode built once, from

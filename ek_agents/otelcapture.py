@@ -204,6 +204,7 @@ class OtelCapture:
             traj = construct(Trajectory, steps=parts.steps)  # Steps validated as they were made
         if cost is None and parts.calls:
             cost = Cost.of_calls(parts.calls, retries=retries, latency_s=latency_s)
+            meta.pop("retries", None)  # counted in the Cost now (the harness's rule)
         if type(ep) is not Episode:
             return ep.replace(trajectory=traj, cost=cost, meta=meta)
         # every field is a validated value (the episode's own, or made just above)
