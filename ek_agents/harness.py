@@ -427,7 +427,8 @@ class _Runner:
             while True:
                 attempts += 1
                 try:
-                    result = await self._attempt(task, kwargs)
+                    result = await (self._attempt(task, kwargs) if self.capture is None
+                                    else self._captured_attempt(task, kwargs, attempts))
                     break
                 except TransientAgentError as exc:
                     if transient >= self.retries:
@@ -488,6 +489,12 @@ class _Runner:
             return result
         except TimeoutError:
             raise AgentTimeout(f"trial exceeded timeout_s={limit}") from None
+
+
+    async def _captured_attempt(self, task: TaskSpec, kwargs: dict, n: int) -> Any:
+        """:meth:`_attempt` under an attempt span of the trial's capture."""
+        with self.capture.attempt(n):
+            return await self._attempt(task, kwargs)
 
 
 class _Answer(NamedTuple):

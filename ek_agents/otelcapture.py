@@ -187,6 +187,13 @@ class OtelCapture:
             span.end()
             self.collector.active.pop(tid, None)
 
+    @contextlib.contextmanager
+    def attempt(self, n: int) -> Iterator[None]:
+        """A span per attempt of the trial (``ek.attempt`` = n), current while it runs: the
+        steps are read from the last attempt's spans, the cost from all attempts'."""
+        with self.tracer.start_as_current_span("ek.attempt", attributes={"ek.attempt": n}):
+            yield
+
     def episode(self, ep: Episode, spans: list, *, agent_episode: bool, failed: bool = False,
                 retries: int = 0, latency_s: Optional[float] = None,
                 sampled: bool = True) -> Episode:

@@ -190,9 +190,10 @@ def _model_call(s: RawSpan, above: Optional[RawSpan]) -> ModelCall:
 
 # --------------------------------------------------------------------------- tree
 
-def _ancestry(spans: dict, kinds: dict, stats: dict) -> tuple[dict, dict]:
-    """For each span: its nearest model-call ancestor, and its nearest model-call-or-tool
-    ancestor (ids or None). Orphans read as roots; cycles cut. Linear time (memoised)."""
+def _ancestry(spans: dict, kinds: dict, stats: dict) -> tuple[dict, dict, dict]:
+    """For each span: its nearest model-call ancestor, its nearest model-call-or-tool
+    ancestor, and the harness attempt (``ek.attempt`` span) it ran in, inclusive (ids or
+    None). Orphans read as roots; cycles cut. Linear time (memoised)."""
     parent: dict = {}
     for sid, s in spans.items():
         p = None if s.parent_id is None else (s.trace_id, s.parent_id)
@@ -202,14 +203,15 @@ def _ancestry(spans: dict, kinds: dict, stats: dict) -> tuple[dict, dict]:
         parent[sid] = p
     inc_llm: dict = {}   # inclusive: the span itself when it is a model call
     inc_lt: dict = {}
+    inc_at: dict = {}
     for start in spans:
         if start in inc_llm:
             continue
         path, on_path, cur = [], set(), start
         while cur is not None and cur not in inc_llm:
-            if cur in on_path:  # a cycle: cut it at cur
+            if cur in on_path:  # a cycle: cut its last edge (path[-1] becomes a root)
                 stats["cycles"] += 1
-                parent[cur] = None
+                parent[path[-1]] = None
                 break
             on_path.add(cur)
             path.append(cur)
@@ -221,9 +223,11 @@ def _ancestry(spans: dict, kinds: dict, stats: dict) -> tuple[dict, dict]:
             k = kinds[sid]
             inc_llm[sid] = sid if k == "llm" else up_llm
             inc_lt[sid] = sid if k in ("llm", "tool") else up_lt
+            inc_at[sid] = sid if "ek.attempt" in spans[sid].attrs else (
+                inc_at.get(p) if p is not None else None)
     anc_llm = {sid: (inc_llm.get(parent[sid]) if parent[sid] is not None else None) for sid in spans}
     anc_lt = {sid: (inc_lt.get(parent[sid]) if parent[sid] is not None else None) for sid in spans}
-    return anc_llm, anc_lt
+    return anc_llm, anc_lt, inc_at
 
 
 # --------------------------------------------------------------------------- messages
@@ -358,7 +362,13 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
                               "group the spans otherwise (group_by=...) or raise max_spans")
     stats["spans"] = len(by_id)
     kinds = {sid: _kind(s) for sid, s in by_id.items()}
-    anc_llm, anc_lt = _ancestry(by_id, kinds, stats)
+    anc_llm, anc_lt, attempt_of = _ancestry(by_id, kinds, stats)
+    attempts = [sid for sid, s in by_id.items() if "ek.attempt" in s.attrs]
+    # the steps are the last attempt's (an attempt retried after a transient error left its
+    # tool calls behind); every attempt's model calls are billed (they were spent)
+    last = max(attempts, key=lambda sid: (by_id[sid].start_ns, sid)) if len(attempts) > 1 else None
+    if attempts:
+        stats["attempts"] = len(attempts)
     covers = {a for sid, a in anc_llm.items() if kinds[sid] == "llm" and a is not None}
     order = sorted(by_id, key=lambda sid: (by_id[sid].start_ns, by_id[sid].end_ns, sid))
     llms = [sid for sid in order if kinds[sid] == "llm"]
@@ -368,7 +378,7 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
                   for sid in counted)
     tools = []
     for sid in order:
-        if kinds[sid] != "tool":
+        if kinds[sid] != "tool" or (last is not None and attempt_of[sid] != last):
             continue
         up = anc_lt[sid]
         if up is not None and kinds[up] == "tool" and _tool_name(by_id[up]) == _tool_name(by_id[sid]):
@@ -376,7 +386,9 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
             continue
         tools.append(_tool_step(by_id[sid]))
     if not tools:
-        tools = _steps_from_messages([by_id[sid] for sid in llms], counted, by_id, anc_llm)
+        tools = _steps_from_messages([by_id[sid] for sid in llms],
+                                     [sid for sid in counted
+                                      if last is None or attempt_of[sid] == last], by_id, anc_llm)
     ek = {}
     for s in by_id.values():
         for k, v in s.attrs.items():

@@ -72,3 +72,31 @@ def test_an_unsampled_trial_says_so_and_its_cost_stays_unknown(server):
     eps = run_trials(agents.openai_sdk_agent, TASKS[:1], k=1, seed=9800, capture=cap)
     assert eps[0].meta["otel"]["sampled"] is False and eps[0].cost is None
     assert eps[0].output  # the agent ran; only its trace was not recorded
+
+
+_tries: dict = {}
+
+
+def flaky_agent(task, *, seed=None):
+    """Spends a whole trial's calls, then fails transiently once; the retry succeeds."""
+    out = agents.openai_sdk_agent(task, seed=seed)
+    key = (task.task_id, seed)
+    _tries[key] = _tries.get(key, 0) + 1
+    if _tries[key] == 1:
+        from ek_agents.errors import TransientAgentError
+        raise TransientAgentError("try again")
+    return out
+
+
+def test_a_retried_trial_bills_every_attempt_and_steps_from_the_last(server, exporter):
+    from ek_agents_examples.otel.fakeopenai import expected_steps
+
+    agents.instrument_openai_v2()
+    eps = run_trials(flaky_agent, TASKS, k=1, seed=9900, capture="otel", retries=1, backoff_s=0)
+    for ep in eps:
+        marker = f"{ep.task_id}.{ep.run.seed}"
+        sent = server.sent[marker]
+        assert len(sent) == 6 and ep.cost.retries == 1 and "retries" not in ep.meta
+        assert [c.input_tokens for c in ep.cost.calls] == [s.input_tokens for s in sent]
+        assert [(s.tool, s.args) for s in ep.trajectory] == [(n, a) for n, a, _ in expected_steps(marker)]
+        assert ep.meta["otel"]["attempts"] == 2
