@@ -427,7 +427,8 @@ class _Runner:
             while True:
                 attempts += 1
                 try:
-                    result = await (self._attempt(task, kwargs) if self.capture is None
+                    result = await (self._attempt(task, kwargs)
+                                    if self.capture is None or not self.retries  # one attempt
                                     else self._captured_attempt(task, kwargs, attempts))
                     break
                 except TransientAgentError as exc:

@@ -272,7 +272,8 @@ def _args(raw: Any) -> tuple[Any, Optional[str]]:
 def _message_calls(s: RawSpan) -> list:
     """``(id, name, args)`` of the tool calls a model call's output asks for."""
     out = []
-    msgs = _json(s.attrs.get("gen_ai.output.messages"))
+    raw = s.attrs.get("gen_ai.output.messages")
+    msgs = _json(raw) if not isinstance(raw, str) or '"tool_call"' in raw else None
     if isinstance(msgs, list):
         for m in msgs:
             for p in (m.get("parts") or []) if isinstance(m, Mapping) else []:
@@ -310,7 +311,8 @@ def _message_calls(s: RawSpan) -> list:
 
 def _message_results(s: RawSpan, into: dict) -> None:
     """Tool results (by call id) sent to a model call (its input messages)."""
-    msgs = _json(s.attrs.get("gen_ai.input.messages"))
+    raw = s.attrs.get("gen_ai.input.messages")
+    msgs = _json(raw) if not isinstance(raw, str) or "tool_call_response" in raw else None
     if isinstance(msgs, list):
         for m in msgs:
             for p in (m.get("parts") or []) if isinstance(m, Mapping) else []:
