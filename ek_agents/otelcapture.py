@@ -38,8 +38,7 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from .base import Cost, Episode, Trajectory
-from .bridge._otlp import Ingest, spans_from_sdk
-from .bridge.otel import trace_parts
+from .bridge.otel import Ingest, spans_from_sdk, trace_parts
 from .core import canonical_json, construct
 from .errors import InvalidInput, MissingDependency
 

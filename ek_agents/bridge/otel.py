@@ -65,9 +65,10 @@ from ..core import Provenance
 from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
 from ._io import gc_paused, read_bytes, url_of
-from ._otlp import Ingest, RawSpan, spans_from_otlp, spans_from_sdk
+from ._otlp import MAX_ATTRIBUTE_CHARS, Ingest, RawSpan, spans_from_otlp, spans_from_sdk
 
-__all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_spans"]
+__all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_spans",
+           "Ingest", "spans_from_sdk", "MAX_ATTRIBUTE_CHARS"]
 
 #: The most spans one episode (one group) may have: the memory bound of a read.
 MAX_SPANS = 50_000
