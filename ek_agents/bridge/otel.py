@@ -11,7 +11,7 @@ OTLP/JSON (:func:`episodes_from_otel`, ``ek-agents ingest otlp``) or from the pr
 What is read (current and older GenAI semantic conventions, and OpenInference's keys):
 
 - a **model call** is a span with ``gen_ai.operation.name`` ``chat`` / ``text_completion`` /
-  ``generate_content`` / ``responses``, or ``openinference.span.kind = LLM``, or (older
+  ``generate_content`` / ``embeddings``, or ``openinference.span.kind = LLM``, or (older
   conventions, no operation name) ``gen_ai.usage.input_tokens``/``prompt_tokens`` with a model.
   Its model is the one that answered (``gen_ai.response.model``, OpenInference's
   ``llm.model_name``), else the requested one (``gen_ai.request.model``); its provider
@@ -73,7 +73,8 @@ __all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_
 #: The most spans one episode (one group) may have: the memory bound of a read.
 MAX_SPANS = 50_000
 
-_LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "responses", "completion"})
+_LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "responses", "completion",
+                      "embeddings"})
 _INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
 _OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
            "llm.token_count.completion")

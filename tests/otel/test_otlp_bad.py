@@ -196,3 +196,12 @@ def test_tool_calls_from_older_message_conventions(tmp_path):
     a, b = episodes_from_otel(write(tmp_path, line(flat), line([first, second])))
     assert [(s.tool, s.args, s.observation) for s in a.trajectory] == [("lookup", {"k": 2}, "two")]
     assert [(s.tool, s.args, s.observation) for s in b.trajectory] == [("convert", {"amount": 3}, "2.70")]
+
+
+def test_one_pretty_printed_document_reads_like_its_lines(tmp_path):
+    doc = json.loads(line([chat(1, 1), tool(1, 2, start=1)]))
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(doc, indent=2))
+    a, = episodes_from_otel(pretty)
+    b, = episodes_from_otel(write(tmp_path, line([chat(1, 1), tool(1, 2, start=1)])))
+    assert (a.trajectory, a.cost) == (b.trajectory, b.cost)
