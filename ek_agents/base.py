@@ -266,7 +266,10 @@ class ModelCall(JsonShape):
 class Cost(JsonShape):
     """What one episode consumed: tokens (by kind), retries, and wall-clock.
 
-    See the module docstring for which counts include which. ``Cost`` s add up:
+    See the module docstring for which counts include which. ``calls`` optionally records each
+    model call (:class:`ModelCall`; built with :meth:`of_calls`), the token counts then being
+    their sums. ``Cost`` s add up (their calls concatenated; tokens outside any recorded call
+    cannot join a Cost that records its calls):
 
     >>> (Cost(input_tokens=100, output_tokens=50) + Cost(input_tokens=10, retries=1)).input_tokens
     110

@@ -154,7 +154,9 @@ def episode_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] 
     (The spec says 0.0 there; ek-agents returns ``None`` on purpose: an unknown cost is not
     free.) ``price`` applies to the episode as given; otherwise the episode's model
     (``run.model``, else ``meta["model"]``) is looked up in ``prices``. An episode's
-    ``meta["service_tier"]`` (as a provider reports it) selects the service-tier rates.
+    ``meta["service_tier"]`` (as a provider reports it) selects the service-tier rates. An
+    episode whose Cost records its model calls is billed call by call, each call at its own
+    model's rates (:func:`call_dollars`; ``price`` then bills every call at those rates).
     """
     if getattr(episode, "cost", None) is None:
         return None

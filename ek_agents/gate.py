@@ -342,6 +342,10 @@ def _cost_inputs(cur: Mapping, base: Mapping, warnings: list) -> Optional[tuple]
         warnings.append(f"cost per success not compared: {c!r} now vs {b!r} in the baseline "
                         "(infinite means no success; the success-rate check covers that)")
         return None
+    for side, doc in (("now", cur), ("in the baseline", base)):  # cost.cost_report's mark
+        if doc.get("upper_bound"):
+            warnings.append(f"cost per success {side} is an upper bound, not an exact figure: "
+                            f"{doc.get('upper_bound_reason') or 'some calls did not report cached tokens'}")
     return float(c), float(b), cur.get("cost_per_success_ci"), base.get("cost_per_success_ci")
 
 

@@ -153,7 +153,7 @@ class RunManifest(JsonShape):
         r = self.results
         return (f"run {self.run_id}: success {_fmt(r.get('success_rate'))}, "
                 f"pass^{r.get('k', '?')} {_fmt(r.get('pass_hat_k'))}, "
-                f"$/success {_fmt(r.get('cost_per_success'), money=True)}")
+                f"$/success {marked(_fmt(r.get('cost_per_success'), money=True), r.get('dollars_upper_bound'))}")
 
 
 # --------------------------------------------------------------------------- stored documents

@@ -445,6 +445,8 @@ def results_of(report: Mapping) -> dict:
         "per_slice": {label: {"success_rate": s.get("success_rate"), "pass_hat_k": s.get("pass_hat_k"),
                               "n_trials": s.get("n_trials")}
                       for label, s in (report.get("per_slice") or {}).items()},
+        # only when true: the manifests of runs without per-call billing keep their bytes
+        **({"dollars_upper_bound": True} if cost.get("upper_bound") else {}),
     }
 
 

@@ -100,3 +100,12 @@ def test_validation_names_the_bad_value_and_the_fix():
 
 def test_model_call_is_exported_from_the_facade():
     assert ek_agents.ModelCall is ModelCall and "ModelCall" in ek_agents.__all__
+
+
+def test_the_examples_in_the_docstrings_run():
+    import doctest
+
+    from ek_agents import base, cost, modelcosts
+
+    for mod in (base, cost, modelcosts):
+        assert doctest.testmod(mod).failed == 0, mod.__name__

@@ -66,6 +66,18 @@ def test_the_report_document_carries_the_breakdown(stored):
     assert [c["model"] for c in stored_ep["cost"]["calls"]] == ["gpt-4o-2024-08-06", "gpt-4o-mini"]
 
 
+def test_the_audit_recomputes_the_same_per_model_figures(stored):
+    from ek_agents import audit
+
+    result = audit.audit(Store(stored), "multi")
+    assert result.passed, result.problems
+    manifest = Store(stored).read_manifest("multi")
+    assert manifest["results"]["dollars_upper_bound"] is True
+    from ek_agents.manifest import RunManifest
+
+    assert RunManifest.from_dict(manifest).headline().endswith("(upper bound)")
+
+
 def test_json_report_from_the_cli(stored, capsys):
     assert main(["report", "multi", "--json", "--store", stored]) == 0
     cost = json.loads(capsys.readouterr().out)["cost"]
@@ -116,14 +128,18 @@ def test_chromium_shows_the_per_model_table_and_the_mark(stored, tmp_path):
         seen = b.send("Runtime.evaluate", expression=(
             "JSON.stringify({rows: [...document.querySelectorAll('table.per-model tbody tr')]"
             ".map(r => [...r.cells].map(c => c.innerText)),"
-            " mark: [...document.querySelectorAll('.upper-bound')].map(e => [e.innerText,"
+            " mark: [...document.querySelectorAll('.upper-bound')].map(e => [e.tagName, e.innerText,"
             " getComputedStyle(e).color, e.getBoundingClientRect().height > 0])})"),
             returnByValue=True)
     finally:
         b.close()
     shown = json.loads(seen["result"]["value"])
     assert shown["rows"][0][0] == "gpt-4o-2024-08-06" and shown["rows"][1][-1] == "$0.00414 (upper bound)"
-    assert [m[0] for m in shown["mark"]][:2] == ["(upper bound)", "(upper bound)"]
-    assert all(visible for _, _, visible in shown["mark"])          # drawn, not hidden
-    assert all(color == "rgb(163, 82, 0)" for _, color, _ in shown["mark"])
+    # the two marks after the run's dollars and cost per success, the overview's note, the
+    # run's reason: each drawn (not hidden), in the mark's colour
+    assert [(m[0], m[1]) for m in shown["mark"] if m[0] == "SPAN"] == [("SPAN", "(upper bound)")] * 2
+    notes = [m[1] for m in shown["mark"] if m[0] == "P"]
+    assert notes[0].startswith("≤: an upper bound") and notes[1].startswith("Upper bound: 2 of 12 model call(s)")
+    assert len(shown["mark"]) == 4 and all(visible for *_, visible in shown["mark"])
+    assert all(color == "rgb(163, 82, 0)" for _, _, color, _ in shown["mark"])
     assert "Per model" in dom

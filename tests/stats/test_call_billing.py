@@ -224,3 +224,50 @@ def test_each_call_equals_litellm_cost_per_token():
     r = cost_report([ep], prices=table)
     assert {m: row["dollars"] for m, row in r["per_model"].items()} == pytest.approx(
         dict(zip([c[0] for c in CALLS], refs)), rel=1e-12, abs=1e-15)
+
+
+def test_seeded_random_multi_model_runs_equal_litellm_call_by_call():
+    """200 episodes of 1-6 calls each over models of LiteLLM's catalog, drawn with a seed:
+    cost_report's total, per-model dollars and per-model tokens equal the sums of LiteLLM's
+    cost_per_token over exactly the calls made (each counted once)."""
+    import random
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        table = load_prices(litellm.model_cost)
+    models = ["gpt-4o", "gpt-4o-mini", "gpt-4.1-mini", "o3", "claude-haiku-4-5", "claude-sonnet-4-5"]
+    rng = random.Random(20251204)
+    eps, ref_total, ref_model, ref_tokens = [], [], {}, {}
+    for i in range(200):
+        calls = []
+        for _ in range(rng.randint(1, 6)):
+            m = rng.choice(models)
+            pt, ct = rng.randint(1, 60_000), rng.randint(1, 4_000)
+            cached = rng.randint(0, pt) if rng.random() < 0.5 else 0
+            write = rng.randint(0, pt - cached) if m.startswith("claude") and rng.random() < 0.5 else 0
+            reasoning = rng.randint(0, ct) if m == "o3" else 0
+            calls.append(ModelCall(m, input_tokens=pt, output_tokens=ct, cached_input_tokens=cached,
+                                   cache_write_tokens=write, reasoning_tokens=reasoning))
+            kw = {}
+            if cached or write:
+                kw["prompt_tokens_details"] = PromptTokensDetailsWrapper(cached_tokens=cached,
+                                                                         cache_creation_tokens=write)
+            if reasoning:
+                kw["completion_tokens_details"] = CompletionTokensDetailsWrapper(reasoning_tokens=reasoning)
+            d = sum(litellm.cost_per_token(model=m, prompt_tokens=pt, completion_tokens=ct,
+                                           usage_object=Usage(prompt_tokens=pt, completion_tokens=ct,
+                                                              total_tokens=pt + ct, **kw)))
+            ref_total.append(d)
+            ref_model.setdefault(m, []).append(d)
+            ref_tokens[m] = ref_tokens.get(m, 0) + pt + ct
+        eps.append(Episode(f"t{i % 50}", cost=Cost.of_calls(calls), success=rng.random() < 0.6,
+                           run=RunProvenance(model="gpt-4o")))
+    r = cost_report(eps, prices=table, resamples=200)
+    assert r["total_dollars"] == pytest.approx(math.fsum(ref_total), rel=1e-12)
+    assert set(r["per_model"]) == set(ref_model)
+    for m, row in r["per_model"].items():
+        assert row["calls"] == len(ref_model[m])
+        assert row["dollars"] == pytest.approx(math.fsum(ref_model[m]), rel=1e-12)
+        assert row["input_tokens"] + row["output_tokens"] == ref_tokens[m]
+    assert sum(row["calls"] for row in r["per_model"].values()) == len(ref_total)
+    assert r["total_tokens"] == sum(ref_tokens.values())
