@@ -18,7 +18,7 @@ record the flow run takes longer to start than the run takes. ``--prefect-server
 exit or SIGTERM/SIGHUP/SIGINT. ``-v`` says which way ran and where the time went.
 
 The library modules a command needs are imported inside the command, for a measured
-import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_support``
+import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.runs.pipeline_support``
 (harness, record, reporting, metrics, cost, bridge) ~250-350 ms, which ``ek-agents --help``
 and an argument error should not pay.
 
@@ -207,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "(in this process when no Prefect API is configured)")
     p.add_argument("--suite", required=True, metavar="PATH", help="suite file (YAML or JSONL)")
     p.add_argument("--agent", required=True, metavar="MODULE:CALLABLE", help="the agent's import path")
+    p.add_argument("--agent-id", default=None, metavar="ID",
+                   help="what identifies the agent (e.g. bot-v3/gpt-4o), instead of digesting its "
+                        "state: needed to resume a run whose agent holds a live client or lock "
+                        "and declares no ek_config")
     _eval_args(p)
     p.add_argument("--temperature", type=_number(0.0), default=None)
     p.add_argument("--chunk-size", type=_int_in(1, MAX_K * MAX_CONCURRENCY), default=None,
@@ -291,15 +295,15 @@ def _store(url: Optional[str]) -> Any:
 
 
 def _print_report(st: Any, run_id: str) -> None:
-    from .manifest import report_markdown
-    from .record import run_report
+    from .runs.manifest import report_markdown
+    from .runs.documents import run_report
 
     print(report_markdown(*run_report(st, run_id)))
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from .harness import new_run_id
-    from .pipeline_support import check_inputs, check_request, load_agent
+    from .runs.harness import new_run_id
+    from .runs.pipeline_support import check_inputs, check_request, load_agent
     from .store import run_key
 
     clock = _Clock(a.verbose, since=getattr(a, "started", None))  # from main(): the parsing too
@@ -316,7 +320,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       refresh=a.refresh, retry_errored=a.retry_errored,
                       max_error_rate=a.max_error_rate, break_lease=a.break_lease,
                       lease_wait_s=a.wait_lease,
-                      sequential=a.sequential, **({"capture": a.capture} if a.capture else {}))
+                      sequential=a.sequential, agent_id=a.agent_id,
+                      **({"capture": a.capture} if a.capture else {}))
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
     clock.mark("parse, load ek_agents")
@@ -400,18 +405,18 @@ def _say_path(verbose: bool, here: bool, local: Any, server: Any) -> None:
 def _cmd_report(a: argparse.Namespace) -> int:
     st = _store(a.store)
     if a.html is not None or a.markdown is not None:
-        from .htmlreport import write_report
+        from .report.htmlreport import write_report
 
         for kind, path in write_report(st, a.run_ids, html=a.html, markdown=a.markdown).items():
             print(f"{kind} report of {len(a.run_ids)} run(s): {path}")
     elif a.json:
-        from .record import run_report
+        from .runs.documents import run_report
 
         docs = {rid: run_report(st, rid)[1] for rid in a.run_ids}
         print(json.dumps(docs[a.run_ids[0]] if len(a.run_ids) == 1 else docs, indent=2, sort_keys=True))
     elif len(a.run_ids) > 1:
-        from .htmlreport import render_markdown
-        from .runsummary import load_runs
+        from .report.htmlreport import render_markdown
+        from .report.runsummary import load_runs
 
         print(render_markdown(load_runs(st, a.run_ids)), end="")
     else:
@@ -420,8 +425,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_gate(a: argparse.Namespace) -> int:
-    from .pipeline_support import raise_for_verdict
-    from .record import gate_run
+    from .runs.pipeline_support import raise_for_verdict
+    from .runs.stages import gate_run
 
     verdict = gate_run(_store(a.store), a.run_id, a.baseline, tolerance=a.tolerance,
                        cost_tolerance=a.cost_tolerance)
@@ -449,7 +454,7 @@ def _cmd_audit(a: argparse.Namespace) -> int:
         result = _flows().call_flow("audit_run", run_id=a.run_id, baseline=a.baseline,
                                     store=_store(a.store).url)
     else:
-        from .audit import audit
+        from .runs.audit import audit
 
         with warnings.catch_warnings():  # the recomputation repeats the run's own warnings
             warnings.simplefilter("ignore")
@@ -457,6 +462,8 @@ def _cmd_audit(a: argparse.Namespace) -> int:
         if not done.passed:
             raise AuditFailed(done.summary())
         result = done.to_dict()
+    for note in result.get("notes") or ():
+        print(f"note: {note}")
     print(f"audit passed: run {result['run_id']!r}, {len(result['checked'])} checks")
     return 0
 
@@ -466,7 +473,7 @@ def _cmd_promote(a: argparse.Namespace) -> int:
         out = _flows().call_flow("promote_baseline", run_id=a.run_id, name=a.name,
                                  store=_store(a.store).url, replace=a.replace)
     else:
-        from .record import promote_baseline
+        from .runs.baselines import promote_baseline
 
         out = promote_baseline(_store(a.store), a.run_id, a.name, replace=a.replace)
     was = out.get("replaced")

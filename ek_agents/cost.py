@@ -39,7 +39,7 @@ from .base import TOKEN_KINDS, Cost, ModelCall
 from .errors import InvalidInput, UnknownModelPrice
 from .prices import (DEFAULT_BATCH_DISCOUNT, DEFAULT_CACHE_DISCOUNT, RATE_KINDS, SERVICE_TIERS,
                      ModelPrice, check_rate, load_prices, price_of, service_tier_of)
-from .stats import cluster_bootstrap_ratio
+from .stats.bootstrap import cluster_bootstrap_ratio
 
 __all__ = [
     "ModelPrice", "per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report",

@@ -23,9 +23,11 @@ from .base import (Episode, NonFiniteJson, RunProvenance, TaskSpec, is_episode, 
 from .core import shape
 from .cost import cost_report
 from .errors import InvalidInput
-from .facades import get_metric, score_all
-from .metrics import grade, is_errored
-from .stats import bootstrap_ci, bootstrap_mean_cis, pass_at_k, pass_hat_k, success_interval
+from .scoring.facades import get_metric, score_all
+from .scoring.metrics import grade, is_errored
+from .stats.bootstrap import bootstrap_ci, bootstrap_mean_cis
+from .stats.intervals import pass_at_k, pass_hat_k
+from .stats.clustered import success_interval
 
 __all__ = ["ReliabilityReport", "reliability", "pass_hat_curve", "DEFAULT_RESAMPLES", "build_report",
            "graded_report", "reliability_with_run", "with_cost", "score_metrics",
@@ -129,7 +131,7 @@ def _episode_success(ep: Any) -> bool:
     if ep.success is None:
         raise InvalidInput(
             f"reliability: episode of task {ep.task_id!r} is ungraded (success=None); grade the "
-            "episodes first (ek_agents.metrics.grade) or record a success")
+            "episodes first (ek_agents.scoring.metrics.grade) or record a success")
     return bool(ep.success)
 
 

@@ -6,11 +6,11 @@ from typing import Optional
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from ek_agents import pipeline_support
+from ek_agents.runs import pipeline_support
 from ek_agents.base import RunProvenance
-from ek_agents.harness import new_run_id
-from ek_agents.manifest import RunInputs
-from ek_agents.pipeline_support import TrialPlan, TrialRequest
+from ek_agents.runs.harness import new_run_id
+from ek_agents.runs.manifest import RunInputs
+from ek_agents.runs.pipeline_support import TrialPlan, TrialRequest
 from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate,
                                       grade, ingest_bridge, ingest_tasks, load_prices,
@@ -42,7 +42,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    dask_address: Optional[str] = None, refresh: bool = False,
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
                    break_lease: bool = False, lease_wait_s: float = 0.0,
-                   sequential: bool = False, capture: Optional[str] = None) -> dict:
+                   sequential: bool = False, agent_id: Optional[str] = None,
+                   capture: Optional[str] = None) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -56,7 +57,10 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
 
     Identity: the run's episodes are reused (from the stage cache, or this run id's stored
     trials) only under the same fingerprint -- agent, code, declared ``ek_config``, suite,
-    k, seed, provenance, limits; a resume with another one is refused (RunMismatch).
+    k, seed, provenance, limits; the agent's code and state are digested
+    (``agentid.agent_identity``), or ``agent_id`` names what identifies it. A resume with
+    another fingerprint is refused (RunMismatch); so is a resume of a run whose agent held
+    state that could not be digested (UnidentifiedAgent: pass ``agent_id``).
     ``refresh`` runs every trial afresh; ``retry_errored`` re-runs only errored trials.
     ``seed=None`` derives the seed from the flow run's scheduled start time (the nightly
     deployment: every night evaluates afresh); the seed used is in the manifest's inputs.
@@ -85,7 +89,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
-            sequential=sequential, capture=capture)
+            sequential=sequential, agent_id=agent_id, capture=capture)
     finally:
         release_lease(Store(st), lease)
 
@@ -98,7 +102,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               timeout_s: Optional[float], retries: int, task_runner: str, max_workers: int,
               dask_address: Optional[str], refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool,
-              capture: Optional[str] = None) -> dict:
+              agent_id: Optional[str] = None, capture: Optional[str] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease."""
     decided = None
     if ingest:
@@ -114,7 +118,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
             timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored,
-            check=check, capture=capture)
+            check=check, agent_id=agent_id, capture=capture)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)

@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from ek_agents import audit, record
+from ek_agents.runs import audit, identity as run_identity
 from ek_agents.base import Episode, TaskSpec
 from ek_agents.errors import RunInUse, RunMismatch, TransientAgentError
-from ek_agents.harness import run_suite, run_trials
+from ek_agents.runs.harness import run_suite, run_trials
 from ek_agents.store import Store, acquire_lease, episode_key, lease_key, read_lease, release_lease
 
 TASKS = [TaskSpec(f"t{i}", input=f"q{i}", gold="OK") for i in range(4)]
@@ -184,4 +184,4 @@ def test_agent_config_must_be_json():
             return "x"
 
     with pytest.raises(Exception, match="ek_config is not JSON"):
-        record.agent_config(Bad())
+        run_identity.agent_config(Bad())

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import ek_agents_examples
-from ek_agents import record
+from ek_agents.runs import documents
 from ek_agents.base import TaskSpec
 from ek_agents.bridge import episodes_from_otel
 from ek_agents.cost import episode_dollars
-from ek_agents.harness import run_trials
+from ek_agents.runs.harness import run_trials
 from ek_agents.store import Store, run_key
 from ek_agents_examples.otel import agents
 from ek_agents_examples.otel.demo import SUITE_PATH
@@ -36,7 +36,7 @@ def _cli(tmp_path, *args, env_extra=None):
 
 def _episodes(store: str, run_id: str) -> list:
     st = Store(store)
-    return record.episodes_of(record.read_run_doc(st, record.read_manifest(st, run_id), "episodes"))
+    return documents.episodes_of(documents.read_run_doc(st, documents.read_manifest(st, run_id), "episodes"))
 
 
 def test_run_capture_otel_on_the_command_line(tmp_path, server):

@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from ek_agents import record
+from ek_agents.runs import documents
 from ek_agents.base import TaskSpec
 from ek_agents.bridge import episodes_from_otel
 from ek_agents.cost import episode_dollars
-from ek_agents.harness import run_suite
+from ek_agents.runs.harness import run_suite
 from ek_agents.store import open_store
 from ek_agents_examples.otel import agents
 from ek_agents_examples.otel.fakeopenai import expected_steps, summary_of
@@ -47,7 +47,7 @@ def reference_dollars(sent: list, prices: dict, cached_reported: bool) -> float:
 
 def _stored_episodes(root: str, run_id: str) -> list:
     st = open_store(root)
-    return record.episodes_of(record.read_run_doc(st, record.read_manifest(st, run_id), "episodes"))
+    return documents.episodes_of(documents.read_run_doc(st, documents.read_manifest(st, run_id), "episodes"))
 
 
 def _markers(span) -> set:

@@ -20,24 +20,26 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from . import errors
-from .base import JsonShape, RunProvenance
-from .core import shape
-from .errors import InvalidInput, did_you_mean
-from .base import Episode
+from .. import errors
+from ..base import JsonShape, RunProvenance
+from ..core import shape
+from ..errors import InvalidInput, did_you_mean
+from ..base import Episode
+from .agentid import agent_identity
+from .errorrate import MAX_ERROR_RATE as MAX_ERROR_RATE, check_errors as check_errors
 from .harness import run_trials, store_trials
 from .manifest import input_digest
-from .metrics import final_state_match, get_checker, grade, output_match
-from .prices import load_prices, price_of
-from .record import (SOURCES, EpisodesRef, RunFingerprint, StageRef, StoredTrial, SuiteRef,
-                     agent_config, cache_origin, claim_run, code_digest, episodes_bytes,
-                     episodes_doc, episodes_of, errored, index_output,
-                     load_baseline, lookup, read_trials, remember_graded, stage_output, tasks_of,
-                     trial_grader, write_doc)
-from .sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
+from ..scoring.metrics import final_state_match, get_checker, grade, output_match
+from ..prices import load_prices, price_of
+from .baselines import load_baseline
+from .documents import SOURCES, episodes_doc, episodes_of, tasks_of
+from .identity import RunFingerprint, agent_config, claim_run, code_digest, errored
+from .stagecache import EpisodesRef, StageRef, SuiteRef, cache_origin, index_output, lookup, stage_output, write_doc
+from .trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
+from ..sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
                          per_check_alpha, sequential_look)
-from .suite import load_suite
-from .store import Store, episode_key, sha256_hex
+from ..suite import load_suite
+from ..store import Store, episode_key, sha256_hex
 
 __all__ = ["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
            "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "ChunkResult", "plan_trials",
@@ -205,6 +207,9 @@ class TrialRequest(JsonShape):
     """The run's tasks document."""
     agent: str
     """The agent's import path, ``"package.module:callable"``."""
+    agent_id: Optional[str] = None
+    """What identifies the agent, said by the caller (``--agent-id``): it replaces digesting
+    the loaded agent's state (``agentid.agent_identity``)."""
     k: int = 1
     """Trials per task."""
     seed: Optional[int] = None
@@ -295,10 +300,13 @@ class TrialPlan(JsonShape):
 
 def request_fingerprint(request: TrialRequest) -> RunFingerprint:
     """The run's fingerprint: the agent's import path, code digest and declared configuration
-    (``record.agent_config`` of the loaded agent), the suite digest, k, seed, provenance and
+    (``record.agent_config`` of the loaded agent), its identity (``agentid.agent_identity``:
+    code and state, or ``request.agent_id``), the suite digest, k, seed, provenance and
     limits."""
+    agent = load_agent(request.agent)
     return RunFingerprint(agent=request.agent, agent_code=code_digest(request.agent),
-                          agent_config=agent_config(load_agent(request.agent)),
+                          agent_config=agent_config(agent),
+                          agent_identity=agent_identity(agent, agent_id=request.agent_id),
                           suite=request.tasks.digest, k=request.k, seed=request.seed,
                           run={**{f: v for f, v in request.run.items() if f != "schema_version"},
                                **({"capture": request.capture} if request.capture else {})},
@@ -515,32 +523,6 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
     fields = {f.name: getattr(ref, f.name) for f in dataclasses.fields(ref)}
     return EpisodesRef(**{**fields, "reused": plan.reused, "reused_from": plan.reused_from},
                        trials={t.key: t.sha256 for t in trials})
-
-
-#: The errored fraction of a run's trials above which it fails (:func:`check_errors`).
-MAX_ERROR_RATE = 0.5
-
-
-def check_errors(report: Mapping, *, max_error_rate: Optional[float] = MAX_ERROR_RATE,
-                 run_id: str = "") -> None:
-    """Raise :class:`~ek_agents.errors.TooManyErrors` when more than ``max_error_rate`` of a
-    report's trials ended in an error (an outage: the figures say nothing about the agent).
-    ``None`` never fails."""
-    if max_error_rate is None:
-        return
-    if isinstance(max_error_rate, bool) or not isinstance(max_error_rate, (int, float)) \
-            or not 0 <= max_error_rate <= 1:
-        raise InvalidInput(f"max_error_rate must be a fraction in [0, 1] (or None), got "
-                           f"{max_error_rate!r}")
-    n = report.get("n_trials") or 0
-    kinds = (report.get("detail") or {}).get("errors") or {}
-    bad = sum(v for v in kinds.values() if isinstance(v, int))
-    if n and bad / n > max_error_rate:
-        raise errors.TooManyErrors(
-            f"run {run_id!r}: {bad} of {n} trials ended in an error ({bad / n:.0%} > "
-            f"max_error_rate {max_error_rate:.0%}; {', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))}). "
-            "The manifest is written; fix the agent or its endpoint and re-run the errored "
-            "trials with --retry-errored (same run id)")
 
 
 # --------------------------------------------------------------------------- sequential batches

@@ -1,6 +1,6 @@
 """Min-cost bipartite assignment: a self-contained Hungarian solver for rectangular cost matrices.
 
-Used to pair predicted with gold calls (:func:`ek_agents.toolcalls.match_calls`), by the
+Used to pair predicted with gold calls (:func:`ek_agents.scoring.toolcalls.match_calls`), by the
 any-order trajectory distance and by the BFCL checker's parallel-call pairing.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from .errors import InvalidInput
+from ..errors import InvalidInput
 
 __all__ = ["min_cost_assignment"]
 

@@ -696,7 +696,7 @@ static PySequenceMethods calltable_as_sequence = {
 
 static PyTypeObject CallTableType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "ek_agents._callcodes.CallTable",
+    .tp_name = "ek_agents.scoring._callcodes.CallTable",
     .tp_basicsize = sizeof(CallTable),
     .tp_dealloc = (destructor)calltable_dealloc,
     .tp_as_sequence = &calltable_as_sequence,

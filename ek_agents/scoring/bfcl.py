@@ -23,7 +23,7 @@ Java and JavaScript arguments are the *typed strings* BFCL's decoder hands over 
 text of each literal: ``"5L"``, ``"true"``, ``"new int[]{1,2}"``, ``"[1, 2]"``); they are read by
 the parameter's Java types (``byte short integer long float double boolean char String any
 Array ArrayList HashMap``) or JavaScript types (``String integer float Bigint Boolean array dict
-any``) as BFCL's checker reads them (:mod:`ek_agents.bfcl_typed_strings`), then compared by the
+any``) as BFCL's checker reads them (:mod:`ek_agents.scoring.bfcl_typed_strings`), then compared by the
 rules above. An argument that is not a string is ``type_error:java`` / ``type_error:js``, as in
 BFCL; a type BFCL cannot check (Java ``Set``, ``Hashtable``, ``Queue``, ``Stack``, or a type
 outside the language's table) is refused with :class:`~ek_agents.errors.InvalidInput`.
@@ -34,7 +34,7 @@ categories BFCL pairs each expected call with the *first* remaining model call t
 (the first accepts ``x=1`` or an omitted ``x``, the second only ``x=1``) against the output
 ``[f(x=1), f()]``: first-fit gives ``f(x=1)`` to the first expectation and then finds nothing
 for the second. Here the pairing is a perfect bipartite matching (the assignment solver of
-:mod:`ek_agents.assignment`), which accepts every output for which a valid one-to-one pairing
+:mod:`ek_agents.scoring.assignment`), which accepts every output for which a valid one-to-one pairing
 exists; when none exists the verdict and the error type
 (``parallel_function_checker_no_order:cannot_find_match``) are BFCL's.
 
@@ -64,10 +64,10 @@ from pydantic import Field
 
 from .argmatch import OMITTED, AnyOf, standardize_string
 from .assignment import min_cost_assignment
-from .base import ToolSpec, JsonShape
-from .core import FieldSpec, shape
+from ..base import ToolSpec, JsonShape
+from ..core import FieldSpec, shape
 from .bfcl_typed_strings import language_of, typed_value, value_types
-from .errors import InvalidInput, UnknownName, did_you_mean
+from ..errors import InvalidInput, UnknownName, did_you_mean
 
 __all__ = ["bfcl_check", "CheckResult", "CATEGORIES", "BFCL_TYPES", "tool_specs", "gold_calls",
            "model_calls"]
@@ -408,7 +408,7 @@ def _acceptable(values: Any, spec: Mapping) -> Any:
 
 def gold_calls(possible_answer: Sequence, functions: Any = ()) -> list:
     """BFCL possible answers as gold calls: each list of acceptable values becomes
-    :class:`~ek_agents.argmatch.AnyOf` (``""`` -> :data:`~ek_agents.argmatch.OMITTED`); with the
+    :class:`~ek_agents.scoring.argmatch.AnyOf` (``""`` -> :data:`~ek_agents.scoring.argmatch.OMITTED`); with the
     function docs, dict-typed parameters' nested possible answers are converted too.
 
     >>> gold_calls([{"f": {"x": [1, 2], "unit": ["cm", ""]}}])

@@ -1,7 +1,7 @@
 """The three facades: ``score`` (one item, reference-based), ``evaluate`` (a corpus,
 reference-based) and ``estimate_quality`` (one item, reference-free).
 
->>> from ek_agents.toolcalls import ToolCallMetric
+>>> from ek_agents.scoring.toolcalls import ToolCallMetric
 >>> score([("search", {"q": "cat"})], [("search", {"q": "Cat"})], ToolCallMetric()).value
 1.0
 >>> evaluate([["a"], ["a", "b"]], [["a"], ["a"]], {"calls": ToolCallMetric()})
@@ -16,8 +16,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable, Optional
 
-from .core import GraphGrammar, Score
-from .errors import InvalidInput, UnknownName, did_you_mean
+from ..core import GraphGrammar, Score
+from ..errors import InvalidInput, UnknownName, did_you_mean
 
 __all__ = ["score", "evaluate", "score_all", "estimate_quality", "get_metric", "METRICS"]
 
@@ -120,7 +120,7 @@ def score_all(metric: Any, preds: Sequence, golds: Sequence, *, grammar: Optiona
     prepared once, the in_order alignment vectorised over the pairs; the same numbers).
     ``shared`` (a dict kept over one corpus) lets metrics share the prepared calls.
 
-    >>> from ek_agents.trajectory import TrajectoryMetric
+    >>> from ek_agents.scoring.trajectory import TrajectoryMetric
     >>> [s.value for s in score_all(TrajectoryMetric(), [["a", "b"]], [["a", "c"]])]
     [0.5]
     """

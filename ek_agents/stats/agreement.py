@@ -1,7 +1,7 @@
 """Inter-rater agreement: Krippendorff's alpha and Cohen's kappa.
 
 A judge is just another annotator, so these certify an LLM judge against human labels
-(:func:`ek_agents.judge.judge_validation`) exactly as they measure the ceiling of a gold standard.
+(:func:`ek_agents.scoring.judge.judge_validation`) exactly as they measure the ceiling of a gold standard.
 
 >>> data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],   # Krippendorff (2011), 4 raters
 ...         [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .errors import InsufficientTrials, InvalidInput, did_you_mean
+from ..errors import InsufficientTrials, InvalidInput, did_you_mean
 
 __all__ = ["krippendorff_alpha", "cohen_kappa", "LEVELS", "KAPPA_WEIGHTS", "is_missing"]
 

@@ -3,7 +3,7 @@
 :func:`audit` re-reads a run's manifest, checks the sha256 of every artifact it lists (and
 that no per-trial episode file was added behind its back), then recomputes the grades, the
 metrics, the cost report, the headline results and the gate verdict from the stored episodes
-with the very stage functions the pipeline ran (:mod:`ek_agents.record`), and compares them
+with the very stage functions the pipeline ran (:mod:`ek_agents.runs.stages`), and compares them
 figure by figure with what was recorded. Each problem names the artifact or the figure. A run
 recorded by ``harness.run_suite`` with an input it cannot store (a callable ``check``, custom
 ``metrics``, a single ``price``: ``record.UNSTORED`` or the metric names in its manifest's
@@ -23,13 +23,14 @@ import math
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from .base import JsonShape, RunProvenance
-from .core import shape
-from .errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput, StoreError
+from ..base import JsonShape, RunProvenance
+from ..core import shape
+from ..errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput, StoreError
+from .agentid import identity_note
 from .manifest import RunManifest, check_baseline, finite
-from .store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
+from ..store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
                     sha256_hex)
-from . import record
+from . import documents, stages
 
 __all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
 
@@ -46,6 +47,9 @@ class AuditResult(JsonShape):
     checked: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     baseline: Optional[str] = None
+    notes: tuple[str, ...] = ()
+    """What the audit says without failing: e.g. the run's agent had state that could not be
+    identified, so a resume of the run is refused (``agentid.identity_note``)."""
 
     def summary(self) -> str:
         """One line: the verdict, what was checked, and the first problem."""
@@ -57,7 +61,8 @@ class AuditResult(JsonShape):
 
     def markdown(self) -> str:
         """The summary as a Markdown heading, then one bullet per problem."""
-        return "\n".join([f"# {self.summary()}", ""] + [f"- {p}" for p in self.problems]) + "\n"
+        return "\n".join([f"# {self.summary()}", ""] + [f"- {p}" for p in self.problems]
+                         + [f"- note: {n}" for n in self.notes]) + "\n"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -116,7 +121,7 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
     key = run_key(run_id, "manifest")
     checked.append(key)
     try:
-        manifest = record.read_manifest(store, run_id)
+        manifest = documents.read_manifest(store, run_id)
     except ArtifactNotFound:
         if baseline is None:
             raise
@@ -138,8 +143,10 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
             problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
         except (EkAgentsError, KeyError, TypeError, ValueError, AttributeError) as exc:
             problems.append(f"recomputation failed: {type(exc).__name__}: {exc}")
+    note = identity_note(manifest.fingerprint) if manifest is not None else None
     return AuditResult(run_id=run_id, passed=not problems, checked=tuple(checked),
-                       problems=tuple(problems), baseline=baseline)
+                       problems=tuple(problems), baseline=baseline,
+                       notes=(note,) if note else ())
 
 
 def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> Optional[str]:
@@ -179,8 +186,8 @@ def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> Op
         problems.append(f"baseline {name!r}: {manifest_key} has sha256 {actual[:12]}..., the "
                         f"baseline recorded {str(detail.get('manifest_sha256'))[:12]}...")
     try:
-        manifest = record.read_manifest(store, run_id)
-        report = record.read_run_doc(store, manifest, "report")
+        manifest = documents.read_manifest(store, run_id)
+        report = documents.read_run_doc(store, manifest, "report")
     except EkAgentsError:
         return run_id  # the run's own audit names what is wrong
     strip = lambda d: {**d, "detail": {k: v for k, v in (d.get("detail") or {}).items()  # noqa: E731
@@ -256,7 +263,7 @@ def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
 
     def load(key: str, name: Optional[str] = None) -> Any:
         doc = parse_json(seen[key], key) if key in seen else store.read_json(key)
-        return record.check_run_doc(name, doc, key) if name else doc
+        return documents.check_run_doc(name, doc, key) if name else doc
 
     read = lambda name: load(run_key(run_id, name), name)  # noqa: E731
     tasks, episodes = read("tasks"), read("episodes")
@@ -267,16 +274,16 @@ def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
     _check_manifest_fields(run_id, manifest, tasks, recorded_report, checked, problems)
     _check_trials(run_id, manifest, tasks, episodes, trial_keys, load, checked, problems)
 
-    if inputs.check == record.UNSTORED:
+    if inputs.check == documents.UNSTORED:
         problems.append("graded, metrics, report, results: the run was graded by a callable "
                         "check (harness.run_suite(check=<function>)), which a run cannot store: "
                         "an audit cannot recompute these figures (only their bytes were checked)")
         return
-    graded = record.grade_stage(episodes, tasks, check=inputs.check)
-    metrics = record.metrics_stage(graded, tasks, k=inputs.k, seed=inputs.seed or 0, run=inputs.run)
-    report = record.cost_stage(graded, metrics, prices, seed=inputs.seed or 0)
+    graded = stages.grade_stage(episodes, tasks, check=inputs.check)
+    metrics = stages.metrics_stage(graded, tasks, k=inputs.k, seed=inputs.seed or 0, run=inputs.run)
+    report = stages.cost_stage(graded, metrics, prices, seed=inputs.seed or 0)
     recomputed_report = report
-    results, recomputed_results = manifest.results, finite(record.results_of(report))
+    results, recomputed_results = manifest.results, finite(documents.results_of(report))
     if inputs.metrics:
         problems.append(f"report.detail.metrics: scored by custom Metric objects "
                         f"{list(inputs.metrics)} (harness.run_suite(metrics=...)), which a run "
@@ -284,7 +291,7 @@ def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
                         "is compared without them)")
         recorded_report = {**recorded_report, "detail": _without(recorded_report.get("detail"),
                                                                   ("metrics",))}
-    if inputs.price == record.UNSTORED:
+    if inputs.price == documents.UNSTORED:
         problems.append("report.cost, results (dollars): priced with one ModelPrice "
                         "(harness.run_suite(price=...)), which a run does not store: an audit "
                         "cannot recompute the cost figures (the rest is compared without them)")
@@ -302,7 +309,7 @@ def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
     if manifest.gate is not None or gate_key in manifest.artifacts:
         checked.append("recomputed gate verdict (manifest.gate and gate.json)")
         name = (manifest.gate or {}).get("baseline") or manifest.parameters.get("baseline")
-        verdict = record.regate(report, graded, read("baseline"), manifest.gate, k=inputs.k,
+        verdict = stages.regate(report, graded, read("baseline"), manifest.gate, k=inputs.k,
                                 tolerance=inputs.tolerance, cost_tolerance=inputs.cost_tolerance,
                                 baseline_name=name)
         problems += _limited(differences(manifest.gate, verdict, "manifest.gate"))

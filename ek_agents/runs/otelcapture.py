@@ -37,10 +37,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from .base import Cost, Episode, Trajectory
-from .bridge.otel import Ingest, spans_from_sdk, trace_parts
-from .core import canonical_json, construct
-from .errors import InvalidInput, MissingDependency
+from ..base import Cost, Episode, Trajectory
+from ..bridge.otel import Ingest, spans_from_sdk, trace_parts
+from ..core import canonical_json, construct
+from ..errors import InvalidInput, MissingDependency
 
 __all__ = ["OtelCapture", "TrialSpans", "make_capture", "MAX_OUTPUT_CHARS", "CAPTURES"]
 

@@ -11,10 +11,10 @@ Only *plain* input is encoded: every call a ``(str, dict)`` tuple, every key a `
 value a ``str``/``int``/``float``/``bool``/``None`` of exactly that type. Anything else
 returns ``None`` and the caller takes its general path (which reads, checks and reports it).
 
-The work is done by the C extension ``ek_agents._callcodes`` when it was built at install
+The work is done by the C extension ``ek_agents.scoring._callcodes`` when it was built at install
 time (it is optional: setup.py); :func:`encode_python` is its pure-Python twin, the same
 results (tests hold them equal), about 10x slower -- slower than preparing each call's view,
-so without the extension :mod:`ek_agents.trajectory` keeps its view path.
+so without the extension :mod:`ek_agents.scoring.trajectory` keeps its view path.
 
 >>> codes = encode_calls([[("a", {"x": 1}), ("b", {})]], [[("a", {"x": 1.0})]])
 >>> codes.classes, codes.tools
@@ -37,7 +37,7 @@ c_encode: Optional[Callable[[Any, Any], Optional[tuple]]]
 #: call is not plain; ``representative(i)`` is a copy ``(tool, dict(args))`` of the first call
 #: of class ``i`` (so a caller's later change to its dicts never moves a call to another
 #: class); ``len()`` counts the classes and ``clear()`` forgets them. There is no pure-Python
-#: twin: without the extension :class:`~ek_agents.argmatch.CallComparer` prepares each call
+#: twin: without the extension :class:`~ek_agents.scoring.argmatch.CallComparer` prepares each call
 #: on its own, as before.
 CallTable: Optional[type]
 try:  # built from _callcodes.c at install time when a C compiler was there (optional)

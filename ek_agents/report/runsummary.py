@@ -28,13 +28,13 @@ from typing import Any, Optional, Union
 
 from pydantic import Field
 
-from .base import NonFiniteJson, decode_nonfinite
-from .core import shape
-from .errors import InvalidInput
-from .modelcosts import upper_bound_reason
-from . import record
-from .reporting import pass_hat_curve
-from .store import Store, open_store, run_key
+from ..base import NonFiniteJson, decode_nonfinite
+from ..core import shape
+from ..errors import InvalidInput
+from ..modelcosts import upper_bound_reason
+from ..runs import documents
+from ..reporting import pass_hat_curve
+from ..store import Store, open_store, run_key
 
 __all__ = ["RunSummary", "SliceSummary", "load_runs", "summarize_run", "pareto_frontier", "frontier_flags",
            "comparability_group", "group_index", "group_label", "series_of", "series_runs",
@@ -295,9 +295,9 @@ def load_runs(store: Union[Store, str], run_ids: Sequence[str]) -> list[RunSumma
                            "give one or more RUN_IDs (the ids 'ek-agents run' printed)")
     runs = []
     for rid in run_ids:  # verified reads: a document edited after its run is refused
-        manifest = record.read_manifest(st, rid)
-        report = record.read_run_doc(st, manifest, "report")
-        gate = (record.read_run_doc(st, manifest, "gate")
+        manifest = documents.read_manifest(st, rid)
+        report = documents.read_run_doc(st, manifest, "report")
+        gate = (documents.read_run_doc(st, manifest, "gate")
                 if run_key(rid, "gate") in manifest.artifacts else None)
         runs.append(summarize_run(manifest.to_dict(), report, gate))
     return runs

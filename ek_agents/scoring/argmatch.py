@@ -25,231 +25,25 @@ when the grammar declares the tool); an argument the gold does not mention is wr
 >>> c = CallComparer()
 >>> c.mismatch(c.pred(("f", {"city": "New York", "n": 2})), c.gold(("f", {"city": "new-york", "n": 2.0})))
 []
+
+The gold vocabulary and the typed keys of argument values are :mod:`.argvalues`.
 """
 from __future__ import annotations
 
-import itertools
 import math
-import re
-from collections.abc import Mapping, Set
 from itertools import chain
 from typing import Any, Callable, Optional
 
 from . import callcodes
-from .core import GraphGrammar
-from .errors import InvalidInput
+from ..core import GraphGrammar
+from ..errors import InvalidInput
+from .argvalues import ANY as ANY, OMITTED as OMITTED, AnyOf as AnyOf  # the gold vocabulary, re-exported
+from .argvalues import (SCALAR_TYPES, alternatives, args_of, has_marker, standardize_string,
+                        value_key)
 
 __all__ = ["AnyOf", "OMITTED", "ANY", "standardize_string", "CallComparer", "CallClasses"]
 
 _EMPTY_GRAMMAR = GraphGrammar()
-_MAX_ALTERNATIVES = 4096
-
-
-# --------------------------------------------------------------------------- gold vocabulary
-
-class _Sentinel:
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return self._name
-
-    def __reduce__(self) -> str:
-        return self._name
-
-
-#: Gold marker: the argument may be left out (inside :class:`AnyOf`) / must be left out (alone).
-OMITTED = _Sentinel("OMITTED")
-#: Gold marker: any supplied value is accepted.
-ANY = _Sentinel("ANY")
-
-
-class AnyOf:
-    """A gold argument with several acceptable values (BFCL's list of possible answers).
-
-    >>> AnyOf("NYC", "New York", OMITTED)
-    AnyOf('NYC', 'New York', OMITTED)
-    """
-
-    __slots__ = ("values",)
-
-    def __init__(self, *values: Any) -> None:
-        if not values:
-            raise InvalidInput("AnyOf() needs at least one acceptable value (use OMITTED for 'may be left out')")
-        flat: list = []
-        for v in values:
-            flat.extend(v.values if isinstance(v, AnyOf) else (v,))
-        self.values = tuple(flat)
-
-    def __repr__(self) -> str:
-        return f"AnyOf({', '.join(map(repr, self.values))})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, AnyOf) and self.values == other.values
-
-    def __hash__(self) -> int:
-        return hash(("AnyOf", self.values))
-
-
-_STD = re.compile(r"[ ,./\-_*^]")
-
-
-def standardize_string(s: str) -> str:
-    """BFCL's string standardization: drop spaces and ``, . / - _ * ^``, lower-case, ``'`` -> ``"``.
-
-    >>> standardize_string("April 1, 2024") == standardize_string("april 1 2024")
-    True
-    """
-    return _STD.sub("", s).lower().replace("'", '"')
-
-
-# --------------------------------------------------------------------------- reading arguments
-
-def _args_of(call: tuple) -> Mapping:
-    tool, args = call
-    if type(args) is dict or isinstance(args, Mapping):
-        return args
-    if isinstance(args, str):  # unparseable raw JSON kept by a bridge: one undeclarable argument
-        return {"<unparsed>": args}
-    raise InvalidInput(f"tool call {tool!r}: args must be a mapping, got {args!r:.80}")
-
-
-# --------------------------------------------------------------------------- typed value keys
-
-_NUMERIC = ("number", "float")
-
-
-def _key(v: Any, t: Optional[str], canon: Callable[[str], Any], items: Optional[str] = None) -> Any:
-    """A hashable normal form: two values are equal (for a parameter of type ``t``) iff their
-    keys are equal."""
-    if t is None or t == "any":
-        return _infer_key(v, canon)
-    if t == "string":
-        return ("s", canon(v)) if isinstance(v, str) else _bad(v)
-    if t == "boolean":
-        return ("b", v) if isinstance(v, bool) else _bad(v)
-    if t == "integer":
-        if isinstance(v, bool):
-            return _bad(v)
-        if isinstance(v, int):
-            return ("n", v)
-        return ("f", v) if isinstance(v, float) else _bad(v)
-    if t in _NUMERIC:
-        return ("n", v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _bad(v)
-    if t in ("array", "tuple"):
-        if isinstance(v, (list, tuple)):
-            return ("l", tuple(_key(e, items, canon) for e in v))
-        return _bad(v)
-    if t in ("dict", "object"):
-        if isinstance(v, Mapping):
-            return ("d", frozenset((k, _infer_key(x, canon)) for k, x in v.items()))
-        return _bad(v)
-    return _infer_key(v, canon)
-
-
-def _infer_key(v: Any, canon: Callable[[str], Any]) -> Any:
-    if v is None:
-        return ("z",)
-    if isinstance(v, bool):
-        return ("b", v)
-    if isinstance(v, (int, float)):
-        return ("n", v)
-    if isinstance(v, str):
-        return ("s", canon(v))
-    if isinstance(v, Mapping):
-        return ("d", frozenset((k, _infer_key(x, canon)) for k, x in v.items()))
-    if isinstance(v, (list, tuple)):
-        return ("l", tuple(_infer_key(e, canon) for e in v))
-    if isinstance(v, (Set, frozenset)):
-        return ("S", frozenset(_infer_key(e, canon) for e in v))
-    return _bad(v)
-
-
-def _bad(v: Any) -> tuple:
-    try:
-        hash(v)
-        return ("x", type(v).__name__, v)
-    except TypeError:
-        return ("x", type(v).__name__, repr(v))
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _has_marker(v: Any) -> bool:
-    if type(v) in _SCALARS:
-        return False
-    if v is OMITTED or v is ANY or isinstance(v, AnyOf):
-        return True
-    if isinstance(v, Mapping):
-        return any(_has_marker(x) for x in v.values())
-    if isinstance(v, (list, tuple)):
-        return any(_has_marker(x) for x in v)
-    return False
-
-
-def _alternatives(v: Any, t: Optional[str], canon: Callable, items: Optional[str]) -> tuple:
-    """(set of acceptable keys, omittable, anything) for a gold value with markers."""
-    alts = v.values if isinstance(v, AnyOf) else (v,)
-    keys: set = set()
-    omittable = anything = False
-    for a in alts:
-        if a is OMITTED:
-            omittable = True
-        elif a is ANY:
-            anything = True
-        elif _has_marker(a):
-            keys.update(_expand(a, t, canon, items))
-        else:
-            keys.add(_key(a, t, canon, items))
-    return frozenset(keys), omittable, anything
-
-
-def _expand(v: Any, t: Optional[str], canon: Callable, items: Optional[str]) -> set:
-    """All keys a nested gold value with markers (inside a list or a dict) accepts."""
-    if isinstance(v, Mapping) and (t in (None, "any", "dict", "object")):
-        names = list(v)
-        choices = []
-        for k in names:
-            sub = v[k]
-            alts = sub.values if isinstance(sub, AnyOf) else (sub,)
-            opts: list = []
-            for a in alts:
-                if a is OMITTED:
-                    opts.append(None)
-                elif a is ANY:
-                    raise InvalidInput(f"ANY is only supported as a whole argument, not inside a dict (key {k!r})")
-                else:
-                    opts.extend((k, x) for x in (_expand(a, None, canon, None) if _has_marker(a)
-                                                 else [_infer_key(a, canon)]))
-            choices.append(opts)
-        _check_size(choices, v)
-        return {("d", frozenset(c for c in combo if c is not None)) for combo in itertools.product(*choices)}
-    if isinstance(v, (list, tuple)) and t in (None, "any", "array", "tuple"):
-        el_t = items if t in ("array", "tuple") else None
-        choices = []
-        for e in v:
-            alts = e.values if isinstance(e, AnyOf) else (e,)
-            opts = []
-            for a in alts:
-                if a is OMITTED or a is ANY:
-                    raise InvalidInput(f"{a!r} cannot be a list element; give the acceptable lists with AnyOf([...], [...])")
-                opts.extend(_expand(a, el_t, canon, None) if _has_marker(a) else [_key(a, el_t, canon)])
-            choices.append(opts)
-        _check_size(choices, v)
-        return {("l", tuple(combo)) for combo in itertools.product(*choices)}
-    raise InvalidInput(f"gold value {v!r:.80}: AnyOf/OMITTED/ANY may only appear as an argument or inside a list or dict")
-
-
-def _check_size(choices: list, v: Any) -> None:
-    if math.prod(len(c) for c in choices) > _MAX_ALTERNATIVES:
-        raise InvalidInput(
-            f"gold value {v!r:.80} expands to more than {_MAX_ALTERNATIVES} acceptable values; "
-            "list fewer alternatives (or use ANY for the whole argument)"
-        )
-
 
 # --------------------------------------------------------------------------- comparing calls
 
@@ -283,7 +77,7 @@ def signature(call: tuple) -> Any:
     if type(args) is not dict:
         return None
     types = tuple(map(type, args.values()))
-    if not _SCALARS.issuperset(types):
+    if not SCALAR_TYPES.issuperset(types):
         return None
     return (call[0], tuple(args.items()), types)
 
@@ -382,7 +176,7 @@ class CallComparer:
             memo = {i: i for i in index}
             alone = set(index)
         else:  # a group whose values are not all plain scalars may hold (1,) beside (1.0,): split it
-            alone = {i for k, i in memo.items() if not _SCALARS.issuperset(k[2])}
+            alone = {i for k, i in memo.items() if not SCALAR_TYPES.issuperset(k[2])}
         first = dict(zip(reversed(index), range(len(index) - 1, -1, -1)))  # first call of each group
         uniq = [None if i in alone else make(calls[first[i]]) for i in range(len(memo))]
         if alone:  # each of their calls on its own (through the comparer's cache, which refuses them too)
@@ -413,7 +207,7 @@ class CallComparer:
                 out.append(make(call))
                 continue
             types = tuple(map(type, args.values()))
-            if not _SCALARS.issuperset(types):
+            if not SCALAR_TYPES.issuperset(types):
                 out.append(make(call))
                 continue
             sig = (call[0], tuple(args.items()), types)
@@ -431,18 +225,18 @@ class CallComparer:
 
     def _pred(self, call: tuple) -> _PredView:
         tool = call[0]
-        args = _args_of(call)
+        args = args_of(call)
         w, nt, fields, req, default = self._tool(tool)
         keys = {}
         own: list = []
         for a, v in args.items():
             f = fields.get(a)
             if f is None:
-                keys[a] = _key(v, None, self._canon)
+                keys[a] = value_key(v, None, self._canon)
                 if nt is not None:
                     own.append((a, "undeclared", w * default))
             else:
-                keys[a] = _key(v, f[0], self._canon, f[1])
+                keys[a] = value_key(v, f[0], self._canon, f[1])
         for a in req:
             if a not in args:
                 own.append((a, "missing_required", fields[a][2]))
@@ -450,7 +244,7 @@ class CallComparer:
 
     def _gold(self, call: tuple) -> _GoldView:
         tool = call[0]
-        args = _args_of(call)
+        args = args_of(call)
         w, nt, fields, req, default = self._tool(tool)
         specs = {}
         plain = True
@@ -458,13 +252,13 @@ class CallComparer:
         for a, v in args.items():
             f = fields.get(a)
             t, items, aw = (f if f is not None else (None, None, w * default))
-            if _has_marker(v):
+            if has_marker(v):
                 plain = False
-                specs[a] = _alternatives(v, t, self._canon, items)
+                specs[a] = alternatives(v, t, self._canon, items)
                 if not specs[a][1]:
                     mass += aw
             else:
-                specs[a] = (frozenset((_key(v, t, self._canon, items),)), False, False)
+                specs[a] = (frozenset((value_key(v, t, self._canon, items),)), False, False)
                 mass += aw
         key = (tool, frozenset((a, next(iter(s[0]))) for a, s in specs.items())) if plain else None
         return _GoldView(tool, specs, w, key, mass)
@@ -513,7 +307,7 @@ class CallComparer:
 
     def classes(self) -> Optional["CallClasses"]:
         """This comparer's :class:`CallClasses` (made on first use), or None without the C
-        extension (:data:`ek_agents.callcodes.CallTable`)."""
+        extension (:data:`ek_agents.scoring.callcodes.CallTable`)."""
         if callcodes.CallTable is None:
             return None
         c = self._classes
@@ -529,7 +323,7 @@ GOLD_NOT_EXACT = -2
 
 class CallClasses:
     """The calls a :class:`CallComparer` has seen, by *class* (same tool, equal arguments of
-    the same types; :data:`ek_agents.callcodes.CallTable`, in C), each class prepared once per
+    the same types; :data:`ek_agents.scoring.callcodes.CallTable`, in C), each class prepared once per
     side it appears on.
 
     Each class gets an *exact key* per side: an int, equal for a predicted and a gold call of
@@ -565,7 +359,7 @@ class CallClasses:
 
     def read(self, pred: Any, gold: Any, sums: bool = True) -> Any:
         """One episode's two lists of plain calls: ``None`` when a call is not plain (see
-        :mod:`ek_agents.callcodes`), or while most calls lately were new (over a third of 2,000
+        :mod:`ek_agents.scoring.callcodes`), or while most calls lately were new (over a third of 2,000
         read: then the next 2,000 episodes) -- the caller then takes the general path; with ``sums``, a
         float -- the predicted calls' weights added in order -- when both lists have the same
         length and each call's key equals the key of the call at the same position on the
@@ -629,5 +423,3 @@ class CallClasses:
                 views[c] = v
                 out[c] = k
         return [out[c] for c in ids]
-
-

@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from .errors import InvalidInput, did_you_mean
+from ..errors import InvalidInput, did_you_mean
 
 __all__ = ["JAVA_TYPES", "JS_TYPES", "UNSUPPORTED_JAVA_TYPES", "NESTED_TYPES", "LANGUAGES", "MAX_COLLECTION_TEXT",
            "language_of", "typed_value", "java_value", "js_value", "value_types"]
