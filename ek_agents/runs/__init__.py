@@ -8,8 +8,9 @@ library stages and their store-backed ``run_*`` steps (``stages``), baselines by
 code and state (``agentid``) over the canonical walk that digests them (``agentstate``), stored
 trials (``trials``), the in-process episode memo (``memo``), the manifest shapes
 (``manifest``), the audit that recomputes a run (``audit``), the judge correction of a stored
-run by people's labels and the planners over a stored run (``labelrun``) and the pipeline's
-helpers (``pipeline_support``).
+run by people's labels and the planners over a stored run (``labelrun``), the pipeline's helpers
+(``pipeline_support``) and when a run fails for its errors (``errorrate``), and the
+OpenTelemetry capture of each trial's spans (``otelcapture``: ``capture="otel"``).
 
 May import: every layer below it -- ``errors`` .. ``store``, ``bridge``, ``stats``, ``scoring``,
 ``cost``, ``suite``, the evaluation layer (``reporting``, ``gate``, ``sequential``)
@@ -50,7 +51,9 @@ _EXPORTS: dict[str, str] = {
                     "plan_chunks", "raise_for_verdict", "DEFAULT_CHUNKS", "TrialRequest",
                     "TrialChunk", "TrialPlan", "ChunkResult", "plan_trials", "cached_plan",
                     "run_trial_chunk", "collect_episodes", "chunk_workers", "request_fingerprint",
-                    "check_errors", "MAX_ERROR_RATE", "plan_batch", "batch_look", "collect_batches"], "pipeline_support"),
+                    "plan_batch", "batch_look", "collect_batches"], "pipeline_support"),
+    **dict.fromkeys(["check_errors", "MAX_ERROR_RATE"], "errorrate"),
+    **dict.fromkeys(["OtelCapture", "TrialSpans", "make_capture", "CAPTURES"], "otelcapture"),
     **dict.fromkeys(["StageRef", "EpisodesRef", "SuiteRef", "GateRef", "ManifestRef", "lookup",
                     "lookup_bytes", "cached", "put_indexed", "cache_origin", "stage_output",
                     "reused_output", "write_output", "index_output", "write_doc", "write_tasks"], "stagecache"),
@@ -114,9 +117,11 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         TrialPlan as TrialPlan, ChunkResult as ChunkResult, plan_trials as plan_trials,
         cached_plan as cached_plan, run_trial_chunk as run_trial_chunk,
         collect_episodes as collect_episodes, chunk_workers as chunk_workers,
-        request_fingerprint as request_fingerprint, check_errors as check_errors,
-        MAX_ERROR_RATE as MAX_ERROR_RATE, plan_batch as plan_batch, batch_look as batch_look,
-        collect_batches as collect_batches)
+        request_fingerprint as request_fingerprint, plan_batch as plan_batch,
+        batch_look as batch_look, collect_batches as collect_batches)
+    from .errorrate import check_errors as check_errors, MAX_ERROR_RATE as MAX_ERROR_RATE
+    from .otelcapture import (OtelCapture as OtelCapture, TrialSpans as TrialSpans,
+        make_capture as make_capture, CAPTURES as CAPTURES)
     from .stagecache import (StageRef as StageRef, EpisodesRef as EpisodesRef,
         SuiteRef as SuiteRef, GateRef as GateRef, ManifestRef as ManifestRef, lookup as lookup,
         lookup_bytes as lookup_bytes, cached as cached, put_indexed as put_indexed,
