@@ -151,7 +151,8 @@ def cost_components(pilot: Any, success: Optional[PilotComponents] = None) -> Co
     if len(rows) < 2:
         raise InvalidInput("plan_budget: cps_width needs a priced pilot (the report's "
                            "cost.task_totals, dollars and successes per task, on 2+ tasks); "
-                           "report the pilot with prices (price= / prices=, `--prices FILE`)")
+                           "run the pilot with prices (run_suite(price=/prices=), `ek-agents run --prices "
+                           "FILE`)")
     spent, wins, n = (math.fsum(r[i] for r in rows) for i in range(3))
     if wins <= 0:
         raise InvalidInput("plan_budget: the pilot had no success, so its cost per success is "
