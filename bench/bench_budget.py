@@ -15,7 +15,8 @@ Seeded simulations through the library's own functions (``plan_budget``,
   sees only task totals): printed as a sensitivity figure.
 - **labels**: a judged pilot (40 tasks x k = 5, a judge of sensitivity 0.9 / specificity 0.8,
   40 labels) planned by ``plan_budget(target_width=W, labels=...)``; the plan (G x k trials,
-  ``n_labels`` of them labeled at random) is run 200 times from the fitted distribution and the
+  ``n_labels`` of them labeled at random) is run 200 times from the fitted distribution (the
+  judge with the pilot's measured sensitivity and specificity) and the
   judge-corrected interval (cluster-robust over tasks) measured: mean width / W.
 
 ``python -m bench budget`` runs the full sizes; ``main(["--quick"])`` small ones; the tests call
@@ -93,7 +94,9 @@ def cps_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.3, max_ta
 def labels_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.15,
                       sens: float = 0.9, spec: float = 0.8, max_tasks: int = 2000) -> dict:
     """A judged pilot (40 labels), a plan for a corrected-rate ``width`` with labels, run
-    ``runs`` times: the judge-corrected interval's mean width, labels drawn at random."""
+    ``runs`` times: the judge-corrected interval's mean width, labels drawn at random. The
+    simulated judge has the pilot's measured sensitivity and specificity (the distribution the
+    plan was made from), the true per-task success the pilot's fitted Beta."""
     rng = np.random.default_rng(seed)
     pilot = pilot_report(rng)
     y = rng.random(200) < 0.6
@@ -106,7 +109,7 @@ def labels_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.15,
     for _ in range(runs):
         p = _fitted_p(rng, plan.components, g)
         truth = rng.random(g * k) < np.repeat(p, k)
-        verdict = judge_verdicts(rng, truth, sens, spec)
+        verdict = judge_verdicts(rng, truth, judge.sensitivity, judge.specificity)
         lab = np.zeros(g * k, bool)
         lab[rng.choice(g * k, n, replace=False)] = True
         r = judge_corrected_rate(truth[lab], verdict[lab], verdict[~lab],

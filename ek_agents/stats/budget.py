@@ -32,7 +32,8 @@ so that a run of ``G`` tasks x ``k`` trials has ``Var(rate) = (s_b^2 + s_w^2 / k
   width is ``2 t_{G-1} sqrt(Var(R)) / R``.
 - ``labels=`` a pilot :class:`~ek_agents.stats.judgecorrect.JudgeCorrectedRate` (a judged run): the
   labels the correction needs too. The corrected rate's variance adds the rectifier's,
-  ``d / n_labels`` (``d`` the judge's measured disagreement rate with the labels), and the
+  ``d / n_labels`` (``d = Var(y - h)``: the judge's measured disagreement rate with the labels
+  less its squared bias), and the
   judge's rate is over the unlabeled trials only (prediction-powered inference: a task keeps
   ``k (1 - n_labels / (G k))`` unlabeled trials on average, which is the ``k`` of the within
   term); the plan gives the labels half of the target variance (``label_share``) and the
@@ -337,8 +338,11 @@ def _fewest_tasks(ok: Any, gmax: int) -> Optional[int]:
 
 
 def _disagreement(rate: JudgeCorrectedRate) -> float:
-    """The judge's measured disagreement rate with the labels (from its sensitivity and
-    specificity at the labeled trials' own mix), floored at 1/(n+2)."""
+    """``Var(y - h)`` of a labeled trial: the judge's measured disagreement rate with the labels
+    ``d = fn + fp`` (from its sensitivity and specificity at the labeled trials' own mix) less
+    its squared bias ``(fn - fp)^2``, floored at 1/(n+2)."""
     n_pos, n_neg = rate.sensitivity_n, rate.specificity_n
-    wrong = (n_pos * (1 - (rate.sensitivity or 0.0)) + n_neg * (1 - (rate.specificity or 0.0)))
-    return max(wrong / max(n_pos + n_neg, 1), 1.0 / (n_pos + n_neg + 2))
+    n = max(n_pos + n_neg, 1)
+    fn = n_pos * (1 - (rate.sensitivity or 0.0)) / n
+    fp = n_neg * (1 - (rate.specificity or 0.0)) / n
+    return max(fn + fp - (fn - fp) ** 2, 1.0 / (n_pos + n_neg + 2))
