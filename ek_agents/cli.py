@@ -283,10 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "target interval width or gate power")
     p.add_argument("run_id", type=_name("run id"))
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--width", type=_number(0.0, above=True), help="target 95%% interval width on "
-                   "the success rate (e.g. 0.1)")
-    g.add_argument("--power", type=_number(0.0, above=True), help="target gate power (e.g. 0.8), "
-                   "with --drop")
+    g.add_argument("--width", type=_number(0.0, above=True), help="target 95%% CI width on success")
+    g.add_argument("--cps-width", type=_number(0.0, above=True), help="target 95%% interval width "
+                   "on cost per success, a fraction of the pilot's (0.2: +-10%%)")
+    g.add_argument("--power", type=_number(0.0, above=True), help="target gate power (0.8), with --drop")
     p.add_argument("--drop", type=_number(0.0, above=True), help="success drop to detect (0.1: 10 points)")
     p.add_argument("--max-tasks", type=_int_in(2, 10_000_000), help="tasks (default: the pilot's)")
     p.add_argument("--labels", metavar="FILE", help="the pilot's labels: plan the labels too")
@@ -474,8 +474,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:  # plan-labels and plan
     print("\n".join(plan_labels_lines(st, a.run_id, a.n, seed=a.seed, width=a.width,
                                       path=a.out or f"labels-{a.run_id}.jsonl")
                     if a.command == "plan-labels" else
-                    [plan_run(st, a.run_id, labels=a.labels, max_tasks=a.max_tasks,
-                              target_width=a.width, power=a.power, drop=a.drop).sentence]))
+                    [plan_run(st, a.run_id, labels=a.labels, max_tasks=a.max_tasks, target_width=a.width,
+                              cps_width=a.cps_width, power=a.power, drop=a.drop).sentence]))
     return 0
 
 

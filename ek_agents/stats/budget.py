@@ -19,15 +19,38 @@ so that a run of ``G`` tasks x ``k`` trials has ``Var(rate) = (s_b^2 + s_w^2 / k
   ``s_w'^2`` the candidate's within-task variance under it), so ``D / sqrt(that / G) >=
   t_{0.975, G-1} + t_{P, G-1}``; the cheapest ``(G, k)`` (all the suite's tasks, the fewest
   trials each).
+- ``cps_width=W``: the cheapest ``(G, k)`` whose 95% interval on the **cost per success** is at
+  most ``W`` times the pilot's cost per success wide (relative, the natural unit of a dollar
+  ratio: 0.2 is "within about +-10%"). The report's interval is over tasks on the ratio
+  ``R = sum_i D_i / sum_i S_i`` (dollars, successes per task: ``cost.task_totals``); its
+  linearisation ``z_ij = x_ij - R y_ij`` (trial dollars, success) has the same two
+  components, fitted from the pilot's task totals: within ``s_zw^2 = R^2 s_w^2`` (a trial's
+  dollars taken as its task's mean: the success coin is the within-task noise; within-task
+  cost noise, unseen in task totals, is left out) and between
+  ``s_zb^2 = max(0, var_i(zbar_i) - s_zw^2 mean(1/k_i))``, so
+  ``Var(R) = (s_zb^2 + s_zw^2 / k) / (G mu^2)`` (``mu`` successes per trial) and the relative
+  width is ``2 t_{G-1} sqrt(Var(R)) / R``.
 - ``labels=`` a pilot :class:`~ek_agents.stats.judgecorrect.JudgeCorrectedRate` (a judged run): the
   labels the correction needs too. The corrected rate's variance adds the rectifier's,
-  ``d / n_labels`` (``d`` the judge's measured disagreement rate with the labels); the plan
-  gives the labels half of the target variance (``label_share``) and the trials the rest.
+  ``d / n_labels`` (``d = Var(y - h)``: the judge's measured disagreement rate with the labels
+  less its squared bias), and the
+  judge's rate is over the unlabeled trials only (prediction-powered inference: a task keeps
+  ``k (1 - n_labels / (G k))`` unlabeled trials on average, which is the ``k`` of the within
+  term); the plan gives the labels half of the target variance (``label_share``) and the
+  trials the rest (with
+  ``cps_width``: the rectifier's relative variance ``d / (n_labels mu^2)``, since cost per
+  corrected success is dollars over corrected successes).
 
 Checked by simulation (``bench/bench_judge.py``; a small version in the tests): a plan for
 width W, run 200 times from the pilot's fitted distribution (per-task success from the Beta
 with the pilot's mean and between-task variance), delivers a mean width within 10% of W; a
-plan for power P delivers at least P - 0.05.
+plan for power P delivers at least P - 0.05; a plan for a cost-per-success width W, run 200
+times (per-task success and dollars drawn from the pilot's tasks, success shrunk to the
+fitted between-task variance), delivers a report interval (bootstrap-t over tasks) of mean
+relative width within 10% of W (0.998-1.002 x W; 1.16-1.18 x W when each trial's dollars
+also vary within a task, which task totals cannot show); a judged plan's ``n_labels``
+delivers 0.889-1.062 x the corrected-rate width it promises, 16 of 18 pilot x width plans
+within 10% (the two outside over-deliver: narrower than promised) (``bench/bench_budget.py``).
 
 >>> pilot = {"per_task": {f"t{i}": {"n": 4, "c": [0, 1, 2, 3, 4][i % 5]} for i in range(50)},
 ...          "cost": {"mean_dollars": 0.02}}
@@ -47,7 +70,8 @@ from ..errors import InvalidInput
 from .intervals import normal_quantile, t_quantile
 from .judgecorrect import JudgeCorrectedRate
 
-__all__ = ["BudgetPlan", "plan_budget", "pilot_components", "PilotComponents", "MAX_K_PLANNED"]
+__all__ = ["BudgetPlan", "plan_budget", "pilot_components", "PilotComponents", "MAX_K_PLANNED",
+           "CostComponents", "cost_components"]
 
 #: The most trials per task a plan proposes (beyond it the within-task part is gone anyway).
 MAX_K_PLANNED: int = 200
@@ -70,6 +94,23 @@ class PilotComponents:
 
 
 @shape()
+class CostComponents:
+    """A pilot's cost per success split into the variance components of its linearisation
+    ``z = dollars - R * success`` over tasks (see the module)."""
+
+    cost_per_success: float
+    """The pilot's pooled cost per success ``R = sum(dollars) / sum(successes)``."""
+    success_per_trial: float
+    """``mu = sum(successes) / sum(trials)`` over the priced tasks."""
+    between: float
+    """Between-task variance of a task's mean ``z``."""
+    within: float
+    """Within-task variance of a trial's ``z`` (``R^2 E[p(1-p)]``)."""
+    n_tasks: int
+    """Priced tasks in the pilot."""
+
+
+@shape()
 class BudgetPlan:
     """What a run needs: tasks x trials, labels, dollars -- and one sentence saying so."""
 
@@ -86,9 +127,10 @@ class BudgetPlan:
     sentence: str
     """The plan as one sentence a person can act on."""
     goal: str
-    """``"width"`` or ``"power"``."""
+    """``"width"``, ``"cps_width"`` or ``"power"``."""
     expected_width: Optional[float] = None
-    """The 95% interval width the plan expects (width goal, and for information with power)."""
+    """The 95% interval width the plan expects (width goal, and for information with power;
+    ``cps_width``: relative to the pilot's cost per success)."""
     expected_power: Optional[float] = None
     """The gate's power the plan expects against ``drop`` (power goal)."""
     enough_tasks: bool = True
@@ -96,6 +138,37 @@ class BudgetPlan:
     tasks it would take)."""
     components: Optional[PilotComponents] = None
     """The pilot's fitted variance components."""
+    cost_components: Optional[CostComponents] = None
+    """The pilot's cost-per-success components (``cps_width`` goal)."""
+
+
+def cost_components(pilot: Any, success: Optional[PilotComponents] = None) -> CostComponents:
+    """The cost-per-success variance components of a pilot report (its ``cost.task_totals``)."""
+    doc = pilot.to_dict() if hasattr(pilot, "to_dict") else pilot
+    c = success or pilot_components(doc)
+    cost = doc.get("cost") if isinstance(doc, Mapping) else None
+    totals = cost.get("task_totals") if isinstance(cost, Mapping) else None
+    rows = [(float(t["dollars"]), int(t["n_success"]), int(t["n"])) for t in totals.values()
+            if isinstance(t, Mapping) and t.get("n") and isinstance(t.get("dollars"), (int, float))
+            and math.isfinite(t["dollars"])] if isinstance(totals, Mapping) else []
+    if len(rows) < 2:
+        raise InvalidInput("plan_budget: cps_width needs a priced pilot (the report's "
+                           "cost.task_totals, dollars and successes per task, on 2+ tasks); "
+                           "run the pilot with prices (run_suite(price=/prices=), `ek-agents run --prices "
+                           "FILE`)")
+    spent, wins, n = (math.fsum(r[i] for r in rows) for i in range(3))
+    if wins <= 0:
+        raise InvalidInput("plan_budget: the pilot had no success, so its cost per success is "
+                           "infinite and no width on it can be planned; pilot on tasks the agent "
+                           "can solve, or plan target_width= on the success rate")
+    r, mu = spent / wins, wins / n
+    zbar = [(d - r * s) / k for d, s, k in rows]
+    zm = sum(zbar) / len(zbar)
+    var_z = sum((z - zm) ** 2 for z in zbar) / (len(zbar) - 1)
+    within = r * r * c.within
+    between = max(0.0, var_z - within * sum(1.0 / k for *_, k in rows) / len(rows))
+    return CostComponents(cost_per_success=r, success_per_trial=mu, between=between,
+                          within=within, n_tasks=len(rows))
 
 
 def pilot_components(pilot: Any) -> PilotComponents:
@@ -126,10 +199,22 @@ def pilot_components(pilot: Any) -> PilotComponents:
                            dollars_per_trial=float(dpt) if isinstance(dpt, (int, float)) else None)
 
 
-def _width(c: PilotComponents, g: int, k: int, extra_var: float = 0.0) -> float:
+def _width(c: PilotComponents, g: int, k: int, extra_var: float = 0.0, n_labels: int = 0) -> float:
+    """Expected 95% width on the success rate; with ``n_labels`` of the ``g k`` trials labeled
+    (at random), the judge's part is over the ``g k - n_labels`` unlabeled trials only."""
+    unlabeled = 1.0 - n_labels / (g * k)
+    if g < 2 or unlabeled <= 0:
+        return math.inf
+    return 2.0 * t_quantile(0.975, g - 1) * math.sqrt((c.between + c.within / (k * unlabeled)) / g
+                                                      + extra_var)
+
+
+def _cps_width(c: CostComponents, g: int, k: int, extra_rel: float = 0.0) -> float:
+    """Expected 95% interval width on cost per success, as a fraction of the pilot's."""
     if g < 2:
         return math.inf
-    return 2.0 * t_quantile(0.975, g - 1) * math.sqrt((c.between + c.within / k) / g + extra_var)
+    rel_var = (c.between + c.within / k) / (g * (c.success_per_trial * c.cost_per_success) ** 2)
+    return 2.0 * t_quantile(0.975, g - 1) * math.sqrt(rel_var + extra_rel)
 
 
 def _power(c: PilotComponents, g: int, k: int, drop: float, alpha: float = 0.025) -> float:
@@ -147,31 +232,46 @@ def _power(c: PilotComponents, g: int, k: int, drop: float, alpha: float = 0.025
 
 def plan_budget(pilot: Any, *, target_width: Optional[float] = None, power: Optional[float] = None,
                 drop: Optional[float] = None, labels: Optional[JudgeCorrectedRate] = None,
-                max_tasks: Optional[int] = None, label_share: float = 0.5) -> BudgetPlan:
+                max_tasks: Optional[int] = None, label_share: float = 0.5,
+                cps_width: Optional[float] = None) -> BudgetPlan:
     """Plan tasks x k (and labels, and dollars) for a target 95% interval width on the success
-    rate, or for the gate's power against a drop. See the module docstring for the model."""
+    rate (``target_width``, in rate units) or on the cost per success (``cps_width``, a fraction
+    of the pilot's cost per success), or for the gate's power against a drop. See the module
+    docstring for the model."""
     c = pilot_components(pilot)
-    if (target_width is None) == (power is None):
-        raise InvalidInput("plan_budget: give target_width=W (an interval width, e.g. 0.1) or "
-                           "power=P with drop=D (e.g. power=0.8, drop=0.1), one of the two")
+    if sum(x is not None for x in (target_width, power, cps_width)) != 1:
+        raise InvalidInput("plan_budget: give target_width=W (an interval width, e.g. 0.1), "
+                           "cps_width=W (a width on cost per success relative to the pilot's, e.g. "
+                           "0.2) or power=P with drop=D (e.g. power=0.8, drop=0.1), one of the three")
+    cc = cost_components(pilot, c) if cps_width is not None else None
     gmax = c.n_tasks if max_tasks is None else int(max_tasks)
     if gmax < 2:
         raise InvalidInput(f"plan_budget: max_tasks={max_tasks!r}; a plan needs at least 2 tasks")
     n_labels, extra = 0, 0.0
-    if target_width is not None:
-        if not 0.0 < target_width < 1.0:
-            raise InvalidInput(f"plan_budget: target_width must be in (0, 1), got {target_width!r}")
+    if target_width is not None or cps_width is not None:
+        width_goal = target_width if cps_width is None else cps_width
+        name = "target_width" if cps_width is None else "cps_width"
+        if not 0.0 < width_goal < (1.0 if cps_width is None else 4.0):
+            raise InvalidInput(f"plan_budget: {name} must be in (0, {1 if cps_width is None else 4}),"
+                               f" got {width_goal!r}")
+        # the label rectifier's variance, in the goal's units (relative for cost per success)
+        unit = 1.0 if cc is None else cc.success_per_trial ** 2
         if labels is not None:
             if not 0.0 < label_share < 1.0:
                 raise InvalidInput(f"plan_budget: label_share must be in (0, 1), got {label_share!r}")
             d = _disagreement(labels)
-            v_target = (target_width / (2.0 * normal_quantile(0.975))) ** 2
-            n_labels = max(10, math.ceil(d / (label_share * v_target)))
-            extra = d / n_labels
+            v_target = (width_goal / (2.0 * normal_quantile(0.975))) ** 2
+            n_labels = max(10, math.ceil(d / (label_share * v_target * unit)))
+            extra = d / (n_labels * unit)
+
+        def width_of(g_: int, k_: int) -> float:
+            return (_width(c, g_, k_, extra, n_labels) if cc is None
+                    else _cps_width(cc, g_, k_, extra))
+
         def cheapest(limit: int) -> Optional[tuple[int, int, int]]:
             best: Optional[tuple[int, int, int]] = None
             for k in range(1, MAX_K_PLANNED + 1):
-                g = _fewest_tasks(lambda g_: _width(c, g_, k, extra) <= target_width, limit)
+                g = _fewest_tasks(lambda g_: width_of(g_, k) <= width_goal, limit)
                 if g is not None and (best is None or g * k < best[0]):
                     best = (g * k, g, k)
             return best
@@ -181,9 +281,12 @@ def plan_budget(pilot: Any, *, target_width: Optional[float] = None, power: Opti
         if best is None:  # the suite's tasks cannot reach it: the cheapest design with more tasks
             best = cheapest(10 ** 7) or (10 ** 7, 10 ** 7, 1)
         _, g, k = best
-        w = _width(c, g, k, extra)
+        w = width_of(g, k)
         plan_power = None
-        goal = f"a 95% interval {100 * target_width:.1f} points wide on the success rate"
+        goal = (f"a 95% interval {100 * width_goal:.1f} points wide on the success rate"
+                if cc is None else
+                f"a 95% interval on the cost per success {100 * width_goal:.0f}% of the pilot's "
+                f"${cc.cost_per_success:.4f} wide (+-{50 * width_goal:.0f}%)")
     else:
         if drop is None or not 0.0 < drop < 1.0:
             raise InvalidInput(f"plan_budget: power needs drop=D, the drop in success to detect "
@@ -216,9 +319,10 @@ def plan_budget(pilot: Any, *, target_width: Optional[float] = None, power: Opti
                                      "reaches it with these")
                 + f" (pilot: success {100 * c.mean:.1f}%, between-task sd {math.sqrt(c.between):.3f}).")
     return BudgetPlan(n_tasks=g, k=k, n_trials=n_trials, n_labels=n_labels, dollars=dollars,
-                      sentence=sentence, goal="width" if target_width is not None else "power",
+                      sentence=sentence,
+                      goal="power" if power is not None else "width" if cc is None else "cps_width",
                       expected_width=w, expected_power=plan_power, enough_tasks=enough,
-                      components=c)
+                      components=c, cost_components=cc)
 
 
 def _fewest_tasks(ok: Any, gmax: int) -> Optional[int]:
@@ -236,8 +340,11 @@ def _fewest_tasks(ok: Any, gmax: int) -> Optional[int]:
 
 
 def _disagreement(rate: JudgeCorrectedRate) -> float:
-    """The judge's measured disagreement rate with the labels (from its sensitivity and
-    specificity at the labeled trials' own mix), floored at 1/(n+2)."""
+    """``Var(y - h)`` of a labeled trial: the judge's measured disagreement rate with the labels
+    ``d = fn + fp`` (from its sensitivity and specificity at the labeled trials' own mix) less
+    its squared bias ``(fn - fp)^2``, floored at 1/(n+2)."""
     n_pos, n_neg = rate.sensitivity_n, rate.specificity_n
-    wrong = (n_pos * (1 - (rate.sensitivity or 0.0)) + n_neg * (1 - (rate.specificity or 0.0)))
-    return max(wrong / max(n_pos + n_neg, 1), 1.0 / (n_pos + n_neg + 2))
+    n = max(n_pos + n_neg, 1)
+    fn = n_pos * (1 - (rate.sensitivity or 0.0)) / n
+    fp = n_neg * (1 - (rate.specificity or 0.0)) / n
+    return max(fn + fp - (fn - fp) ** 2, 1.0 / (n_pos + n_neg + 2))

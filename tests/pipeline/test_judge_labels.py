@@ -85,6 +85,8 @@ def test_cli_plan_labels_report_gate_and_plan(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("For a 95% interval 20.0 points wide")
     assert main(["plan", run_id, "--power", "0.8", "--drop", "0.2", "--store", store]) == 0
     assert "power to catch a 20.0-point drop" in capsys.readouterr().out
+    assert main(["plan", run_id, "--cps-width", "0.5", "--store", store]) == 2  # unpriced pilot
+    assert "cps_width needs a priced pilot" in capsys.readouterr().err
     assert main(["promote", run_id, "--name", "b", "--store", store]) == 0
     capsys.readouterr()
     assert main(["gate", run_id, "--baseline", "b", "--labels", labels, "--store", store]) == 0

@@ -13,6 +13,7 @@ from ek_agents.errors import InvalidInput
 from ek_agents.stats.judgecorrect import judge_corrected_rate
 
 bench = importlib.import_module("bench.bench_judge")
+bench_budget = importlib.import_module("bench.bench_budget")
 
 
 def test_components_recover_a_known_population():
@@ -59,7 +60,9 @@ def test_a_judged_pilot_plans_labels_too():
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    (dict(), "give target_width=W"), (dict(target_width=0.1, power=0.8), "one of the two"),
+    (dict(), "give target_width=W"), (dict(target_width=0.1, power=0.8), "one of the three"),
+    (dict(target_width=0.1, cps_width=0.2), "one of the three"),
+    (dict(cps_width=0.2), "cps_width needs a priced pilot"),
     (dict(power=0.8), "needs drop=D"), (dict(target_width=1.5), "target_width must be in (0, 1)"),
 ])
 def test_bad_requests_name_the_fix(kwargs, needle):
@@ -68,3 +71,40 @@ def test_bad_requests_name_the_fix(kwargs, needle):
         plan_budget(pilot, **kwargs)
     with pytest.raises(InvalidInput, match="k >= 2"):
         plan_budget({"per_task": {"a": {"n": 1, "c": 1}, "b": {"n": 1, "c": 0}}}, target_width=0.1)
+
+
+@pytest.mark.parametrize("seed,width", [(0, 0.3), (1, 0.5)])
+def test_cost_per_success_plan_delivers_by_simulation(seed, width):
+    r = bench_budget.cps_simulation(runs=200, seed=seed, width=width, resamples=400)
+    assert 0.9 <= r["width_ratio"] <= 1.1, r
+    assert r["expected"] <= width
+
+
+def test_labels_plan_delivers_the_width_it_promises():
+    r = bench_budget.labels_simulation(runs=100, seed=2, width=0.2)
+    assert r["n_labels"] >= 10 and 0.9 <= r["width_ratio"] <= 1.1, r
+
+
+def test_cost_per_success_components_and_sentence():
+    rng = np.random.default_rng(5)
+    pilot = bench_budget.priced_pilot(rng)
+    tot = pilot["cost"]["task_totals"].values()
+    d = np.array([t["dollars"] for t in tot]); s = np.array([t["n_success"] for t in tot])
+    r = d.sum() / s.sum()
+    p = plan_budget(pilot, cps_width=0.3, max_tasks=5000)
+    cc = p.cost_components
+    assert cc.cost_per_success == pytest.approx(r) and cc.success_per_trial == pytest.approx(s.sum() / 200)
+    # the report's linearised variance at the pilot's own design, from the fitted components
+    se = np.sqrt(40 / 39 * ((d - r * s) ** 2).sum()) / s.sum()
+    assert np.sqrt((cc.between + cc.within / 5) / (40 * cc.success_per_trial ** 2)) == \
+        pytest.approx(se, rel=0.15)
+    assert p.goal == "cps_width" and p.expected_width <= 0.3 and p.n_trials == p.n_tasks * p.k
+    assert p.sentence.startswith("For a 95% interval on the cost per success 30% of the pilot's $")
+    assert p.dollars == round(p.n_trials * pilot["cost"]["mean_dollars"], 2)
+    wider = plan_budget(pilot, cps_width=0.6, max_tasks=5000)
+    assert wider.n_trials < p.n_trials
+    nowin = {"per_task": {"a": {"n": 2, "c": 0}, "b": {"n": 2, "c": 0}},
+             "cost": {"task_totals": {"a": {"n": 2, "n_success": 0, "dollars": 1.0},
+                                      "b": {"n": 2, "n_success": 0, "dollars": 1.0}}}}
+    with pytest.raises(InvalidInput, match="no success"):
+        plan_budget(nowin, cps_width=0.3)
