@@ -27,8 +27,9 @@ from .base import JsonShape, RunProvenance
 from .core import shape
 from .errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput, StoreError
 from .manifest import RunManifest, check_baseline, finite
+from .segments import RunSegments, read_segment
 from .store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
-                    sha256_hex)
+                    segment_index_prefix, segments_prefix, sha256_hex)
 from . import record
 
 __all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
@@ -214,7 +215,8 @@ def _check_bytes(store: Any, run_id: str, manifest: RunManifest, checked: list,
             continue
         seen[key] = data
     trial_keys = store.list(episodes_prefix(run_id))
-    for key in trial_keys:
+    for key in [*trial_keys, *store.list(segments_prefix(run_id)),
+                *store.list(segment_index_prefix(run_id))]:
         if key not in recorded:
             problems.append(f"artifact {key} is not in the manifest (added after the run, or "
                             "its entry was removed)")
@@ -265,7 +267,8 @@ def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
     recorded_report = read("report")
 
     _check_manifest_fields(run_id, manifest, tasks, recorded_report, checked, problems)
-    _check_trials(run_id, manifest, tasks, episodes, trial_keys, load, checked, problems)
+    _check_trials(run_id, manifest, tasks, episodes, trial_keys, load, checked, problems,
+                  raw=lambda key: seen[key] if key in seen else store.read_bytes(key))
 
     if inputs.check == record.UNSTORED:
         problems.append("graded, metrics, report, results: the run was graded by a callable "
@@ -348,7 +351,8 @@ def expected_status(manifest: RunManifest) -> str:
 
 
 def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: Mapping,
-                  trial_keys: list, load: Any, checked: list, problems: list) -> None:
+                  trial_keys: list, load: Any, checked: list, problems: list,
+                  raw: Any = None) -> None:
     """Each per-trial file's key against its content, the per-trial files against
     episodes.json, and every task with exactly its trials 0..k-1 (a run of an agent)."""
     checked.append("per-trial files and trials per task")
@@ -360,6 +364,11 @@ def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: 
             problems.append(f"episodes.json: task {pair[0]!r} trial {pair[1]!r} appears twice")
         trials[pair] = e
     found = []
+    for key, ep in _segment_episodes(run_id, manifest, load, raw, problems):
+        pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
+        found.append(pair)
+        problems += [f"episodes.json vs {key}: {d}" for d in
+                     _limited(differences(trials.get(pair, {}), ep, "episode"))]
     for key in trial_keys:
         try:
             ep = load(key)
@@ -374,7 +383,7 @@ def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: 
         found.append(pair)
         problems += [f"episodes.json vs {key}: {d}" for d in
                      _limited(differences(trials.get(pair, {}), ep, "episode"))]
-    if trial_keys and sorted(found, key=repr) != sorted(trials, key=repr):
+    if found and sorted(found, key=repr) != sorted(trials, key=repr):
         missing = sorted(set(trials) - set(found), key=repr)[:5]
         problems.append(f"episodes.json lists trials with no per-trial file: {missing}"
                         if missing else "per-trial files hold trials episodes.json does not list")
@@ -394,6 +403,45 @@ def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: 
     if bad:
         problems.append(f"trials per task: each task needs exactly trials 0..{k - 1}; "
                         + "; ".join(bad[:5]) + (f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""))
+
+
+def _segment_episodes(run_id: str, manifest: RunManifest, load: Any, raw: Any,
+                      problems: list) -> list:
+    """``(segment key + trial, episode dict)`` of every trial the run's segments hold (as
+    its manifest's segment index documents say), each line checked against the trial its index
+    names; the segments' bytes were checked against the manifest already (``load`` reads the
+    checked bytes)."""
+    index_keys = [k for k in manifest.artifacts if k.startswith(segment_index_prefix(run_id) + "/")]
+    if not index_keys:
+        return []
+    out = []
+    try:
+        segments = RunSegments.from_docs(None, run_id, [load(k) for k in sorted(index_keys)])
+    except (EkAgentsError, KeyError, TypeError, ValueError) as exc:
+        problems.append(f"segment index of run {run_id!r} is damaged: {exc}")
+        return []
+    held = segments.pairs()
+    for _, entry in segments.entries:
+        try:
+            trials = read_segment(None, entry, data=raw(entry.key))
+        except (EkAgentsError, KeyError) as exc:
+            problems.append(f"segment {entry.key}: {exc}")
+            continue
+        for t in trials:
+            if held.get(t.pair) is not entry:
+                continue
+            label = f"{entry.key} trial {t.pair!r}"
+            try:
+                ep = parse_json(t.data, label)
+                pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
+            except (EkAgentsError, AttributeError, TypeError) as exc:
+                problems.append(f"{label} is not a stored trial: {exc}")
+                continue
+            if pair != t.pair:
+                problems.append(f"{label} holds task {pair[0]!r} trial {pair[1]!r} (a misfiled "
+                                "trial)")
+            out.append((label, ep))
+    return out
 
 
 #: The figures of ``results`` that come from the cost report.

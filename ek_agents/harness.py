@@ -59,6 +59,7 @@ from .metrics import grade
 from .parsing import MAX_DEPTH, check_tree
 from .reporting import build_report as build_report
 from .reporting import graded_report
+from .segments import SegmentWriter
 from .sequential import check_baseline_comparable, gate_document, sequential_gate
 from .store import (Store, acquire_lease, episode_key, episodes_prefix, open_store,
                     release_lease, sha256_hex)
@@ -88,7 +89,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                only: Optional[Any] = None, backoff_s: float = 0.5,
                progress: Optional[bool] = None, refresh: bool = False,
                retry_errored: bool = False,
-               fingerprint: Optional[record.RunFingerprint] = None) -> list[Episode]:
+               fingerprint: Optional[record.RunFingerprint] = None,
+               segments: bool = False) -> list[Episode]:
     """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
 
     Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
@@ -115,13 +117,19 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
     - ``refresh``: run every trial afresh (stored trials are removed first); ``retry_errored``:
       run again only the stored trials that ended in an error.
     - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
+    - ``segments=True``: the finished trials are stored a segment of a few thousand at a
+      time (``ek_agents.segments``: JSON Lines, zstd, content-addressed, indexed per writer),
+      not one file each; a trial counts as stored once its segment is indexed, so a killed
+      run loses at most its unflushed segment. The default writes one file per trial at
+      ``store.episode_key`` (both layouts are read back, resumed and audited).
     - ``progress``: a rich progress bar (default: when stderr is a terminal).
     """
     return _trials_with_reuse(agent, tasks, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
                               retries=retries, store=store, run_id=run_id, only=only,
                               backoff_s=backoff_s, progress=progress, refresh=refresh,
-                              retry_errored=retry_errored, fingerprint=fingerprint)[0]
+                              retry_errored=retry_errored, fingerprint=fingerprint,
+                              segments=segments)[0]
 
 
 def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -129,7 +137,7 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
                        timeout_s: Optional[float], retries: int, store: Any,
                        run_id: Optional[str], only: Any, backoff_s: float,
                        progress: Optional[bool], refresh: bool, retry_errored: bool,
-                       fingerprint: Optional[record.RunFingerprint]
+                       fingerprint: Optional[record.RunFingerprint], segments: bool = False
                        ) -> tuple[list[Episode], Optional[record.RunReuse]]:
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -155,7 +163,7 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
         show = sys.stderr.isatty() if progress is None else bool(progress)
         runner = _Runner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                          timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                         store=st, run_id=run_id)
+                         store=st, run_id=run_id, segments=segments)
         ran = _run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
                                                     show=show))
     merged = {**done, **ran}
@@ -166,8 +174,8 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  seed: Optional[int] = None, run: Optional[RunProvenance] = None,
                  max_concurrency: int = 8, timeout_s: Optional[float] = None, retries: int = 0,
                  backoff_s: float = 0.5,
-                 on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None
-                 ) -> list[record.StoredTrial]:
+                 on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
+                 segments: bool = False) -> list[record.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
@@ -179,7 +187,9 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     writer thread that stored it (off the event loop: the chunks grade their trials there);
     ``episode`` is the episode its bytes parse back to when the harness built it from a plain
     answer (``record.PlainEpisodeJson``), else None (parse ``stored.data``). What it raises
-    fails the run as a failed write does.
+    fails the run as a failed write does. ``segments``: as :func:`run_trials` (then a
+    stored trial's ``key`` and ``sha256`` are its segment's, ``on_stored`` is called as each
+    segment is indexed).
     """
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -190,7 +200,7 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
         return []
     runner = _Runner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                     store=store, run_id=run_id, on_stored=on_stored)
+                     store=store, run_id=run_id, on_stored=on_stored, segments=segments)
     _run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
     return [runner.written[p] for p in todo]
 
@@ -287,12 +297,14 @@ class _Runner:
     def __init__(self, agent: Callable, specs: Mapping[str, TaskSpec], *, seed: Optional[int],
                  run: Optional[RunProvenance], max_concurrency: int, timeout_s: Optional[float],
                  retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str],
-                 on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None):
+                 on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
+                 segments: bool = False):
         self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
         self.on_stored = on_stored
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
         self.store, self.run_id = store, run_id
+        self.segments = segments
         self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
         self.writer: Optional[_Writer] = None  # run_all's, when the run is stored
         self.is_async = _is_async(agent)
@@ -315,11 +327,12 @@ class _Runner:
         try:
             async with asyncio.TaskGroup() as tg:
                 if self.store is not None:
+                    segs = SegmentWriter(self.store, self.run_id) if self.segments else None
                     writer = self.writer = _Writer(self.store, self.run_id, self.written,
                                                    _abort_on(tg, asyncio.get_running_loop()),
-                                                   threads=_writer_threads(self.store,
-                                                                           self.max_concurrency),
-                                                   then=self.on_stored)
+                                                   threads=1 if segs else _writer_threads(
+                                                       self.store, self.max_concurrency),
+                                                   then=self.on_stored, segments=segs)
                 # one task per slot, each running its next trial as soon as its agent call
                 # returns (no task per trial waiting on a semaphore: that hand-over took one
                 # more event-loop turn -- under the GIL of a busy process ~1 ms -- per trial)
@@ -470,9 +483,12 @@ class _Writer:
 
     def __init__(self, store: Store, run_id: str, written: dict,
                  on_error: Callable[[BaseException], None], *, threads: int,
-                 then: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None) -> None:
+                 then: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
+                 segments: Optional[SegmentWriter] = None) -> None:
         self.store, self.run_id, self.written, self.on_error = store, run_id, written, on_error
         self.then = then
+        self.segments = segments  # one thread then: the segment buffer is that thread's
+        self.pending: dict = {}  # pair -> episode handed over, until its segment is stored
         self.error: Optional[BaseException] = None
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.threads = [threading.Thread(target=self._loop, daemon=True, name="ek-store-writer")
@@ -493,6 +509,8 @@ class _Writer:
             t.join()
 
     def _loop(self) -> None:
+        if self.segments is not None:
+            return self._segment_loop()
         while (item := self.queue.get()) is not None:
             if self.error is not None:
                 continue
@@ -512,6 +530,40 @@ class _Writer:
                 if self.error is None:
                     self.error = exc
                     self.on_error(exc)
+
+
+    def _segment_loop(self) -> None:
+        """:meth:`_loop` of a segmented run: each trial buffered, each full segment stored
+        and indexed (``segments.SegmentWriter``), the rest at the end -- when the run is
+        cancelled too (``close`` is called from ``run_all``'s ``finally``)."""
+        while True:
+            item = self.queue.get()
+            if self.error is not None:
+                if item is None:
+                    return
+                continue
+            try:
+                if item is None:
+                    self._stored_segment(self.segments.flush())
+                    return
+                pair, data, episode = item
+                if self.then is not None:
+                    self.pending[pair] = episode
+                self._stored_segment(self.segments.add(pair, data))
+            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
+                self.error = exc
+                self.on_error(exc)
+                if item is None:
+                    return
+
+    def _stored_segment(self, trials: list) -> None:
+        for (task_id, trial), key, sha, data in trials:
+            make = construct if type(task_id) is str and type(trial) is int else _stored
+            stored = self.written[(task_id, trial)] = make(
+                record.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
+                data=data.decode("ascii"))
+            if self.then is not None:
+                self.then(stored, self.pending.pop((task_id, trial), None))
 
 
 def _stored(cls: type, **fields: Any) -> Any:
@@ -676,7 +728,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               timeout_s: Optional[float] = None, retries: int = 0, backoff_s: float = 0.5,
               progress: Optional[bool] = None, baseline: Any = None,
               sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
-              lease_wait_s: float = 0.0, break_lease: bool = False) -> Any:
+              lease_wait_s: float = 0.0, break_lease: bool = False,
+              segments: bool = False) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -690,7 +743,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     with its sha256), so ``ek-agents report / gate / audit / promote`` work on it. An input a
     run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
     recorded as such in the manifest's inputs, and the audit says which figures it cannot
-    recompute.
+    recompute. ``segments=True`` stores the trials in segments (see :func:`run_trials`).
 
     Identity and reuse: a persisted run is one writer's (a lease on the run id, held while it
     writes: a second writer gets :class:`~ek_agents.errors.RunInUse` naming the holder, or
@@ -736,7 +789,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                 metrics=metrics, price=price, prices=prices, run=run, seed=seed,
                                 max_concurrency=max_concurrency, timeout_s=timeout_s,
                                 retries=retries, backoff_s=backoff_s, progress=progress,
-                                refresh=refresh, retry_errored=retry_errored)
+                                refresh=refresh, retry_errored=retry_errored, segments=segments)
     finally:
         release_lease(st, lease)
 
@@ -746,13 +799,13 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      price: Any, prices: Optional[Mapping], run: Optional[RunProvenance],
                      seed: Optional[int], max_concurrency: int, timeout_s: Optional[float],
                      retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
-                     retry_errored: bool) -> Any:
+                     retry_errored: bool, segments: bool = False) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
     episodes, reuse = _trials_with_reuse(
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
         timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
         backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
-        fingerprint=None)
+        fingerprint=None, segments=segments)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run)

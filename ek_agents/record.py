@@ -46,6 +46,7 @@ from .manifest import (DOCUMENTS, RunInputs, RunManifest, as_plain, check_baseli
 from .metrics import grade
 from .prices import ModelPrice, load_prices
 from .reporting import ReliabilityReport, reliability_with_run, with_cost
+from .segments import RunSegments, iter_segments
 from .sequential import (DEFAULT_MIN_EFFECT, SequentialVerdict, gate_document, per_check_alpha,
                          replay_sequential)
 from .store import (Store, artifact_key, baseline_key, cache_key, canonical_json, episode_key,
@@ -451,10 +452,12 @@ def results_of(report: Mapping) -> dict:
 # --------------------------------------------------------------------------- the run record
 
 def trial_digests(store: Any, run_id: str) -> dict[str, str]:
-    """``{key: sha256}`` of every per-trial episode file the harness stored for the run."""
+    """``{key: sha256}`` of every per-trial episode file the harness stored for the run, and
+    of its segments and segment index documents (``ek_agents.segments``)."""
     keys = store.list(episodes_prefix(run_id))
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return dict(zip(keys, pool.map(store.digest, keys)))
+        return {**dict(zip(keys, pool.map(store.digest, keys))),
+                **RunSegments.load(store, run_id).digests()}
 
 
 def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]],
@@ -481,6 +484,8 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
     episodes = refs.get("episodes")
     known = episodes.trials if isinstance(episodes, EpisodesRef) else None
     artifacts.update(known if known is not None else trial_digests(store, run_id))
+    if known is not None:  # the segments' index documents: what says which trials count
+        artifacts.update(RunSegments.load(store, run_id).digests())
     fingerprint = None
     if store.exists(_fingerprint_key(run_id)):  # a run of agent trials: what decided them
         fingerprint = store.read_json(_fingerprint_key(run_id))
@@ -1193,10 +1198,11 @@ def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Itera
     first_write = not store.exists(key)
     reuse = {"kept": 0, "refreshed": 0, "retried": 0, "misfiled": 0}
     kept: dict[tuple[str, int], Episode] = {}
+    segments = RunSegments.load(store, run_id)
     if refresh:
         for k in present:
             store.delete(k)
-        reuse["refreshed"] = len(present)
+        reuse["refreshed"] = len(present) + segments.remove_all()
         present = []
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(present)))) as ex:
         loaded = list(ex.map(lambda k: _stored_episode(store, k), present))
@@ -1210,6 +1216,8 @@ def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Itera
         else:
             reuse["kept"] += 1
             kept[by_key[k]] = ep
+    _claim_segments(store, segments, set(by_key.values()), kept, reuse,
+                    retry_errored=retry_errored)
     if first_write and kept:
         raise RunMismatch(
             f"run {run_id!r} holds {len(kept)} stored trial(s) but no fingerprint (written by an "
@@ -1217,6 +1225,33 @@ def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Itera
             "or refresh the run (refresh=True / --refresh) to run every trial afresh")
     store.write_json(key, fingerprint.to_dict())
     return RunReuse(**reuse), kept
+
+
+def _claim_segments(store: Any, segments: RunSegments, wanted: set, kept: dict, reuse: dict, *,
+                    retry_errored: bool) -> None:
+    """:func:`claim_run` for the run's segments: orphan segments (stored, never indexed)
+    removed; each indexed trial of ``wanted`` (not kept already from a per-trial file) loaded
+    into ``kept``, or set aside in the index -- misfiled, or errored with ``retry_errored``."""
+    for orphan in segments.orphans():
+        store.delete(orphan)
+    drop = []
+    for batch in iter_segments(store, segments, only=wanted - set(kept)):
+        for t in batch:
+            try:
+                ep: Optional[Episode] = Episode.from_dict(parse_json(t.data, t.key))
+            except (IntegrityError, InvalidInput):
+                ep = None
+            if not trial_matches(ep, *t.pair):
+                reuse["misfiled"] += 1
+                drop.append(t.pair)
+            elif retry_errored and errored(ep):
+                reuse["retried"] += 1
+                drop.append(t.pair)
+            else:
+                reuse["kept"] += 1
+                kept[t.pair] = ep
+    if drop:
+        segments.drop(drop)
 
 
 def _stored_episode(store: Any, key: str) -> Optional[Episode]:
@@ -1266,6 +1301,32 @@ def read_trials(store: Any, run_id: str, pairs: Iterable[tuple]) -> dict[tuple[s
                            data=canonical_json(doc).decode("ascii"))
 
     pairs = [(p[0], p[1]) for p in pairs]
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(pairs)))) as ex:
-        found = list(ex.map(one, pairs))
-    return {p: t for p, t in zip(pairs, found) if t is not None}
+    out = _segment_trials(store, run_id, set(pairs))
+    rest = [p for p in pairs if p not in out]
+    if not rest or not store.list(episodes_prefix(run_id)):  # no per-trial file to look for
+        return out
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(rest)))) as ex:
+        found = list(ex.map(one, rest))
+    return {**out, **{p: t for p, t in zip(rest, found) if t is not None}}
+
+
+def _segment_trials(store: Any, run_id: str, wanted: set) -> dict[tuple[str, int], StoredTrial]:
+    """:func:`read_trials` of the run's segments: the indexed trials of ``wanted``; a line
+    that is not the trial its index names is set aside (it runs again)."""
+    segments = RunSegments.load(store, run_id)
+    out, drop = {}, []
+    for batch in iter_segments(store, segments, only=wanted):
+        for t in batch:
+            try:
+                doc = parse_json(t.data, t.key)
+                ep: Optional[Episode] = Episode.from_dict(doc)
+            except (IntegrityError, InvalidInput):
+                ep = None
+            if not trial_matches(ep, *t.pair):
+                drop.append(t.pair)
+                continue
+            out[t.pair] = StoredTrial(task_id=t.pair[0], trial=t.pair[1], key=t.key,
+                                      sha256=t.sha256, data=canonical_json(doc).decode("ascii"))
+    if drop:
+        segments.drop(drop)
+    return out

@@ -7,7 +7,9 @@ and are never written to the store). Layout under the root::
 
     artifacts/<sha256>.json                     content-addressed JSON (put_artifact)
     runs/<run_id>/manifest.json                 a run's manifest (write_manifest)
-    runs/<run_id>/episodes/<task>/<trial>.json  one episode per finished trial (harness)
+    runs/<run_id>/episodes/<task>/<trial>.json  one episode per finished trial (older runs)
+    runs/<run_id>/segments/<sha256>.jsonl.zst   a segment of finished trials (harness, segments)
+    runs/<run_id>/segment-index/<writer>.json   one writer's segments and their trials
     runs/<run_id>/report.html                   the run's HTML report (the pipeline's publish step)
     baselines/<name>.json                       named agent baselines (save_baseline)
     reports/<name>.html                         a report comparing runs (the demo's)
@@ -56,7 +58,8 @@ __all__ = ["Store", "StoreSettings", "open_store", "canonical_json", "sha256_hex
            "episode_key", "run_key", "run_file_key", "report_key", "task_key", "read_url",
            "write_url", "DEFAULT_STORE", "TMP_MAX_AGE_S", "run_prefix", "episodes_prefix",
            "cache_key", "artifact_key", "baseline_key", "Lease", "lease_key", "acquire_lease",
-           "release_lease", "break_lease", "read_lease"]
+           "release_lease", "break_lease", "read_lease", "segments_prefix", "segment_key",
+           "segment_sha256", "segment_index_prefix", "segment_index_key"]
 
 #: Store used when neither ``url`` nor the ``EK_STORE`` environment variable is given.
 DEFAULT_STORE = "./.ek"
@@ -150,6 +153,54 @@ def episodes_prefix(run_id: str) -> str:
     'runs/r1/episodes'
     """
     return f"{run_prefix(run_id)}/episodes"
+
+
+def segments_prefix(run_id: str) -> str:
+    """Store prefix of a run's trial segments: ``runs/<run_id>/segments``."""
+    return f"{run_prefix(run_id)}/segments"
+
+
+def segment_key(run_id: str, sha256: str) -> str:
+    """Store key of a segment of a run's trials, addressed by the sha256 of its bytes:
+    ``runs/<run_id>/segments/<sha256>.jsonl.zst`` (:mod:`ek_agents.segments`).
+
+    >>> segment_key("r1", "ab" * 32)[:30]
+    'runs/r1/segments/ababababababab'
+    """
+    if not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
+        raise InvalidInput(f"segment sha256 must be 64 lowercase hex digits, got {sha256!r:.80}")
+    return f"{segments_prefix(run_id)}/{sha256}.jsonl.zst"
+
+
+def segment_sha256(key: str) -> Optional[str]:
+    """The sha256 a segment key names (:func:`segment_key`), None when ``key`` is not one.
+
+    >>> segment_sha256(segment_key("r1", "ab" * 32)) == "ab" * 32, segment_sha256("runs/r1/x.json")
+    (True, None)
+    """
+    head, _, name = key.rpartition("/")
+    if not head.endswith("/segments") or not name.endswith(".jsonl.zst"):
+        return None
+    sha = name[:-len(".jsonl.zst")]
+    return sha if _SHA256.fullmatch(sha) else None
+
+
+def segment_index_prefix(run_id: str) -> str:
+    """Store prefix of a run's segment index: ``runs/<run_id>/segment-index``."""
+    return f"{run_prefix(run_id)}/segment-index"
+
+
+def segment_index_key(run_id: str, writer: str) -> str:
+    """Store key of one writer's part of a run's segment index:
+    ``runs/<run_id>/segment-index/<writer>.json``.
+
+    >>> segment_index_key("r1", "w1")
+    'runs/r1/segment-index/w1.json'
+    """
+    return f"{segment_index_prefix(run_id)}/{Store.validate_name(writer, what='segment writer')}.json"
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def cache_key(stage: str, digest: str) -> str:
