@@ -175,7 +175,8 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  max_concurrency: int = 8, timeout_s: Optional[float] = None, retries: int = 0,
                  backoff_s: float = 0.5,
                  on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
-                 segments: bool = False) -> list[record.StoredTrial]:
+                 segments: bool = False, summarize: Optional[Callable] = None,
+                 keep: bool = True) -> list[record.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
@@ -189,7 +190,9 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     answer (``record.PlainEpisodeJson``), else None (parse ``stored.data``). What it raises
     fails the run as a failed write does. ``segments``: as :func:`run_trials` (then a
     stored trial's ``key`` and ``sha256`` are its segment's, ``on_stored`` is called as each
-    segment is indexed).
+    segment is indexed); ``summarize(pairs, lines, episodes)``: a segment's summary, stored
+    in its index entry (``segments.SegmentWriter``). ``keep=False`` keeps neither the episodes
+    nor the stored trials in memory (a large chunk: returns ``[]``; ``on_stored`` still sees each).
     """
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -200,9 +203,10 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
         return []
     runner = _Runner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                     store=store, run_id=run_id, on_stored=on_stored, segments=segments)
+                     store=store, run_id=run_id, on_stored=on_stored, segments=segments,
+                     summarize=summarize, keep=keep)
     _run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
-    return [runner.written[p] for p in todo]
+    return [runner.written[p] for p in todo] if keep else []
 
 
 def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -298,13 +302,13 @@ class _Runner:
                  run: Optional[RunProvenance], max_concurrency: int, timeout_s: Optional[float],
                  retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str],
                  on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
-                 segments: bool = False):
+                 segments: bool = False, summarize: Optional[Callable] = None, keep: bool = True):
         self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
         self.on_stored = on_stored
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
         self.store, self.run_id = store, run_id
-        self.segments = segments
+        self.segments, self.summarize, self.keep = segments, summarize, keep
         self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
         self.writer: Optional[_Writer] = None  # run_all's, when the run is stored
         self.is_async = _is_async(agent)
@@ -327,12 +331,14 @@ class _Runner:
         try:
             async with asyncio.TaskGroup() as tg:
                 if self.store is not None:
-                    segs = SegmentWriter(self.store, self.run_id) if self.segments else None
+                    segs = (SegmentWriter(self.store, self.run_id, summarize=self.summarize)
+                            if self.segments else None)
                     writer = self.writer = _Writer(self.store, self.run_id, self.written,
                                                    _abort_on(tg, asyncio.get_running_loop()),
                                                    threads=1 if segs else _writer_threads(
                                                        self.store, self.max_concurrency),
-                                                   then=self.on_stored, segments=segs)
+                                                   then=self.on_stored, segments=segs,
+                                                   keep=self.keep)
                 # one task per slot, each running its next trial as soon as its agent call
                 # returns (no task per trial waiting on a semaphore: that hand-over took one
                 # more event-loop turn -- under the GIL of a busy process ~1 ms -- per trial)
@@ -370,7 +376,8 @@ class _Runner:
             ep, data = self._storable(ep, pair)
         if self.store is not None:
             self.writer.put(pair, data, handed)
-        results[pair] = ep
+        if self.keep:
+            results[pair] = ep
         if bar is not None:
             bar[0].advance(bar[1])
 
@@ -484,11 +491,11 @@ class _Writer:
     def __init__(self, store: Store, run_id: str, written: dict,
                  on_error: Callable[[BaseException], None], *, threads: int,
                  then: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
-                 segments: Optional[SegmentWriter] = None) -> None:
+                 segments: Optional[SegmentWriter] = None, keep: bool = True) -> None:
         self.store, self.run_id, self.written, self.on_error = store, run_id, written, on_error
         self.then = then
         self.segments = segments  # one thread then: the segment buffer is that thread's
-        self.pending: dict = {}  # pair -> episode handed over, until its segment is stored
+        self.keep = keep  # False: the stored trials are handed to ``then`` only, not kept
         self.error: Optional[BaseException] = None
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.threads = [threading.Thread(target=self._loop, daemon=True, name="ek-store-writer")
@@ -547,9 +554,7 @@ class _Writer:
                     self._stored_segment(self.segments.flush())
                     return
                 pair, data, episode = item
-                if self.then is not None:
-                    self.pending[pair] = episode
-                self._stored_segment(self.segments.add(pair, data))
+                self._stored_segment(self.segments.add(pair, data, episode))
             except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
                 self.error = exc
                 self.on_error(exc)
@@ -557,13 +562,17 @@ class _Writer:
                     return
 
     def _stored_segment(self, trials: list) -> None:
+        if not self.keep and self.then is None:
+            return
+        episodes = self.segments.last_episodes
         for (task_id, trial), key, sha, data in trials:
             make = construct if type(task_id) is str and type(trial) is int else _stored
-            stored = self.written[(task_id, trial)] = make(
-                record.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
-                data=data.decode("ascii"))
+            stored = make(record.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
+                          data=data.decode("ascii"))
+            if self.keep:
+                self.written[(task_id, trial)] = stored
             if self.then is not None:
-                self.then(stored, self.pending.pop((task_id, trial), None))
+                self.then(stored, episodes.get((task_id, trial)))
 
 
 def _stored(cls: type, **fields: Any) -> Any:

@@ -114,6 +114,10 @@ class SegmentEntry(JsonShape):
     """Its trials, packed (:func:`pack_pairs`): sorted, the order of its lines."""
     dropped: list = Field(default_factory=list)
     """Trials of it set aside since (packed): they do not count as stored."""
+    summary: Optional[dict] = None
+    """What its writer's ``summarize`` made of its trials (``streaming.StreamingReport.state``:
+    their graded per-task counts and costs), so a report merges these instead of reading every
+    segment again; None when none was made (the segment is then read)."""
 
 
 @shape()
@@ -217,7 +221,8 @@ class SegmentWriter:
     and only then are they returned (what the caller hands on as stored)."""
 
     def __init__(self, store: Store, run_id: str, *, writer: Optional[str] = None,
-                 max_trials: int = SEGMENT_TRIALS, max_bytes: int = SEGMENT_BYTES) -> None:
+                 max_trials: int = SEGMENT_TRIALS, max_bytes: int = SEGMENT_BYTES,
+                 summarize: Optional[Any] = None) -> None:
         if isinstance(max_trials, bool) or not isinstance(max_trials, int) or max_trials < 1:
             raise InvalidInput(f"max_trials must be an int >= 1, got {max_trials!r}")
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
@@ -227,13 +232,19 @@ class SegmentWriter:
         self.index_key = segment_index_key(run_id, self.writer)
         self.max_trials, self.max_bytes = max_trials, max_bytes
         self.buffer: dict = {}
+        self.episodes: dict = {}  # pair -> the episode its line was made from, when given
+        self.summarize = summarize  # (pairs, lines, episodes) -> the entry's summary
+        self.last_episodes: dict = {}
         self.buffered = 0
         self.index = WriterIndex(run_id=run_id, writer=self.writer)
         self.puts = 0  # PUT requests made (segments and index rewrites)
 
-    def add(self, pair: Pair, data: bytes) -> list[SegmentTrial]:
-        """Buffer trial ``pair``'s line; the trials stored when this filled a segment."""
+    def add(self, pair: Pair, data: bytes, episode: Any = None) -> list[SegmentTrial]:
+        """Buffer trial ``pair``'s line (``episode``: the episode it was made from, if known:
+        handed to ``summarize``); the trials stored when this filled a segment."""
         self.buffer[(pair[0], pair[1])] = data
+        if episode is not None:
+            self.episodes[(pair[0], pair[1])] = episode
         self.buffered += len(data) + 1
         if len(self.buffer) >= self.max_trials or self.buffered >= self.max_bytes:
             return self.flush()
@@ -251,12 +262,16 @@ class SegmentWriter:
         key = segment_key(self.run_id, sha)
         self.store.write_bytes(key, data)
         self.puts += 1
+        summary = None
+        if self.summarize is not None:
+            summary = self.summarize(pairs, lines, [self.episodes.get(p) for p in pairs])
         entry = SegmentEntry(key=key, sha256=sha, n=len(pairs), size=len(data),
-                             raw=self.buffered, pairs=pack_pairs(pairs))
+                             raw=self.buffered, pairs=pack_pairs(pairs), summary=summary)
         self.index.segments.append(entry)
         self.store.write_json(self.index_key, self.index.to_dict())  # now they count as stored
         self.puts += 1
-        self.buffer, self.buffered = {}, 0
+        self.last_episodes = self.episodes  # what the caller hands on with the stored trials
+        self.buffer, self.buffered, self.episodes = {}, 0, {}
         return [SegmentTrial(p, key, sha, line) for p, line in zip(pairs, lines)]
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from itertools import repeat
 from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any, Optional
@@ -33,11 +34,12 @@ from .cost import cost_of_pass, episode_dollars
 from .errors import InvalidInput
 from .metrics import grade, is_errored
 from .reporting import ReliabilityReport, reliability, run_provenance
-from .segments import RunSegments, iter_segments
+from .segments import RunSegments, iter_segments, unpack_pairs
 from .stats import cluster_bootstrap_ratio
 from .store import parse_json
 
-__all__ = ["StreamingReport", "ExactSum", "stream_report"]
+__all__ = ["StreamingReport", "ExactSum", "stream_report", "segment_summarizer",
+           "merged_report"]
 
 _TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens",
            "reasoning_tokens")
@@ -86,6 +88,17 @@ class ExactSum:
     def value(self) -> float:
         return math.fsum(self.partials)
 
+    def state(self) -> list:
+        """``[n, *partials]`` (JSON: each partial a finite float, written exactly)."""
+        return [self.n, *self.partials]
+
+    def merge(self, state: list) -> None:
+        """Add what :meth:`state` of another sum says (its partials: the exact total)."""
+        n = self.n
+        for x in state[1:]:
+            self.add(float(x))
+        self.n = n + int(state[0])
+
 
 class _Cost:
     """:func:`~ek_agents.cost.cost_report`'s state over a stream of graded episodes."""
@@ -120,6 +133,31 @@ class _Cost:
             t[0] += 1
             t[1] += ok
             t[2].add(dollars)
+
+    def state(self) -> dict:
+        return {"n": self.n, "n_success": self.n_success, "n_without": self.n_without,
+                "tokens": dict(self.tokens), "latency": self.latency.state(),
+                "total": self.total.state(), "costed": self.costed,
+                "costed_success": self.costed_success,
+                "per_task": {t: [v[0], v[1], v[2].state()] for t, v in self.per_task.items()}}
+
+    def merge(self, st: Mapping) -> None:
+        self.n += st["n"]
+        self.n_success += st["n_success"]
+        self.n_without += st["n_without"]
+        for k in _TOKENS:
+            self.tokens[k] += st["tokens"][k]
+        self.latency.merge(st["latency"])
+        self.total.merge(st["total"])
+        self.costed += st["costed"]
+        self.costed_success += st["costed_success"]
+        for tid, (n, ns, dollars) in st["per_task"].items():
+            t = self.per_task.get(tid)
+            if t is None:
+                t = self.per_task[tid] = [0, 0, ExactSum()]
+            t[0] += n
+            t[1] += ns
+            t[2].merge(dollars)
 
     def report(self, *, priced: bool, seed: int, resamples: int = 2000) -> dict:
         n = self.n
@@ -228,6 +266,45 @@ class StreamingReport:
                     acc = self.slice_cost[label] = _Cost()
                 acc.add(ep, ok, dollars)
 
+    # -- partial states (a segment's summary, a worker's share) -----------------------------------
+    def state(self) -> dict:
+        """This report's state as JSON: per-task counts and costs, errors, provenances -- what
+        :meth:`merge_state` adds to another report of the same suite."""
+        return {"counts": {t: list(v) for t, v in self.counts.items()}, "errors": dict(self.errors),
+                "runs": [r.to_dict() for r in self.runs], "n": self.n, "cost": self.cost.state(),
+                "slices": {label: c.state() for label, c in self.slice_cost.items()}}
+
+    def merge_state(self, st: Mapping) -> None:
+        """Add another report's :meth:`state` (trials it holds that this one does not)."""
+        for tid, (n, c) in st["counts"].items():
+            row = self.counts.get(tid)
+            if row is None:
+                row = self.counts[tid] = [0, 0]
+            row[0] += n
+            row[1] += c
+        for kind, n in st["errors"].items():
+            self.errors[kind] = self.errors.get(kind, 0) + n
+        for doc in st["runs"]:
+            r = RunProvenance.from_dict(doc)
+            self.runs.setdefault(r, r)
+        self.n += st["n"]
+        self.cost.merge(st["cost"])
+        for label, c in st["slices"].items():
+            acc = self.slice_cost.get(label)
+            if acc is None:
+                acc = self.slice_cost[label] = _Cost()
+            acc.merge(c)
+
+    def add_lines(self, lines: Iterable[bytes], episodes: Optional[Iterable[Any]] = None,
+                  where: str = "segment") -> None:
+        """Add trials given as their stored lines; ``episodes``: the episode each line was made
+        from where known (a plain answer's: what parsing gives back), else None (parsed)."""
+        eps = []
+        for i, (line, ep) in enumerate(zip(lines, episodes or repeat(None))):
+            eps.append(ep if ep is not None
+                       else Episode.from_dict(parse_json(line, f"{where} line {i + 1}")))
+        self.add_episodes(grade(eps, self.specs, check=self.check))
+
     # -- output -------------------------------------------------------------------------------
     def result(self) -> tuple[ReliabilityReport, ReliabilityReport]:
         """``(metrics, report)``: what ``reporting.reliability_with_run`` and then
@@ -274,3 +351,55 @@ def stream_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
         n += len(trials)
     metrics, report = acc.result()
     return metrics, report, n
+
+
+def segment_summarizer(tasks: Any, *, k: int, check: Optional[str] = None,
+                       prices: Optional[Mapping] = None, seed: int = 0,
+                       run: Optional[RunProvenance] = None) -> Any:
+    """A ``summarize(pairs, lines, episodes)`` for ``segments.SegmentWriter``: the segment's
+    trials graded and summed (:meth:`StreamingReport.state`), stored in its index entry. The
+    suite is parsed once, here."""
+    proto = StreamingReport(tasks, k=k, check=check, prices=prices, seed=seed, run=run)
+
+    def summarize(pairs: list, lines: list, episodes: list) -> dict:
+        acc = StreamingReport.__new__(StreamingReport)
+        acc.__dict__.update(proto.__dict__)
+        acc.counts, acc.errors, acc.runs, acc.n = {}, {}, {}, 0
+        acc.cost, acc.slice_cost = _Cost(), {}
+        acc.add_lines(lines, episodes)
+        return acc.state()
+
+    return summarize
+
+
+def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optional[str] = None,
+                  prices: Optional[Mapping] = None, seed: int = 0,
+                  run: Optional[RunProvenance] = None, summaries: bool = True
+                  ) -> tuple[ReliabilityReport, ReliabilityReport, dict]:
+    """``(metrics, report, counts)`` of a run stored in segments: each segment's summary
+    merged (its index entry's, made as it was written) -- the segment itself read only when it
+    has none, or when some of its trials no longer count (dropped, or held by an earlier
+    segment) -- ``summaries=False`` reads every segment. ``counts``: trials, segments merged
+    from summaries and segments read."""
+    acc = StreamingReport(tasks, k=k, check=check, prices=prices, seed=seed, run=run)
+    segs = RunSegments.load(store, run_id)
+    held = segs.pairs()
+    read: list = []
+    merged = 0
+    for _, entry in segs.entries:
+        mine = [p for p in unpack_pairs(entry.pairs, entry.key) if held.get(p) is entry]
+        if not mine:
+            continue
+        if summaries and entry.summary is not None and len(mine) == entry.n:
+            acc.merge_state(entry.summary)
+            merged += 1
+        else:
+            read.append(entry)
+    if read:
+        only = {p for e in read for p in unpack_pairs(e.pairs, e.key) if held.get(p) is e}
+        sub = RunSegments(store, run_id, {})
+        sub.entries = [("", e) for e in read]
+        for trials in iter_segments(store, sub, only=only):
+            acc.add_trials(trials)
+    metrics, report = acc.result()
+    return metrics, report, {"trials": acc.n, "merged": merged, "read": len(read)}

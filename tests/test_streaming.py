@@ -72,3 +72,33 @@ def test_state_is_per_task_not_per_trial():
         acc.add_episodes(Episode(t.task_id, output="?", meta={"trial": trial},
                                  cost=Cost(input_tokens=1)) for t in tasks)
     assert acc.state_size() == size and acc.n == 20000
+
+
+def test_segment_summaries_merge_to_the_in_memory_report(tmp_path):
+    """Each segment's summary (graded as it is written, in its index entry) merged gives the
+    in-memory report; a segment with a dropped trial is read again instead."""
+    from ek_agents import segments as sg
+    from ek_agents.harness import store_trials
+    from ek_agents.streaming import merged_report, segment_summarizer
+
+    tasks = _tasks(40)
+    run = RunProvenance(seed=2, model=MODEL)
+    prices = load_prices(PRICES)
+    st = Store(str(tmp_path / "s"))
+    pairs = [(t.task_id, i) for t in tasks for i in range(30)]
+    summarize = segment_summarizer(tasks, k=4, prices=prices, seed=3, run=run)
+    for half in (pairs[:700], pairs[700:]):  # two writers
+        assert store_trials(_agent, tasks, half, k=30, store=st, run_id="r", seed=2, run=run,
+                            segments=True, summarize=summarize, keep=False) == []
+    eps = run_trials(_agent, tasks, k=30, seed=2, run=run)
+    _, metrics, report = graded_report(eps, tasks, k=4, check=None, metrics=None, price=None,
+                                       prices=prices, seed=3, run=run)
+    m, r, counts = merged_report(st, "r", tasks, k=4, prices=prices, seed=3, run=run)
+    assert counts == {"trials": 1200, "merged": 2, "read": 0}
+    assert m.to_dict() == metrics.to_dict() and r.to_dict() == report.to_dict()
+    segs = sg.RunSegments.load(st, "r")
+    segs.drop([pairs[5]])
+    m2, r2, counts2 = merged_report(st, "r", tasks, k=4, prices=prices, seed=3, run=run)
+    assert counts2 == {"trials": 1199, "merged": 1, "read": 1}
+    full = merged_report(st, "r", tasks, k=4, prices=prices, seed=3, run=run, summaries=False)
+    assert r2.to_dict() == full[1].to_dict() and full[2]["read"] == 2
