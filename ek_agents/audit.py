@@ -28,6 +28,7 @@ from .core import shape
 from .errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput, StoreError
 from .manifest import RunManifest, check_baseline, finite
 from .segments import RunSegments, read_segment
+from .streaming import merged_report
 from .store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
                     segment_index_prefix, segments_prefix, sha256_hex)
 from . import record
@@ -128,7 +129,9 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
     except EkAgentsError as exc:  # not JSON, or a wrong shape: a damaged manifest
         problems.append(f"manifest {key} is damaged: {exc}")
         manifest = None
-    if manifest is not None:
+    if manifest is not None and manifest.parameters.get("layout") == STREAMED:
+        _audit_streamed(store, run_id, manifest, checked, problems)
+    elif manifest is not None:
         seen, trial_keys = _check_bytes(store, run_id, manifest, checked, problems)
         _check_artifact_set(store, run_id, manifest, checked, problems)
         try:
@@ -442,6 +445,59 @@ def _segment_episodes(run_id: str, manifest: RunManifest, load: Any, raw: Any,
                                 "trial)")
             out.append((label, ep))
     return out
+
+
+#: ``manifest.parameters["layout"]`` of a run whose report was streamed from its segments
+#: (``scalerun.LAYOUT``): it has no episodes or graded document.
+STREAMED = "segments-streamed"
+
+
+class _Checked:
+    """The store, reading the bytes the audit already checked from memory."""
+
+    def __init__(self, store: Any, seen: Mapping) -> None:
+        self.store, self.seen = store, seen
+
+    def read_bytes(self, key: str) -> bytes:
+        data = self.seen.get(key)
+        return data if data is not None else self.store.read_bytes(key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+def _audit_streamed(store: Any, run_id: str, manifest: RunManifest, checked: list,
+                    problems: list) -> None:
+    """The audit of a run streamed from its segments: every artifact's sha256 (each segment
+    read and hashed), its documents (tasks, metrics, report), every segment decoded and each
+    line checked against the trial its index names, and the metrics and report recomputed from
+    the segments' bytes (not their summaries) and compared figure by figure."""
+    seen, _ = _check_bytes(store, run_id, manifest, checked, problems)
+    for name in ("tasks", "metrics", "report"):
+        if run_key(run_id, name) not in manifest.artifacts:
+            problems.append(f"artifact {run_key(run_id, name)} is required for this run but is "
+                            "not listed in the manifest")
+    if problems:
+        return
+    load = lambda key, name=None: (record.check_run_doc(name, parse_json(seen[key], key), key)  # noqa: E731
+                                   if name else parse_json(seen[key], key))
+    tasks = load(run_key(run_id, "tasks"), "tasks")
+    prices_key = run_key(run_id, "prices")
+    prices = record.prices_of(load(prices_key, "prices")) if prices_key in seen else None
+    inputs = manifest.inputs
+    metrics, report, counts = merged_report(
+        _Checked(store, seen), run_id, tasks, k=inputs.k, check=inputs.check, prices=prices,
+        seed=inputs.seed or 0, run=RunProvenance.from_dict(inputs.run or {}), summaries=False)
+    checked.append(f"recomputed metrics and report from {counts['read']} segments "
+                   f"({counts['trials']} trials, each against the trial its index names)")
+    problems += [f"misfiled trial: {m}" for m in counts["misfiled"]]
+    problems += _limited(differences(load(run_key(run_id, "metrics"), "metrics"),
+                                     metrics.to_dict(), "metrics"))
+    problems += _limited(differences(load(run_key(run_id, "report"), "report"),
+                                     report.to_dict(), "report"))
+    checked.append("recomputed results")
+    problems += _limited(differences(manifest.results, finite(record.results_of(report.to_dict())),
+                                     "results"))
 
 
 #: The figures of ``results`` that come from the cost report.

@@ -221,6 +221,7 @@ class StreamingReport:
         self.cost = _Cost()
         self.slice_cost: dict[str, _Cost] = {}
         self.memo: dict = {}
+        self.misfiled: list[str] = []  # segment lines that are not the trial their index names
         self.n = 0
 
     # -- input --------------------------------------------------------------------------------
@@ -230,7 +231,11 @@ class StreamingReport:
         eps = []
         for t in trials:
             doc = parse_json(t.data, f"{t.key} trial {t.pair!r}")
-            eps.append(Episode.from_dict(doc))
+            ep = Episode.from_dict(doc)
+            if ep.task_id != t.pair[0] or ep.meta.get("trial") != t.pair[1]:
+                self.misfiled.append(f"{t.key} trial {t.pair!r} holds task {ep.task_id!r} "
+                                     f"trial {ep.meta.get('trial')!r}")
+            eps.append(ep)
         self.add_episodes(grade(eps, self.specs, check=self.check))
 
     def add_episodes(self, graded: Iterable[Episode]) -> None:
@@ -374,12 +379,14 @@ def segment_summarizer(tasks: Any, *, k: int, check: Optional[str] = None,
 
 def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optional[str] = None,
                   prices: Optional[Mapping] = None, seed: int = 0,
-                  run: Optional[RunProvenance] = None, summaries: bool = True
+                  run: Optional[RunProvenance] = None, summaries: bool = True,
+                  basis: Optional[str] = None
                   ) -> tuple[ReliabilityReport, ReliabilityReport, dict]:
     """``(metrics, report, counts)`` of a run stored in segments: each segment's summary
     merged (its index entry's, made as it was written) -- the segment itself read only when it
     has none, or when some of its trials no longer count (dropped, or held by an earlier
-    segment) -- ``summaries=False`` reads every segment. ``counts``: trials, segments merged
+    segment), or when ``basis`` is given and the summary was made on another (another suite,
+    checker or price catalog) -- ``summaries=False`` reads every segment. ``counts``: trials, segments merged
     from summaries and segments read."""
     acc = StreamingReport(tasks, k=k, check=check, prices=prices, seed=seed, run=run)
     segs = RunSegments.load(store, run_id)
@@ -390,7 +397,8 @@ def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
         mine = [p for p in unpack_pairs(entry.pairs, entry.key) if held.get(p) is entry]
         if not mine:
             continue
-        if summaries and entry.summary is not None and len(mine) == entry.n:
+        if (summaries and entry.summary is not None and len(mine) == entry.n
+                and (basis is None or entry.summary.get("basis") == basis)):
             acc.merge_state(entry.summary)
             merged += 1
         else:
@@ -402,4 +410,5 @@ def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
         for trials in iter_segments(store, sub, only=only):
             acc.add_trials(trials)
     metrics, report = acc.result()
-    return metrics, report, {"trials": acc.n, "merged": merged, "read": len(read)}
+    return metrics, report, {"trials": acc.n, "merged": merged, "read": len(read),
+                             "misfiled": acc.misfiled[:10], "n_misfiled": len(acc.misfiled)}
