@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import socket
 from collections.abc import Sequence
 from typing import Any, Optional
@@ -89,6 +90,8 @@ class ScaleChunkResult(JsonShape):
     """PUT requests of its segment writer (segments and index rewrites)."""
     pid: int = 0
     host: str = ""
+    rss_mb: float = 0.0
+    """Peak resident memory of the process that ran it, MB (``ru_maxrss``)."""
 
 
 def summary_basis(request: TrialRequest, prices: Optional[StageRef]) -> str:
@@ -209,7 +212,8 @@ def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
                      max_concurrency=chunk.concurrency, timeout_s=req.timeout_s,
                      retries=req.retries, segments=True, summarize=with_basis, keep=False)
     return ScaleChunkResult(index=chunk.index, ran=len(todo), skipped=len(pairs) - len(todo),
-                            puts=puts[0], pid=os.getpid(), host=socket.gethostname())
+                            puts=puts[0], pid=os.getpid(), host=socket.gethostname(),
+                            rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def finish_scale(plan: ScalePlan, prices: Optional[StageRef],

@@ -70,4 +70,6 @@ def evaluate_at_scale(suite: str, agent: str, k: int = 1, seed: Optional[int] = 
     return {"run_id": run_id, "store": st, "manifest": manifest.key,
             "results": manifest.manifest["results"], "trials": plan.total, "held": plan.held,
             "ran": sum(r.ran for r in results), "chunks": len(plan.chunks),
-            "workers": sorted({f"{r.host}:{r.pid}" for r in results})}
+            "workers": sorted({f"{r.host}:{r.pid}" for r in results}),
+            "worker_rss_mb": max((r.rss_mb for r in results), default=0.0),
+            "puts": sum(r.puts for r in results)}
