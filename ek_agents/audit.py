@@ -20,6 +20,7 @@ ek_agents.errors.ArtifactNotFound: run 'no-such-run' has no manifest in store 'm
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -28,7 +29,7 @@ from .core import shape
 from .errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput, StoreError
 from .manifest import RunManifest, check_baseline, finite
 from .segments import RunSegments, read_segment
-from .streaming import merged_report
+from .streaming import StreamingReport, summary_basis
 from .store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
                     segment_index_prefix, segments_prefix, sha256_hex)
 from . import record
@@ -96,14 +97,17 @@ def _limited(found: list[str]) -> list[str]:
     return found[:MAX_LISTED] + [f"... and {len(found) - MAX_LISTED} more differences"]
 
 
-def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] = None) -> AuditResult:
+def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] = None,
+          deep: bool = False) -> AuditResult:
     """Audit run ``run_id``, or the run that baseline ``baseline`` was promoted from (one of
     the two, never both).
 
     Raises ArtifactNotFound when the run has no manifest and BaselineError when the baseline
     does not exist or records no run (bad input: there is nothing to audit); everything else
     that does not check out -- a damaged manifest, baseline or artifact included -- is a
-    problem in the result (``passed`` False) naming it, never an exception.
+    problem in the result (``passed`` False) naming it, never an exception. ``deep``: a run
+    streamed from segments has every segment regraded (else a seeded sample, the rest merged
+    from their digest-checked summaries; every segment's bytes are checked either way).
     """
     if (run_id is None) == (baseline is None):
         raise InvalidInput(f"audit needs exactly one of a run id or a baseline name, got run_id="
@@ -130,7 +134,7 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
         problems.append(f"manifest {key} is damaged: {exc}")
         manifest = None
     if manifest is not None and manifest.parameters.get("layout") == STREAMED:
-        _audit_streamed(store, run_id, manifest, checked, problems)
+        _audit_streamed(store, run_id, manifest, checked, problems, deep=deep)
     elif manifest is not None:
         seen, trial_keys = _check_bytes(store, run_id, manifest, checked, problems)
         _check_artifact_set(store, run_id, manifest, checked, problems)
@@ -452,26 +456,15 @@ def _segment_episodes(run_id: str, manifest: RunManifest, load: Any, raw: Any,
 STREAMED = "segments-streamed"
 
 
-class _Checked:
-    """The store, reading the bytes the audit already checked from memory."""
-
-    def __init__(self, store: Any, seen: Mapping) -> None:
-        self.store, self.seen = store, seen
-
-    def read_bytes(self, key: str) -> bytes:
-        data = self.seen.get(key)
-        return data if data is not None else self.store.read_bytes(key)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-
 def _audit_streamed(store: Any, run_id: str, manifest: RunManifest, checked: list,
-                    problems: list) -> None:
-    """The audit of a run streamed from its segments: every artifact's sha256 (each segment
-    read and hashed), its documents (tasks, metrics, report), every segment decoded and each
-    line checked against the trial its index names, and the metrics and report recomputed from
-    the segments' bytes (not their summaries) and compared figure by figure."""
+                    problems: list, deep: bool = False) -> None:
+    """The audit of a run streamed from its segments (``scalerun``): every artifact's sha256
+    (each segment read and hashed, each index document too), every segment decoded, its line
+    count and each line's trial checked against its index entry; the metrics and report
+    recomputed by merging the segments' summaries (in the digest-checked index) -- and
+    :data:`AUDIT_SAMPLE` segments, chosen by a generator seeded with the run id (every one with
+    ``deep``), regraded from their bytes and compared with their summaries -- then compared
+    with the recorded documents figure by figure."""
     seen, _ = _check_bytes(store, run_id, manifest, checked, problems)
     for name in ("tasks", "metrics", "report"):
         if run_key(run_id, name) not in manifest.artifacts:
@@ -485,12 +478,59 @@ def _audit_streamed(store: Any, run_id: str, manifest: RunManifest, checked: lis
     prices_key = run_key(run_id, "prices")
     prices = record.prices_of(load(prices_key, "prices")) if prices_key in seen else None
     inputs = manifest.inputs
-    metrics, report, counts = merged_report(
-        _Checked(store, seen), run_id, tasks, k=inputs.k, check=inputs.check, prices=prices,
-        seed=inputs.seed or 0, run=RunProvenance.from_dict(inputs.run or {}), summaries=False)
-    checked.append(f"recomputed metrics and report from {counts['read']} segments "
-                   f"({counts['trials']} trials, each against the trial its index names)")
-    problems += [f"misfiled trial: {m}" for m in counts["misfiled"]]
+    index_keys = sorted(k for k in manifest.artifacts
+                        if k.startswith(segment_index_prefix(run_id) + "/"))
+    try:
+        segments = RunSegments.from_docs(None, run_id, [load(k) for k in index_keys])
+    except (EkAgentsError, KeyError, TypeError, ValueError) as exc:
+        problems.append(f"segment index of run {run_id!r} is damaged: {exc}")
+        return
+    held = segments.pairs()
+    basis = summary_basis(manifest.suite.get("digest") or "", inputs.check,
+                          manifest.artifacts.get(prices_key))
+    acc = StreamingReport(tasks, k=inputs.k, check=inputs.check, prices=prices,
+                          seed=inputs.seed or 0, run=RunProvenance.from_dict(inputs.run or {}))
+    entries = [e for _, e in segments.entries]
+    sample = (set(range(len(entries))) if deep else
+              set(random.Random(run_id).sample(range(len(entries)), min(AUDIT_SAMPLE, len(entries)))))
+    regraded = lines = 0
+    for i, entry in enumerate(entries):
+        if entry.key not in seen:
+            problems.append(f"segment {entry.key} is indexed but not listed in the manifest")
+            continue
+        try:
+            trials = read_segment(None, entry, data=seen[entry.key])
+        except EkAgentsError as exc:
+            problems.append(f"segment {entry.key}: {exc}")
+            continue
+        mine = [t for t in trials if held.get(t.pair) is entry]
+        for t in mine:
+            lines += 1
+            try:
+                ep = parse_json(t.data, f"{entry.key} trial {t.pair!r}")
+                pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
+            except (EkAgentsError, AttributeError, TypeError) as exc:
+                problems.append(f"{entry.key} trial {t.pair!r} is not a stored trial: {exc}")
+                continue
+            if pair != t.pair:
+                problems.append(f"misfiled trial: {entry.key} trial {t.pair!r} holds task "
+                                f"{pair[0]!r} trial {pair[1]!r}")
+        summary = entry.summary
+        usable = (summary is not None and summary.get("basis") == basis and len(mine) == entry.n)
+        if usable and i not in sample:
+            acc.merge_state(summary)
+            continue
+        one = acc.empty_like()
+        one.add_trials(mine)
+        regraded += 1
+        if usable:
+            problems += _limited(differences({k: v for k, v in summary.items() if k != "basis"},
+                                             one.state(), f"{entry.key} summary"))
+        acc.merge_state(one.state())
+    checked.append(f"{len(entries)} segments decoded, {lines} trials each against its index "
+                   f"entry; {regraded} segments regraded from their bytes against their summaries")
+    metrics, report = acc.result()
+    checked.append("recomputed metrics and report")
     problems += _limited(differences(load(run_key(run_id, "metrics"), "metrics"),
                                      metrics.to_dict(), "metrics"))
     problems += _limited(differences(load(run_key(run_id, "report"), "report"),
@@ -498,6 +538,11 @@ def _audit_streamed(store: Any, run_id: str, manifest: RunManifest, checked: lis
     checked.append("recomputed results")
     problems += _limited(differences(manifest.results, finite(record.results_of(report.to_dict())),
                                      "results"))
+
+
+#: Segments of a streamed run the audit regrades from their bytes (the rest are merged from
+#: their digest-checked summaries); ``audit(..., deep=True)`` regrades every one.
+AUDIT_SAMPLE = 8
 
 
 #: The figures of ``results`` that come from the cost report.

@@ -17,7 +17,6 @@ segment, never a duplicate.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import resource
 import socket
@@ -27,7 +26,7 @@ from typing import Any, Optional
 from pydantic import Field
 
 from .base import JsonShape, RunProvenance
-from .core import canonical_json, shape
+from .core import shape
 from .errors import IntegrityError, InvalidInput, RunMismatch
 from .harness import store_trials
 from .manifest import RunInputs
@@ -37,6 +36,7 @@ from .record import (ManifestRef, RunFingerprint, StageRef, prices_of, read_ref,
 from .segments import SEGMENT_TRIALS, RunSegments, pack_pairs, unpack_pairs
 from .store import Store, run_key
 from .streaming import merged_report, segment_summarizer
+from .streaming import summary_basis as streaming_basis
 
 __all__ = ["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale", "run_scale_chunk",
            "finish_scale", "summary_basis", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"]
@@ -97,9 +97,8 @@ class ScaleChunkResult(JsonShape):
 def summary_basis(request: TrialRequest, prices: Optional[StageRef]) -> str:
     """What a segment's summary depends on besides its bytes: the suite, the checker and the
     price catalog (k, the seed and the provenance only enter when the report is built)."""
-    doc = {"suite": request.tasks.digest, "check": request.check,
-           "prices": None if prices is None else prices.sha256}
-    return hashlib.sha256(canonical_json(doc)).hexdigest()
+    return streaming_basis(request.tasks.digest, request.check,
+                           None if prices is None else prices.sha256)
 
 
 def held_bitmaps(segments: RunSegments, k: int) -> dict[str, bytearray]:

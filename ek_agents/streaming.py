@@ -36,9 +36,9 @@ from .metrics import grade, is_errored
 from .reporting import ReliabilityReport, reliability, run_provenance
 from .segments import RunSegments, iter_segments, unpack_pairs
 from .stats import cluster_bootstrap_ratio
-from .store import parse_json
+from .store import canonical_json, parse_json, sha256_hex
 
-__all__ = ["StreamingReport", "ExactSum", "stream_report", "segment_summarizer",
+__all__ = ["StreamingReport", "ExactSum", "stream_report", "segment_summarizer", "summary_basis",
            "merged_report"]
 
 _TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens",
@@ -300,6 +300,14 @@ class StreamingReport:
                 acc = self.slice_cost[label] = _Cost()
             acc.merge(c)
 
+    def empty_like(self) -> "StreamingReport":
+        """A report of the same suite and settings holding no trial (the suite not parsed again)."""
+        acc = StreamingReport.__new__(StreamingReport)
+        acc.__dict__.update(self.__dict__)
+        acc.counts, acc.errors, acc.runs, acc.n, acc.misfiled = {}, {}, {}, 0, []
+        acc.cost, acc.slice_cost = _Cost(), {}
+        return acc
+
     def add_lines(self, lines: Iterable[bytes], episodes: Optional[Iterable[Any]] = None,
                   where: str = "segment") -> None:
         """Add trials given as their stored lines; ``episodes``: the episode each line was made
@@ -358,6 +366,13 @@ def stream_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
     return metrics, report, n
 
 
+def summary_basis(suite_digest: str, check: Optional[str], prices_sha256: Optional[str]) -> str:
+    """What a segment's summary depends on besides its bytes: the suite, the checker and the
+    price catalog (k, the seed and the run's provenance only enter when the report is built)."""
+    doc = {"suite": suite_digest, "check": check, "prices": prices_sha256}
+    return sha256_hex(canonical_json(doc))
+
+
 def segment_summarizer(tasks: Any, *, k: int, check: Optional[str] = None,
                        prices: Optional[Mapping] = None, seed: int = 0,
                        run: Optional[RunProvenance] = None) -> Any:
@@ -367,10 +382,7 @@ def segment_summarizer(tasks: Any, *, k: int, check: Optional[str] = None,
     proto = StreamingReport(tasks, k=k, check=check, prices=prices, seed=seed, run=run)
 
     def summarize(pairs: list, lines: list, episodes: list) -> dict:
-        acc = StreamingReport.__new__(StreamingReport)
-        acc.__dict__.update(proto.__dict__)
-        acc.counts, acc.errors, acc.runs, acc.n = {}, {}, {}, 0
-        acc.cost, acc.slice_cost = _Cost(), {}
+        acc = proto.empty_like()
         acc.add_lines(lines, episodes)
         return acc.state()
 

@@ -82,3 +82,28 @@ def test_the_audit_of_a_streamed_run_names_a_changed_segment(tmp_path, calls):
     st.write_bytes(key, st.read_bytes(key)[:-3] + b"xyz")
     bad = audit(st, "r")
     assert not bad.passed and any(key in p for p in bad.problems)
+
+
+def test_the_audit_regrades_a_sample_or_every_segment_and_names_a_forged_summary(tmp_path, calls):
+    from ek_agents.segments import WriterIndex
+    from ek_agents.store import segment_index_key
+
+    st = Store(str(tmp_path / "store"))
+    req = _request(st, write_suite(tmp_path / "s.jsonl", n=30), "r", k=10, chunk_size=60)
+    plan = scalerun.plan_scale(req, None)
+    scalerun.finish_scale(plan, None, [scalerun.run_scale_chunk(c) for c in plan.chunks])
+    ok = audit(st, "r", deep=True)
+    assert ok.passed and any("5 segments regraded" in c for c in ok.checked), ok.checked
+    # a summary forged in the index (and the manifest's digest of that index updated too)
+    segs = RunSegments.load(st, "r")
+    writer, entry = segs.entries[0]
+    idx = segs.writers[writer]
+    forged = dict(entry.summary)
+    forged["counts"] = {t: [n, n] for t, (n, _) in forged["counts"].items()}
+    idx.segments[0] = type(entry).from_dict({**entry.to_dict(), "summary": forged})
+    sha = st.write_json(segment_index_key("r", writer), WriterIndex.to_dict(idx))
+    man = st.read_manifest("r")
+    man["artifacts"][segment_index_key("r", writer)] = sha
+    st.write_manifest("r", man)
+    bad = audit(st, "r", deep=True)
+    assert not bad.passed and any("summary" in p for p in bad.problems), bad.problems
