@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 import random
+
+import orjson
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -506,8 +508,11 @@ def _audit_streamed(store: Any, run_id: str, manifest: RunManifest, checked: lis
         mine = [t for t in trials if held.get(t.pair) is entry]
         for t in mine:
             lines += 1
-            try:
-                ep = parse_json(t.data, f"{entry.key} trial {t.pair!r}")
+            try:  # orjson: a plain parser (no object hooks), ~1 us a line; the message by ours
+                try:
+                    ep = orjson.loads(t.data)
+                except orjson.JSONDecodeError:
+                    ep = parse_json(t.data, f"{entry.key} trial {t.pair!r}")
                 pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
             except (EkAgentsError, AttributeError, TypeError) as exc:
                 problems.append(f"{entry.key} trial {t.pair!r} is not a stored trial: {exc}")
