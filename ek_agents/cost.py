@@ -34,7 +34,7 @@ from .prices import (DEFAULT_BATCH_DISCOUNT, DEFAULT_CACHE_DISCOUNT, RATE_KINDS,
                      ModelPrice, check_rate, load_prices, price_of, service_tier_of)
 from .stats import cluster_bootstrap_ratio
 
-__all__ = ["episode_dollars", 
+__all__ = [
     "ModelPrice", "per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report",
     "load_prices", "price_of", "UnknownModelPrice", "DEFAULT_CACHE_DISCOUNT",
     "DEFAULT_BATCH_DISCOUNT", "SERVICE_TIERS", "RATE_KINDS", "episode_model",
@@ -164,13 +164,6 @@ def _billed(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
     except InvalidInput:
         tier = None
     return dollars(episode.cost, p, batch=batch, service_tier=tier)
-
-
-def episode_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] = None,
-                    price: Optional[ModelPrice] = None, memo: Optional[dict] = None) -> float:
-    """Dollars of one episode that carries a Cost, as :func:`cost_report` bills it (its
-    model's rates, its service tier): what a streaming report adds up trial by trial."""
-    return _billed(episode, prices, price, False, memo)
 
 
 def cost_of_pass(total_cost: Optional[float], n_success: int) -> Optional[float]:

@@ -261,7 +261,7 @@ class StreamingReport:
                 self.errors[kind] = self.errors.get(kind, 0) + 1
             if ep.run is not None and ep.run not in self.runs:
                 self.runs[ep.run] = ep.run
-            dollars = (episode_dollars(ep, prices=self.prices, memo=self.memo)
+            dollars = (episode_dollars(ep, prices=self.prices)
                        if priced and ep.cost is not None else None)
             self.cost.add(ep, ok, dollars)
             label = self.slices.get(tid)
