@@ -30,7 +30,7 @@ from .base import JsonShape, RunProvenance
 from .core import shape
 from .errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput, StoreError
 from .manifest import RunManifest, check_baseline, finite
-from .segments import RunSegments, read_segment
+from .segments import RunSegments, owner, read_segment
 from .streaming import StreamingReport, summary_basis
 from .store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
                     segment_index_prefix, segments_prefix, sha256_hex)
@@ -487,7 +487,7 @@ def _audit_streamed(store: Any, run_id: str, manifest: RunManifest, checked: lis
     except (EkAgentsError, KeyError, TypeError, ValueError) as exc:
         problems.append(f"segment index of run {run_id!r} is damaged: {exc}")
         return
-    held = segments.pairs()
+    owners = segments.owners(inputs.k)  # bounded: a few bytes per trial
     basis = summary_basis(manifest.suite.get("digest") or "", inputs.check,
                           manifest.artifacts.get(prices_key))
     acc = StreamingReport(tasks, k=inputs.k, check=inputs.check, prices=prices,
@@ -505,7 +505,7 @@ def _audit_streamed(store: Any, run_id: str, manifest: RunManifest, checked: lis
         except EkAgentsError as exc:
             problems.append(f"segment {entry.key}: {exc}")
             continue
-        mine = [t for t in trials if held.get(t.pair) is entry]
+        mine = [t for t in trials if owner(owners, t.pair) == i]
         for t in mine:
             lines += 1
             try:  # orjson: a plain parser (no object hooks), ~1 us a line; the message by ours

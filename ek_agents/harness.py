@@ -74,6 +74,10 @@ Pair = tuple  # (task_id, trial)
 #: document, which must stay readable (``parsing.MAX_DEPTH``). A deeper answer fails its trial.
 EPISODE_DEPTH = MAX_DEPTH - 2
 
+#: Most finished trials a segmented run's event loop hands over ahead of its segment writer:
+#: what a killed process loses is its open segment plus at most this many.
+WRITER_BACKLOG = 1024
+
 
 def new_run_id() -> str:
     """A fresh, sortable run id: ``<UTC timestamp>-<8 hex>``."""
@@ -176,7 +180,7 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  backoff_s: float = 0.5,
                  on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
                  segments: bool = False, summarize: Optional[Callable] = None,
-                 keep: bool = True) -> list[record.StoredTrial]:
+                 keep: bool = True, writer: Optional[str] = None) -> list[record.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
@@ -192,7 +196,8 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     stored trial's ``key`` and ``sha256`` are its segment's, ``on_stored`` is called as each
     segment is indexed); ``summarize(pairs, lines, episodes)``: a segment's summary, stored
     in its index entry (``segments.SegmentWriter``). ``keep=False`` keeps neither the episodes
-    nor the stored trials in memory (a large chunk: returns ``[]``; ``on_stored`` still sees each).
+    nor the stored trials in memory (a large chunk: returns ``[]``; ``on_stored`` still sees each);
+    ``writer``: the segment writer's name (default a fresh one).
     """
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -204,7 +209,7 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     runner = _Runner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
                      store=store, run_id=run_id, on_stored=on_stored, segments=segments,
-                     summarize=summarize, keep=keep)
+                     summarize=summarize, keep=keep, writer=writer)
     _run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
     return [runner.written[p] for p in todo] if keep else []
 
@@ -302,13 +307,15 @@ class _Runner:
                  run: Optional[RunProvenance], max_concurrency: int, timeout_s: Optional[float],
                  retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str],
                  on_stored: Optional[Callable[[record.StoredTrial, Optional[Episode]], Any]] = None,
-                 segments: bool = False, summarize: Optional[Callable] = None, keep: bool = True):
+                 segments: bool = False, summarize: Optional[Callable] = None, keep: bool = True,
+                 writer: Optional[str] = None):
         self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
         self.on_stored = on_stored
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
         self.store, self.run_id = store, run_id
         self.segments, self.summarize, self.keep = segments, summarize, keep
+        self.writer_name = writer
         self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
         self.writer: Optional[_Writer] = None  # run_all's, when the run is stored
         self.is_async = _is_async(agent)
@@ -331,7 +338,8 @@ class _Runner:
         try:
             async with asyncio.TaskGroup() as tg:
                 if self.store is not None:
-                    segs = (SegmentWriter(self.store, self.run_id, summarize=self.summarize)
+                    segs = (SegmentWriter(self.store, self.run_id, summarize=self.summarize,
+                                          writer=self.writer_name)
                             if self.segments else None)
                     writer = self.writer = _Writer(self.store, self.run_id, self.written,
                                                    _abort_on(tg, asyncio.get_running_loop()),
@@ -375,6 +383,8 @@ class _Runner:
         if data is None:
             ep, data = self._storable(ep, pair)
         if self.store is not None:
+            while self.writer.backlog() > WRITER_BACKLOG:  # segments: the loop never runs far
+                await asyncio.sleep(0.002)  # ahead of the writer (a kill loses what is queued)
             self.writer.put(pair, data, handed)
         if self.keep:
             results[pair] = ep
@@ -507,6 +517,11 @@ class _Writer:
         """Store ``data`` as trial ``pair``'s file (on a writer thread, soon); ``episode``:
         the episode ``data`` parses back to, when the caller knows it (handed to ``then``)."""
         self.queue.put((pair, data, episode))
+
+    def backlog(self) -> int:
+        """Trials handed over and not yet taken by a segment writer (0 without segments: the
+        per-trial writers are not throttled)."""
+        return self.queue.qsize() if self.segments is not None else 0
 
     def close(self) -> None:
         """Wait until every trial handed over is written (or skipped after a failure)."""

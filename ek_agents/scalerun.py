@@ -33,7 +33,7 @@ from .manifest import RunInputs
 from .pipeline_support import TrialRequest, load_agent, request_fingerprint
 from .record import (ManifestRef, RunFingerprint, StageRef, prices_of, read_ref, record_run,
                      tasks_of, write_doc)
-from .segments import SEGMENT_TRIALS, RunSegments, pack_pairs, unpack_pairs
+from .segments import SEGMENT_TRIALS, RunSegments, new_writer_name, pack_pairs, unpack_pairs
 from .store import Store, run_key
 from .streaming import merged_report, segment_summarizer
 from .streaming import summary_basis as streaming_basis
@@ -189,7 +189,11 @@ def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
     req = chunk.request
     st = Store(req.store)
     pairs = unpack_pairs(chunk.pairs, f"chunk {chunk.index}")
-    held = held_bitmaps(RunSegments.load(st, req.run_id), req.k)  # a re-run skips what is stored
+    # a re-run of this chunk (a Prefect retry, Dask re-running a dead worker's task) skips what
+    # its earlier attempts stored: one LIST, and a GET per earlier attempt (the plan already
+    # left out what the run's other writers hold)
+    mine = f"c{chunk.index:05d}-"
+    held = held_bitmaps(RunSegments.load(st, req.run_id, writers=mine), req.k)
     todo = [p for p in pairs if not (p[0] in held and held[p[0]][p[1]])]
     suite = st.read_json(req.tasks.key)
     ids = {t for t, _ in todo}
@@ -209,7 +213,8 @@ def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
         store_trials(load_agent(req.agent), tasks_of(tasks), todo, k=req.k, store=st,
                      run_id=req.run_id, seed=req.seed, run=run,
                      max_concurrency=chunk.concurrency, timeout_s=req.timeout_s,
-                     retries=req.retries, segments=True, summarize=with_basis, keep=False)
+                     retries=req.retries, segments=True, summarize=with_basis, keep=False,
+                     writer=mine + new_writer_name())
     return ScaleChunkResult(index=chunk.index, ran=len(todo), skipped=len(pairs) - len(todo),
                             puts=puts[0], pid=os.getpid(), host=socket.gethostname(),
                             rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)

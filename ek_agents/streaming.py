@@ -34,7 +34,7 @@ from .cost import cost_of_pass, episode_dollars
 from .errors import InvalidInput
 from .metrics import grade, is_errored
 from .reporting import ReliabilityReport, reliability, run_provenance
-from .segments import RunSegments, iter_segments, unpack_pairs
+from .segments import RunSegments, iter_segments, owner, read_segment, unpack_pairs
 from .stats import cluster_bootstrap_ratio
 from .store import canonical_json, parse_json, sha256_hex
 
@@ -402,25 +402,22 @@ def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
     from summaries and segments read."""
     acc = StreamingReport(tasks, k=k, check=check, prices=prices, seed=seed, run=run)
     segs = RunSegments.load(store, run_id)
-    held = segs.pairs()
+    owners = segs.owners(k)  # bounded: a few bytes per trial, not a dict of every pair
     read: list = []
     merged = 0
-    for _, entry in segs.entries:
-        mine = [p for p in unpack_pairs(entry.pairs, entry.key) if held.get(p) is entry]
+    for pos, (_, entry) in enumerate(segs.entries):
+        mine = sum(owner(owners, p) == pos for p in unpack_pairs(entry.pairs, entry.key))
         if not mine:
             continue
-        if (summaries and entry.summary is not None and len(mine) == entry.n
+        if (summaries and entry.summary is not None and mine == entry.n
                 and (basis is None or entry.summary.get("basis") == basis)):
             acc.merge_state(entry.summary)
             merged += 1
         else:
-            read.append(entry)
-    if read:
-        only = {p for e in read for p in unpack_pairs(e.pairs, e.key) if held.get(p) is e}
-        sub = RunSegments(store, run_id, {})
-        sub.entries = [("", e) for e in read]
-        for trials in iter_segments(store, sub, only=only):
-            acc.add_trials(trials)
+            read.append((pos, entry))
+    for pos, entry in read:  # one segment at a time: its trials that it holds
+        acc.add_trials([t for t in read_segment(store, entry)
+                        if owner(owners, t.pair) == pos])
     metrics, report = acc.result()
     return metrics, report, {"trials": acc.n, "merged": merged, "read": len(read),
                              "misfiled": acc.misfiled[:10], "n_misfiled": len(acc.misfiled)}
