@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT = "bench.scale_agent:zero_latency_agent"
@@ -229,11 +230,33 @@ def run_child(mode: str, args: list, env: dict) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _memory_only(a: Any, big: str, bucket: str, env: dict, fig: dict) -> dict:
+    """The peak RSS of the flow process and its workers at k // 10 and k on the same tasks."""
+    small_k = a.small_k or max(1, a.k // 10)
+    rows = {}
+    for kk, name in ((small_k, "mem-small"), (a.k, "mem-big")):
+        r = run_child("flow", [big, kk, f"{bucket}/{name}", name, 2, False], env)
+        rows[kk] = r
+        print(f"flow, {a.tasks * kk:,} trials ({a.tasks:,} tasks x k={kk}): {r['s']:.1f} s, peak "
+              f"RSS flow {r['rss_mb']:.0f} MB, worker {r['out']['worker_rss_mb']:.0f} MB")
+    s, b = rows[small_k], rows[a.k]
+    print(f"  x{b['rss_mb'] / s['rss_mb']:.2f} (flow), x{b['out']['worker_rss_mb'] / s['out']['worker_rss_mb']:.2f}"
+          " (worker) for 10x the trials (goal <= 1.3)")
+    fig.update(mem_flow_rss_mb={kk: r["rss_mb"] for kk, r in rows.items()},
+               mem_worker_rss_mb={kk: r["out"]["worker_rss_mb"] for kk, r in rows.items()})
+    return fig
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(prog="bench.scale")
     ap.add_argument("--tasks", type=int, default=10_000)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--small-tasks", type=int, default=1_000)
+    ap.add_argument("--small-k", type=int, default=None,
+                    help="k of the small flow run on the full suite (default k // 10): the same "
+                         "tasks, a tenth of the trials -- the memory comparison")
+    ap.add_argument("--only-memory", action="store_true",
+                    help="only the small-k and full flow runs (peak RSS)")
     ap.add_argument("--speedup-tasks", type=int, default=None,
                     help="tasks of the 1-vs-2-worker comparison (default: --tasks)")
     ap.add_argument("--no-flow20k", action="store_true")
@@ -249,6 +272,8 @@ def main(argv: list[str] | None = None) -> dict:
         env = svc.env()
         print(f"# bench-scale: {n:,} trials ({a.tasks:,} tasks x k={k}); small {n_small:,}; "
               f"Prefect server up in {svc.prefect_start_s:.1f} s; moto S3 at {svc.endpoint}")
+        if a.only_memory:
+            return _memory_only(a, big, bucket, env, fig)
         plain_small = run_child("plain", [small, k, str(tmp / "plain-small.jsonl")], env)
         plain = run_child("plain", [big, k, str(tmp / "plain.jsonl")], env)
         us = plain["s"] / n * 1e6
@@ -264,10 +289,12 @@ def main(argv: list[str] | None = None) -> dict:
               f"{suite['s']:.2f} s = x{suite['s'] / plain_small['s']:.2f} the plain loop "
               f"(goal <= 5); harness overhead {over:.1f} us/trial; peak RSS {suite['rss_mb']:.0f} MB")
 
-        two = run_child("flow", [small, k, f"{bucket}/w2", "small2", 2, False], env)
+        small_k = a.small_k or max(1, k // 10)
+        two = run_child("flow", [big, small_k, f"{bucket}/w2", "small2", 2, False], env)
         fig.update(small_flow_rss_mb=two["rss_mb"], small_worker_rss_mb=two["out"]["worker_rss_mb"],
-                   flow_small_2w_s=two["s"])
-        print(f"flow, {n_small:,} trials, 2 workers: {two['s']:.2f} s; peak RSS flow "
+                   flow_small_2w_s=two["s"], small_flow_trials=a.tasks * small_k)
+        print(f"flow, {a.tasks * small_k:,} trials ({a.tasks:,} tasks x k={small_k}: the same "
+              f"tasks), 2 workers: {two['s']:.2f} s; peak RSS flow "
               f"{two['rss_mb']:.0f} MB, worker {two['out']['worker_rss_mb']:.0f} MB")
 
         first = run_child("flow", [big, k, f"{bucket}/big", "big", 2, False], env)
@@ -285,14 +312,17 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"flow, {n:,} trials, 2 workers, S3, Prefect: {first['s']:.2f} s = "
               f"x{first['s'] / plain['s']:.2f} the plain loop (goal <= 10); "
               f"ran {first['out']['ran']:,} in {first['out']['chunks']} chunks on "
-              f"{len(first['out']['workers'])} workers")
+              f"{len(first['out']['workers'])} workers; the chunks used "
+              f"{first['out'].get('chunk_cpu_s', 0):.0f} CPU-s in {first['out'].get('chunk_wall_s', 0):.0f} "
+              f"s of chunk wall (x{first['out'].get('chunk_cpu_s', 0) / max(1e-9, first['out'].get('chunk_wall_s', 1)):.2f}"
+              f" of a core each)")
         print(f"  objects in the run: {count['objects']} ({count['segments']} segments + "
               f"{count['index_docs']} index docs + {fixed} documents) = "
               f"{count['objects'] / n * 1000:.3f} per 1,000 trials (goal <= 1 + fixed); "
               f"segment PUTs {puts} (segments and index rewrites); "
               f"{count['bytes'] / 2**20:.1f} MB of segments for {count['raw'] / 2**20:.0f} MB of JSON")
         print(f"  peak RSS: flow process {first['rss_mb']:.0f} MB (x{first['rss_mb'] / two['rss_mb']:.2f} "
-              f"of {n_small:,}), worker {first['out']['worker_rss_mb']:.0f} MB "
+              f"of {a.tasks * small_k:,}), worker {first['out']['worker_rss_mb']:.0f} MB "
               f"(x{first['out']['worker_rss_mb'] / two['out']['worker_rss_mb']:.2f}); servers "
               f"{ {k_: round(v) for k_, v in svc.rss_mb().items()} } MB (goal <= 1024, <= 1.3x)")
 
@@ -304,7 +334,9 @@ def main(argv: list[str] | None = None) -> dict:
         fig.update(flow_1w_s=one["s"], flow_2w_s=ref, two_vs_one_worker=one["s"] / ref,
                    speedup_trials=n_speed)
         print(f"flow, {n_speed:,} trials: 1 worker {one['s']:.2f} s, 2 workers {ref:.2f} s: "
-              f"x{one['s'] / ref:.2f} (goal >= 1.6)")
+              f"x{one['s'] / ref:.2f} (goal >= 1.6); chunks' CPU {one['out'].get('chunk_cpu_s', 0):.1f} s "
+              f"in {one['out'].get('chunk_wall_s', 0):.1f} s of chunk wall on 1 worker "
+              f"(the box's other load takes the rest)")
 
         again = run_child("flow", [big, k, f"{bucket}/big", "big", 2, False], env)
         fig.update(cached_resume_s=again["s"], cached_resume_vs_first=again["s"] / first["s"])

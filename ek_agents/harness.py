@@ -74,9 +74,10 @@ Pair = tuple  # (task_id, trial)
 #: document, which must stay readable (``parsing.MAX_DEPTH``). A deeper answer fails its trial.
 EPISODE_DEPTH = MAX_DEPTH - 2
 
-#: Most finished trials a segmented run's event loop hands over ahead of its segment writer:
-#: what a killed process loses is its open segment plus at most this many.
-WRITER_BACKLOG = 1024
+#: Most finished trials a segmented run's event loop keeps ahead of its segment writer, both
+#: called and not yet handed over, and handed over and not yet taken: a killed process loses
+#: its open segment plus at most twice this many (and the trials in flight).
+WRITER_BACKLOG = 512
 
 
 def new_run_id() -> str:
@@ -316,6 +317,7 @@ class _Runner:
         self.store, self.run_id = store, run_id
         self.segments, self.summarize, self.keep = segments, summarize, keep
         self.writer_name = writer
+        self.unbuilt = 0  # segments: trials called whose episode is not handed to the writer yet
         self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
         self.writer: Optional[_Writer] = None  # run_all's, when the run is stored
         self.is_async = _is_async(agent)
@@ -372,6 +374,13 @@ class _Runner:
         for pair in pending:
             answer = await self._trial(self.specs[pair[0]], pair[1])
             tg.create_task(self._one(pair, answer, results, bar))
+            if self.segments and self.store is not None:
+                # segments: agent calls never run far ahead of storage (an agent that answers
+                # without awaiting never yields, so a slot would call its every trial before
+                # one is stored; a killed process loses what is called and not stored)
+                self.unbuilt += 1
+                while self.unbuilt > WRITER_BACKLOG:
+                    await asyncio.sleep(0.001)
 
     async def _one(self, pair: Pair, answer: Union[Episode, "_Answer"], results: dict,
                    bar: Any) -> None:
@@ -386,6 +395,8 @@ class _Runner:
             while self.writer.backlog() > WRITER_BACKLOG:  # segments: the loop never runs far
                 await asyncio.sleep(0.002)  # ahead of the writer (a kill loses what is queued)
             self.writer.put(pair, data, handed)
+            if self.segments:
+                self.unbuilt -= 1
         if self.keep:
             results[pair] = ep
         if bar is not None:

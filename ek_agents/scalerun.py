@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import resource
 import socket
+import time
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -92,6 +93,10 @@ class ScaleChunkResult(JsonShape):
     host: str = ""
     rss_mb: float = 0.0
     """Peak resident memory of the process that ran it, MB (``ru_maxrss``)."""
+    cpu_s: float = 0.0
+    """CPU seconds its process spent while it ran (one chunk at a time per worker process)."""
+    wall_s: float = 0.0
+    """Seconds it took."""
 
 
 def summary_basis(request: TrialRequest, prices: Optional[StageRef]) -> str:
@@ -187,6 +192,7 @@ def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
     """Run one chunk's trials not stored yet, into segments of this writer (each graded and
     summed as it is written); nothing is kept in memory beyond the open segment."""
     req = chunk.request
+    t0, cpu0 = time.perf_counter(), _cpu_s()
     st = Store(req.store)
     pairs = unpack_pairs(chunk.pairs, f"chunk {chunk.index}")
     # a re-run of this chunk (a Prefect retry, Dask re-running a dead worker's task) skips what
@@ -217,7 +223,13 @@ def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
                      writer=mine + new_writer_name())
     return ScaleChunkResult(index=chunk.index, ran=len(todo), skipped=len(pairs) - len(todo),
                             puts=puts[0], pid=os.getpid(), host=socket.gethostname(),
-                            rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+                            rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                            cpu_s=_cpu_s() - cpu0, wall_s=time.perf_counter() - t0)
+
+
+def _cpu_s() -> float:
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
 
 
 def finish_scale(plan: ScalePlan, prices: Optional[StageRef],

@@ -72,4 +72,6 @@ def evaluate_at_scale(suite: str, agent: str, k: int = 1, seed: Optional[int] = 
             "ran": sum(r.ran for r in results), "chunks": len(plan.chunks),
             "workers": sorted({f"{r.host}:{r.pid}" for r in results}),
             "worker_rss_mb": max((r.rss_mb for r in results), default=0.0),
-            "puts": sum(r.puts for r in results)}
+            "puts": sum(r.puts for r in results),
+            "chunk_cpu_s": sum(r.cpu_s for r in results),
+            "chunk_wall_s": sum(r.wall_s for r in results)}

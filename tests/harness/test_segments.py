@@ -169,3 +169,30 @@ def test_a_persisted_run_in_segments_reports_and_audits_like_per_trial_files(tmp
         st.write_bytes(key, sg.encode_segment(forged))
         bad = audit(st, "r")
         assert not bad.passed and any(key in p for p in bad.problems)
+
+
+def test_agent_calls_never_run_far_ahead_of_storage(tmp_path):
+    """An agent that answers without awaiting never yields to the loop; with segments the
+    harness still keeps calls at most ~2 x WRITER_BACKLOG ahead of what its writer holds, so a
+    killed process loses its open segment plus that, not its whole chunk."""
+    from ek_agents import harness
+
+    calls, seen = [0], []
+
+    async def eager(task, *, seed):
+        calls[0] += 1
+        return "x"
+
+    class Watching(Store):
+        def write_bytes(self, key, data):
+            if "/segments/" in key:
+                seen.append(calls[0])
+            return super().write_bytes(key, data)
+
+    tasks = [TaskSpec(f"t{i:03d}", input="x", gold="x") for i in range(100)]
+    run_trials(eager, tasks, k=100, seed=0, store=Watching(str(tmp_path / "s")), run_id="r",
+               segments=True)
+    # at the n-th segment PUT, (n - 1) full segments were stored before it and this one holds
+    # SEGMENT_TRIALS: the calls made beyond that are queued or not yet handed over
+    ahead = [c - (i + 1) * sg.SEGMENT_TRIALS for i, c in enumerate(seen[:-1])]
+    assert ahead and max(ahead) <= 2 * harness.WRITER_BACKLOG + 8 + 1, ahead
