@@ -24,6 +24,7 @@ import random
 
 import orjson
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from .base import JsonShape, RunProvenance
@@ -209,12 +210,21 @@ def _check_bytes(store: Any, run_id: str, manifest: RunManifest, checked: list,
     """Check every recorded sha256; return ``({key: bytes read}, the run's per-trial keys)``
     so that the recomputation reads nothing twice (and only bytes that checked out)."""
     recorded = manifest.artifacts
-    seen: dict[str, bytes] = {}
-    for key, sha in sorted(recorded.items()):
-        checked.append(key)
+
+    def fetch(key: str) -> Optional[bytes]:
         try:
-            data = store.read_bytes(key)
+            return store.read_bytes(key)
         except ArtifactNotFound:
+            return None
+
+    seen: dict[str, bytes] = {}
+    keys = sorted(recorded)
+    with ThreadPoolExecutor(max_workers=8) as pool:  # GETs overlap (a run's segments: hundreds)
+        fetched = pool.map(fetch, keys)
+    for key, data in zip(keys, fetched):
+        sha = recorded[key]
+        checked.append(key)
+        if data is None:
             problems.append(f"artifact {key} is missing")
             continue
         actual = sha256_hex(data)

@@ -76,7 +76,7 @@ EPISODE_DEPTH = MAX_DEPTH - 2
 
 #: Most finished trials a segmented run's event loop keeps ahead of its segment writer, both
 #: called and not yet handed over, and handed over and not yet taken: a killed process loses
-#: its open segment plus at most twice this many (and the trials in flight).
+#: the segment being stored, the one filling, at most twice this many and the trials in flight.
 WRITER_BACKLOG = 512
 
 
@@ -517,6 +517,13 @@ class _Writer:
         self.then = then
         self.segments = segments  # one thread then: the segment buffer is that thread's
         self.keep = keep  # False: the stored trials are handed to ``then`` only, not kept
+        if segments is not None:  # a sealed segment is stored by a thread of its own while
+            # the next one fills; one at a time (a kill loses at most the two)
+            self.sealed: queue.SimpleQueue = queue.SimpleQueue()
+            self.one_sealed = threading.Semaphore(1)
+            self.flusher = threading.Thread(target=self._flush_loop, daemon=True,
+                                            name="ek-segment-flusher")
+            self.flusher.start()
         self.error: Optional[BaseException] = None
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.threads = [threading.Thread(target=self._loop, daemon=True, name="ek-store-writer")
@@ -577,20 +584,46 @@ class _Writer:
                 continue
             try:
                 if item is None:
-                    self._stored_segment(self.segments.flush())
+                    self._hand(self.segments.seal())
+                    self._hand(None)
+                    self.flusher.join()
                     return
                 pair, data, episode = item
-                self._stored_segment(self.segments.add(pair, data, episode))
+                self.segments.put(pair, data, episode)
+                if self.segments.full():
+                    self._hand(self.segments.seal())
             except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
-                self.error = exc
-                self.on_error(exc)
+                if self.error is None:
+                    self.error = exc
+                    self.on_error(exc)
                 if item is None:
+                    self.sealed.put(None)
+                    self.flusher.join()
                     return
 
-    def _stored_segment(self, trials: list) -> None:
+    def _hand(self, sealed: Any) -> None:
+        """Hand a sealed segment (None: the end) to the flusher, once the one before is stored."""
+        if sealed is None:
+            self.sealed.put(None)
+            return
+        self.one_sealed.acquire()
+        self.sealed.put(sealed)
+
+    def _flush_loop(self) -> None:
+        while (sealed := self.sealed.get()) is not None:
+            try:
+                if self.error is None:
+                    self._stored_segment(self.segments.store_sealed(sealed), sealed.episodes)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
+                if self.error is None:
+                    self.error = exc
+                    self.on_error(exc)
+            finally:
+                self.one_sealed.release()
+
+    def _stored_segment(self, trials: list, episodes: dict) -> None:
         if not self.keep and self.then is None:
             return
-        episodes = self.segments.last_episodes
         for (task_id, trial), key, sha, data in trials:
             make = construct if type(task_id) is str and type(trial) is int else _stored
             stored = make(record.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,

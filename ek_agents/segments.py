@@ -63,7 +63,7 @@ import zstandard
 from pydantic import Field
 
 from .base import JsonShape
-from .core import shape
+from .core import canonical_json, shape
 from .errors import ArtifactNotFound, DigestMismatch, DocumentError, InvalidInput
 from .store import (Store, parse_json, segment_index_key, segment_index_prefix, segment_key,
                     segment_sha256, segments_prefix, sha256_hex)
@@ -243,37 +243,68 @@ class SegmentWriter:
     def add(self, pair: Pair, data: bytes, episode: Any = None) -> list[SegmentTrial]:
         """Buffer trial ``pair``'s line (``episode``: the episode it was made from, if known:
         handed to ``summarize``); the trials stored when this filled a segment."""
+        self.put(pair, data, episode)
+        return self.flush() if self.full() else []
+
+    def put(self, pair: Pair, data: bytes, episode: Any = None) -> None:
+        """Buffer trial ``pair``'s line, nothing more (the caller seals when :meth:`full`)."""
         self.buffer[(pair[0], pair[1])] = data
         if episode is not None:
             self.episodes[(pair[0], pair[1])] = episode
         self.buffered += len(data) + 1
-        if len(self.buffer) >= self.max_trials or self.buffered >= self.max_bytes:
-            return self.flush()
-        return []
+
+    def full(self) -> bool:
+        return len(self.buffer) >= self.max_trials or self.buffered >= self.max_bytes
 
     def flush(self) -> list[SegmentTrial]:
         """Store the buffered trials as one segment (nothing when none are buffered); the
         trials stored."""
+        sealed = self.seal()
+        return self.store_sealed(sealed) if sealed is not None else []
+
+    def seal(self) -> Optional["Sealed"]:
+        """The buffered trials made into a segment and the writer's next index document
+        (the CPU part of a flush: sort, summarize, compress, hash); the buffer starts afresh.
+        :meth:`store_sealed` stores them, in the order sealed (another thread may: the next
+        segment fills meanwhile)."""
         if not self.buffer:
-            return []
+            return None
         pairs = sorted(self.buffer)
         lines = [self.buffer[p] for p in pairs]
         data = encode_segment(lines)
         sha = sha256_hex(data)
         key = segment_key(self.run_id, sha)
-        self.store.write_bytes(key, data)
-        self.puts += 1
         summary = None
         if self.summarize is not None:
             summary = self.summarize(pairs, lines, [self.episodes.get(p) for p in pairs])
         entry = SegmentEntry(key=key, sha256=sha, n=len(pairs), size=len(data),
                              raw=self.buffered, pairs=pack_pairs(pairs), summary=summary)
         self.index.segments.append(entry)
-        self.store.write_json(self.index_key, self.index.to_dict())  # now they count as stored
-        self.puts += 1
-        self.last_episodes = self.episodes  # what the caller hands on with the stored trials
+        sealed = Sealed(key, data, canonical_json(self.index.to_dict()),
+                        [SegmentTrial(p, key, sha, line) for p, line in zip(pairs, lines)],
+                        self.episodes)
         self.buffer, self.buffered, self.episodes = {}, 0, {}
-        return [SegmentTrial(p, key, sha, line) for p, line in zip(pairs, lines)]
+        return sealed
+
+    def store_sealed(self, sealed: "Sealed") -> list[SegmentTrial]:
+        """Store a sealed segment, then the index naming it: only then do its trials count as
+        stored; they are returned."""
+        self.store.write_bytes(sealed.key, sealed.data)
+        self.store.write_bytes(self.index_key, sealed.index)  # now they count as stored
+        self.puts += 2
+        self.last_episodes = sealed.episodes
+        return sealed.trials
+
+
+class Sealed(NamedTuple):
+    """A segment sealed by :meth:`SegmentWriter.seal`, not stored yet."""
+
+    key: str
+    data: bytes
+    index: bytes
+    """The writer's index document naming it (and every segment sealed before)."""
+    trials: list
+    episodes: dict
 
 
 # --------------------------------------------------------------------------- reading

@@ -89,8 +89,12 @@ def test_an_orphan_segment_does_not_count_and_is_removed(tmp_path):
                only=[("t000", 0)])
     orphan = sg.SegmentWriter(st, "r", writer="dead")
     orphan.add(("t001", 0), Episode("t001", output="W1", meta={"trial": 0}).to_json().encode())
-    orphan.store = type("NoIndex", (), {"write_bytes": st.write_bytes,
-                                         "write_json": lambda *a: (_ for _ in ()).throw(OSError("killed"))})()
+    def killed_before_the_index(key, data):
+        if "/segment-index/" in key:
+            raise OSError("killed")
+        return st.write_bytes(key, data)
+
+    orphan.store = type("NoIndex", (), {"write_bytes": staticmethod(killed_before_the_index)})()
     with pytest.raises(OSError):
         orphan.flush()
     assert len(st.list(segments_prefix("r"))) == 2
@@ -173,8 +177,9 @@ def test_a_persisted_run_in_segments_reports_and_audits_like_per_trial_files(tmp
 
 def test_agent_calls_never_run_far_ahead_of_storage(tmp_path):
     """An agent that answers without awaiting never yields to the loop; with segments the
-    harness still keeps calls at most ~2 x WRITER_BACKLOG ahead of what its writer holds, so a
-    killed process loses its open segment plus that, not its whole chunk."""
+    harness still keeps its calls at most one segment (filling while one is stored) plus
+    ~2 x WRITER_BACKLOG ahead of what is stored, so a killed process loses that, not its whole
+    chunk (without the throttle: 5,904 ahead of 4,096 trials here)."""
     from ek_agents import harness
 
     calls, seen = [0], []
@@ -195,4 +200,5 @@ def test_agent_calls_never_run_far_ahead_of_storage(tmp_path):
     # at the n-th segment PUT, (n - 1) full segments were stored before it and this one holds
     # SEGMENT_TRIALS: the calls made beyond that are queued or not yet handed over
     ahead = [c - (i + 1) * sg.SEGMENT_TRIALS for i, c in enumerate(seen[:-1])]
-    assert ahead and max(ahead) <= 2 * harness.WRITER_BACKLOG + 8 + 1, ahead
+    # (the next segment may fill while one is stored: at most one segment more)
+    assert ahead and max(ahead) <= sg.SEGMENT_TRIALS + 2 * harness.WRITER_BACKLOG + 9, ahead
