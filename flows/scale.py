@@ -26,9 +26,13 @@ from .outcome import fails_as_state
 from .runners import make_task_runner, run_each
 
 
-@flow(name="evaluate-at-scale", persist_result=False)
+#: A flow run that has not finished after this long is failed (TimedOut) by Prefect.
+SCALE_TIMEOUT_S = 24 * 3600
+
+
+@flow(name="evaluate-at-scale", persist_result=False, timeout_seconds=SCALE_TIMEOUT_S)
 @fails_as_state
-def evaluate_at_scale(suite: str, agent: str, k: int = 1, seed: Optional[int] = 0,
+def evaluate_at_scale(suite: Optional[str] = None, agent: Optional[str] = None, k: int = 1, seed: Optional[int] = 0,
                       store: Optional[str] = None, run_id: Optional[str] = None,
                       prices: Optional[str] = None, check: Optional[str] = None,
                       model: str = "", chunk_size: Optional[int] = None,
