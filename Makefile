@@ -17,11 +17,11 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 # setup.py and the C source too: a changed extension is rebuilt by the next install
-$(VENV)/.dev-installed: pyproject.toml setup.py ek_agents/_callcodes.c | $(PY)
+$(VENV)/.dev-installed: pyproject.toml setup.py ek_agents/scoring/_callcodes.c | $(PY)
 	$(PY) -m pip install -q -e '.[dev,s3,dask,plot]'
 	touch $@
 
-$(VENV)/.run-installed: pyproject.toml setup.py ek_agents/_callcodes.c | $(PY)
+$(VENV)/.run-installed: pyproject.toml setup.py ek_agents/scoring/_callcodes.c | $(PY)
 	$(PY) -m pip install -q -e .
 	touch $@
 

@@ -35,10 +35,10 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   creation cost ~2-3 s.
 - Trials phase: the 50 ms waits themselves (a bare asyncio loop of the same sleeps takes
   x1.025: each round ~1.2 ms over its 50 ms), plus the per-wave hand-over: each of a chunk's
-  slots (``harness._Runner._slot``: one task per slot) starts its next agent call in the
+  slots (``trialrunner.TrialRunner._slot``: one task per slot) starts its next agent call in the
   event-loop turn its last one returned, and the finished trial's episode and bytes are
   built by a task of their own after that (a plain answer's bytes assembled directly,
-  ``record.PlainEpisodeJson``: the general path's bytes, ~3x cheaper); each trial's file is
+  ``runs.trials.PlainEpisodeJson``: the general path's bytes, ~3x cheaper); each trial's file is
   written, and graded from the episode the loop handed over (no re-parse of the file), by the
   run's writer threads. What is left is mostly the GIL: 4 chunk loops, 8 writer threads and
   Prefect's threads in one process, each loop turn waiting ~1 ms for the GIL on a busy box.
@@ -56,7 +56,7 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   return a coroutine to every sync caller (bench/PROFILE-flow.md, fifth pass), so it stays sync.
 - After the trials: ``grade`` takes the graded document the chunks made (same bytes; the
   episodes document is still read and verified), metrics and cost take the graded episodes
-  from the in-process memo (``record.read_episodes``), the report's pass^k curve draws its
+  from the in-process memo (``runs.trials.read_episodes``), the report's pass^k curve draws its
   bootstrap indices once: ~1-2 s together with Prefect's task-run gaps.
 - Cache hit: ``plan-trials`` finds the episodes and every stage is a byte copy of a verified
   artifact (nothing parsed); what is left is Prefect's flow run (~0.5-1 s) and the report.

@@ -6,9 +6,9 @@ inputs (byte flips, truncation, type swaps, deleted keys, 5000-digit integers, N
 leave the results folder, compression bombs) round-robin to the loaders in :data:`LOADERS`, and
 counts each outcome. Besides the input files, the stored documents of a real run (the shop
 agents, ``run_suite(persist=True)``, built once) are mutated: its manifest
-(``record.read_manifest``), its report and ``gate.json`` (``record.read_run_doc``, the mutated
+(``runs.documents.read_manifest``), its report and ``gate.json`` (``runs.documents.read_run_doc``, the mutated
 bytes' sha256 patched into the manifest so the shape check answers), a baseline
-(``record.load_baseline``; a ``success_rate`` contradicting ``n_success / n_trials`` is nonsense
+(``runs.baselines.load_baseline``; a ``success_rate`` contradicting ``n_success / n_trials`` is nonsense
 if accepted), and the ``report`` / ``gate`` / ``audit`` commands in-process (``cli.main``: exit
 0, 1 or 2 with one stderr line, never an exception; no Prefect API, so the library path):
 
@@ -48,7 +48,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ek_agents import cli, record
+from ek_agents import cli
+from ek_agents.runs import baselines, documents
 from ek_agents.base import Cost
 from ek_agents.bridge import read_inspect_log, read_messages_jsonl, read_tau_bench_results
 from ek_agents.cost import dollars
@@ -521,36 +522,36 @@ def _check_report(rep: Any, what: str) -> None:
 
 
 def load_run_manifest(data: bytes, rnd: random.Random) -> Any:
-    """``record.read_manifest`` of a real run whose manifest.json is ``data``, then the
+    """``runs.documents.read_manifest`` of a real run whose manifest.json is ``data``, then the
     report it lists (a verified read: a changed digest is a DigestMismatch)."""
     store = _store_with(rnd, "manifest", data)
-    man = record.read_manifest(store, RUN)
+    man = documents.read_manifest(store, RUN)
     if man.run_id != RUN:
         raise Nonsense(f"manifest of run {man.run_id!r} read as {RUN!r}")
     man.to_json()
-    _check_report(record.read_run_doc(store, man, "report"), "report")
+    _check_report(documents.read_run_doc(store, man, "report"), "report")
     return man
 
 
 def load_run_report(data: bytes, rnd: random.Random) -> Any:
     store = _store_with(rnd, "report", data)
-    rep = record.read_run_doc(store, record.read_manifest(store, RUN), "report")
+    rep = documents.read_run_doc(store, documents.read_manifest(store, RUN), "report")
     _check_report(rep, "report")
     return rep
 
 
 def load_gate_json(data: bytes, rnd: random.Random) -> Any:
     store = _store_with(rnd, "gate", data)
-    gate = record.read_run_doc(store, record.read_manifest(store, RUN), "gate")
+    gate = documents.read_run_doc(store, documents.read_manifest(store, RUN), "gate")
     if not isinstance(gate.get("passed"), bool):
         raise Nonsense(f"gate.json with passed = {gate.get('passed')!r}")
     return gate
 
 
 def load_baseline_doc(data: bytes, rnd: random.Random) -> Any:
-    """``record.load_baseline`` of a stored baseline (validated by ``check_baseline``)."""
+    """``runs.baselines.load_baseline`` of a stored baseline (validated by ``check_baseline``)."""
     store = _store_with(rnd, "baseline", data)
-    doc = record.load_baseline(store, BASELINE)
+    doc = baselines.load_baseline(store, BASELINE)
     if not isinstance(doc, dict) or not isinstance(doc.get("report"), dict):
         raise Nonsense(f"baseline {doc!r:.80}")
     _check_report(doc["report"], "baseline report")

@@ -11,8 +11,8 @@ import tempfile
 import time
 from typing import Any
 
-from ek_agents import record
-from ek_agents.manifest import input_digest
+from ek_agents.runs import documents, stagecache, stages
+from ek_agents.runs.manifest import input_digest
 from ek_agents.base import Cost, Episode, RunProvenance, TaskSpec
 from ek_agents.store import Store
 
@@ -26,16 +26,16 @@ def _docs(n_tasks: int, k: int, seed: int) -> tuple[dict, dict]:
            for t in tasks for j in range(k)]
     tdoc = {"name": "bench", "version": "1", "digest": "0" * 64, "path": "", "checker": "output",
             "tasks": [t.to_dict() for t in tasks]}
-    return tdoc, record.episodes_doc(eps)
+    return tdoc, documents.episodes_doc(eps)
 
 
 def _stages(st: Store, tasks: dict, episodes: dict, k: int) -> None:
-    g = record.cached(st, "graded", input_digest("graded", n=len(episodes["episodes"])),
-                      lambda: record.grade_stage(episodes, tasks))[0]
-    m = record.cached(st, "metrics", input_digest("metrics", n=len(g["episodes"]), k=k),
-                      lambda: record.metrics_stage(g, tasks, k=k))[0]
-    record.cached(st, "report", input_digest("report", n=len(g["episodes"])),
-                  lambda: record.cost_stage(g, m, None))
+    g = stagecache.cached(st, "graded", input_digest("graded", n=len(episodes["episodes"])),
+                      lambda: stages.grade_stage(episodes, tasks))[0]
+    m = stagecache.cached(st, "metrics", input_digest("metrics", n=len(g["episodes"]), k=k),
+                      lambda: stages.metrics_stage(g, tasks, k=k))[0]
+    stagecache.cached(st, "report", input_digest("report", n=len(g["episodes"])),
+                  lambda: stages.cost_stage(g, m, None))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ distance on the tool-name sequences (``rapidfuzz``: with the names read from the
 lists; ``rapidfuzz_prebuilt``: on name lists built beforehand) against
 ``evaluate(preds, golds, {"d": TrajectoryMetric("in_order")})``, checked equal to the
 single-pair ``score`` on every pair (``in_order_pairs_differing`` must be 0). That row runs
-through ``ek_agents.callcodes`` (one code point per call, from the C extension) and rapidfuzz;
+through ``ek_agents.scoring.callcodes`` (one code point per call, from the C extension) and rapidfuzz;
 bench/PROFILE-scoring.md ("Round 4") has where its time goes.
 """
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 from ek_agents import evaluate
 from ek_agents.base import ToolSpec, tool_grammar
 from ek_agents.core import FieldSpec
-from ek_agents.toolcalls import ToolCallMetric
-from ek_agents.trajectory import TrajectoryMetric
+from ek_agents.scoring.toolcalls import ToolCallMetric
+from ek_agents.scoring.trajectory import TrajectoryMetric
 
 GRAMMAR = tool_grammar(
     ToolSpec("search", {"q": FieldSpec("q", "string", required=True), "limit": FieldSpec("limit", "integer")}),

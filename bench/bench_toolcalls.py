@@ -15,7 +15,7 @@ pass over the same episodes would time a warm cache no user scoring a run once w
 model that refuses to be called: only its deterministic name/argument match is measured.
 
 With plain arguments (``str``/``int``/``float``/``bool``/``None`` values) ``score`` classifies
-an episode's calls in C (``ek_agents.callcodes.CallTable``) and pairs them on per-class exact
+an episode's calls in C (``ek_agents.scoring.callcodes.CallTable``) and pairs them on per-class exact
 keys there; only calls left over go through the prepared views and the assignment
 (bench/PROFILE-scoring.md, the tool-call section, has where the time goes).
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_scoring import _timed, make_episodes
-from ek_agents.toolcalls import ToolCallMetric
+from ek_agents.scoring.toolcalls import ToolCallMetric
 
 COMPARE = Path(__file__).with_name("compare_toolcall_tools.py")
 TOOLS = ("agentevals_strict", "agentevals_unordered", "deepeval_tool_correctness")

@@ -80,8 +80,8 @@ def child_plain(suite: str, k: int, out: str) -> dict:
 
 
 def child_suite(suite: str, k: int, store: str) -> dict:
-    from ek_agents.harness import run_suite
-    from ek_agents.pipeline_support import load_agent
+    from ek_agents.runs.harness import run_suite
+    from ek_agents.runs.pipeline_support import load_agent
     from ek_agents.suite import load_suite
 
     tasks = load_suite(suite)
@@ -112,7 +112,7 @@ def _killer(store: str, run_id: str, k: int, suite: str, killed: dict) -> None:
     """SIGKILL one Dask worker process once the run's index holds half its trials."""
     import psutil
 
-    from ek_agents.segments import RunSegments
+    from ek_agents.runs.segments import RunSegments
     from ek_agents.store import Store
 
     n_tasks = sum(1 for line in open(suite)) - 1
@@ -136,7 +136,7 @@ def _killer(store: str, run_id: str, k: int, suite: str, killed: dict) -> None:
 
 
 def child_audit(store: str, run_id: str) -> dict:
-    from ek_agents.audit import audit
+    from ek_agents.runs.audit import audit
     from ek_agents.store import Store
 
     t0 = time.perf_counter()
@@ -146,7 +146,7 @@ def child_audit(store: str, run_id: str) -> dict:
 
 
 def child_count(store: str, run_id: str) -> dict:
-    from ek_agents.segments import RunSegments
+    from ek_agents.runs.segments import RunSegments
     from ek_agents.store import Store
 
     st = Store(store)

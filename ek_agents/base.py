@@ -28,7 +28,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, model_serializer
 
 from .core import (FieldSpec, GraphGrammar, NodeType, Provenance, canonical_json, construct, copy_plain,
                    shape)
@@ -36,10 +36,10 @@ from .errors import InvalidInput, SchemaVersionError
 from .parsing import parse_json
 
 __all__ = [
-    "Step", "Trajectory", "Episode", "Cost", "RunProvenance", "ToolSpec", "TaskSpec",
+    "Step", "Trajectory", "Episode", "Cost", "ModelCall", "RunProvenance", "ToolSpec", "TaskSpec",
     "tool_grammar", "suite_grammar", "task_table", "as_call", "is_episode", "DEFAULT_TASK_VALUE",
     "DESTRUCTIVE_WEIGHT", "SCHEMA_VERSION", "JsonShape", "NonFiniteJson", "encode_nonfinite",
-    "decode_nonfinite",
+    "decode_nonfinite", "TOKEN_KINDS",
 ]
 
 #: Default value of a completed task (the task-level analog of ``FieldSpec.importance``).
@@ -197,11 +197,79 @@ class Trajectory(JsonShape):
 _NO_STEPS = Trajectory()
 
 
+#: The token counts a :class:`ModelCall` and a :class:`Cost` share (a Cost with calls holds their sums).
+TOKEN_KINDS: tuple[str, ...] = ("input_tokens", "output_tokens", "cached_input_tokens",
+                                "reasoning_tokens", "cache_write_tokens")
+
+
+def _check_token_kinds(who: str, x: Any) -> None:
+    """The :class:`Cost` convention: cached + cache-write tokens are part of the input, reasoning
+    tokens part of the output."""
+    if x.cached_input_tokens + x.cache_write_tokens > x.input_tokens:
+        raise InvalidInput(
+            f"{who}: cached_input_tokens ({x.cached_input_tokens}) + cache_write_tokens "
+            f"({x.cache_write_tokens}) exceed input_tokens ({x.input_tokens}); "
+            "input_tokens counts ALL prompt tokens, cached ones included "
+            "(use bridge.cost_from_usage to convert an Anthropic usage record)"
+        )
+    if x.reasoning_tokens > x.output_tokens:
+        raise InvalidInput(
+            f"{who}: reasoning_tokens ({x.reasoning_tokens}) exceed output_tokens "
+            f"({x.output_tokens}); output_tokens counts ALL completion tokens, reasoning included"
+        )
+
+
+@shape()
+class ModelCall(JsonShape):
+    """One call to a model, as a trace or a usage record reports it: what a multi-model agent
+    (a planner on a large model, a summariser on a small one) is billed call by call.
+
+    Token counts follow :class:`Cost`'s convention (see the module docstring).
+
+    >>> c = ModelCall("gpt-4o-mini", provider="openai", input_tokens=120, output_tokens=30,
+    ...               cached_input_tokens=100)
+    >>> ModelCall.from_json(c.to_json()) == c
+    True
+    """
+
+    model: str
+    """The model that answered (the response's model); the requested one when the answer does not say."""
+    requested_model: Optional[str] = None
+    """The model the call asked for (``gen_ai.request.model``), when known."""
+    provider: str = ""
+    """Who served it: ``gen_ai.provider.name`` / ``gen_ai.system`` / ``llm.provider`` (``"openai"``, ...)."""
+    input_tokens: int = Field(default=0, ge=0)
+    """ALL prompt tokens of the call, cached reads and cache writes included."""
+    output_tokens: int = Field(default=0, ge=0)
+    """ALL completion tokens of the call, reasoning included."""
+    cached_input_tokens: int = Field(default=0, ge=0)
+    """The part of ``input_tokens`` read from the prompt cache."""
+    reasoning_tokens: int = Field(default=0, ge=0)
+    """The part of ``output_tokens`` spent reasoning."""
+    cache_write_tokens: int = Field(default=0, ge=0)
+    """The part of ``input_tokens`` written to the prompt cache."""
+    cached_known: bool = True
+    """``False``: the source did not report cached-token counts, so the call is billed at full
+    input rates -- an UPPER BOUND on what it cost, and reports say so."""
+    source: str = ""
+    """Where the call was read from (an instrumentation scope name, a bridge): informational."""
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise InvalidInput(
+                f"ModelCall: model is empty (requested_model={self.requested_model!r}); give the "
+                "model that answered, or the requested one when the answer does not say")
+        _check_token_kinds(f"ModelCall({self.model!r})", self)
+
+
 @shape()
 class Cost(JsonShape):
     """What one episode consumed: tokens (by kind), retries, and wall-clock.
 
-    See the module docstring for which counts include which. ``Cost`` s add up:
+    See the module docstring for which counts include which. ``calls`` optionally records each
+    model call (:class:`ModelCall`; built with :meth:`of_calls`), the token counts then being
+    their sums. ``Cost`` s add up (their calls concatenated; tokens outside any recorded call
+    cannot join a Cost that records its calls):
 
     >>> (Cost(input_tokens=100, output_tokens=50) + Cost(input_tokens=10, retries=1)).input_tokens
     110
@@ -214,26 +282,66 @@ class Cost(JsonShape):
     retries: int = Field(default=0, ge=0)
     latency_s: Optional[float] = Field(default=None, ge=0)
     cache_write_tokens: int = Field(default=0, ge=0)
+    calls: tuple[ModelCall, ...] = ()
+    """Each model call, when the source reports them one by one (a trace, per-call usage): the
+    episode is then billed call by call, each at its own model's rates, and the token counts
+    above are the sums over the calls (build it with :meth:`Cost.of_calls`). Empty: one tally
+    billed at the episode's model rates, as before. The JSON form omits an empty ``calls``."""
 
     def __post_init__(self) -> None:
-        if self.cached_input_tokens + self.cache_write_tokens > self.input_tokens:
-            raise InvalidInput(
-                f"Cost: cached_input_tokens ({self.cached_input_tokens}) + cache_write_tokens "
-                f"({self.cache_write_tokens}) exceed input_tokens ({self.input_tokens}); "
-                "input_tokens counts ALL prompt tokens, cached ones included "
-                "(use bridge.cost_from_usage to convert an Anthropic usage record)"
-            )
-        if self.reasoning_tokens > self.output_tokens:
-            raise InvalidInput(
-                f"Cost: reasoning_tokens ({self.reasoning_tokens}) exceed output_tokens "
-                f"({self.output_tokens}); output_tokens counts ALL completion tokens, reasoning included"
-            )
+        _check_token_kinds("Cost", self)
+        if self.calls:
+            sums = {k: sum(getattr(c, k) for c in self.calls) for k in TOKEN_KINDS}
+            off = {k: (getattr(self, k), v) for k, v in sums.items() if getattr(self, k) != v}
+            if off:
+                raise InvalidInput(
+                    f"Cost: its token counts differ from the sums over its {len(self.calls)} "
+                    f"call(s) ({', '.join(f'{k}={a} but the calls sum to {b}' for k, (a, b) in off.items())}); "
+                    "each model call is counted once: build it with Cost.of_calls(calls)")
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_calls(self, handler: Any) -> Any:
+        # a Cost without calls writes the JSON it always wrote (stored digests unchanged)
+        d = handler(self)
+        if not self.calls and isinstance(d, dict):
+            d.pop("calls", None)
+        return d
+
+    @classmethod
+    def of_calls(cls, calls: Iterable[Any], *, retries: int = 0,
+                 latency_s: Optional[float] = None) -> "Cost":
+        """The Cost of these model calls: every token count the sum over ``calls`` (each a
+        :class:`ModelCall` or its dict form), the calls kept for per-call billing.
+
+        >>> c = Cost.of_calls([ModelCall("gpt-4o", input_tokens=900, output_tokens=80),
+        ...                    ModelCall("gpt-4o-mini", input_tokens=400, output_tokens=60)])
+        >>> c.input_tokens, c.output_tokens, len(c.calls)
+        (1300, 140, 2)
+        """
+        calls = tuple(c if isinstance(c, ModelCall) else ModelCall.from_dict(c) if isinstance(c, Mapping)
+                      else _not_a_call(c) for c in calls)
+        return cls(retries=retries, latency_s=latency_s, calls=calls,
+                   **{k: sum(getattr(c, k) for c in calls) for k in TOKEN_KINDS})
+
+    @property
+    def cached_known(self) -> bool:
+        """``False`` when some call did not report its cached tokens: billed at full input rates,
+        the dollars are an upper bound."""
+        return all(c.cached_known for c in self.calls)
 
     def __add__(self, other: "Cost") -> "Cost":
         if not isinstance(other, Cost):
             return NotImplemented
         lat = None if self.latency_s is None and other.latency_s is None else \
             (self.latency_s or 0.0) + (other.latency_s or 0.0)
+        if self.calls or other.calls:
+            for side in (self, other):
+                if not side.calls and any(getattr(side, k) for k in TOKEN_KINDS):
+                    raise InvalidInput(
+                        f"Cost + Cost: one side records its model calls, the other has "
+                        f"{side.input_tokens} input / {side.output_tokens} output tokens from no "
+                        "recorded call; record those tokens as a ModelCall (Cost.of_calls) so "
+                        "every token is billed at the rates of the model that spent it")
         return Cost(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -242,6 +350,7 @@ class Cost(JsonShape):
             retries=self.retries + other.retries,
             latency_s=lat,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            calls=self.calls + other.calls,
         )
 
     def __radd__(self, other: Any) -> "Cost":
@@ -253,6 +362,10 @@ class Cost(JsonShape):
     def total_tokens(self) -> int:
         """All billed tokens (a rough size proxy -- *not* a cost; see ``dollars()``)."""
         return self.input_tokens + self.output_tokens
+
+
+def _not_a_call(x: Any) -> ModelCall:
+    raise InvalidInput(f"Cost.of_calls: a call must be a ModelCall or its dict form, got {x!r:.80}")
 
 
 @shape()

@@ -18,7 +18,7 @@ record the flow run takes longer to start than the run takes. ``--prefect-server
 exit or SIGTERM/SIGHUP/SIGINT. ``-v`` says which way ran and where the time went.
 
 The library modules a command needs are imported inside the command, for a measured
-import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline_support``
+import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.runs.pipeline_support``
 (harness, record, reporting, metrics, cost, bridge) ~250-350 ms, which ``ek-agents --help``
 and an argument error should not pay.
 
@@ -207,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "(in this process when no Prefect API is configured)")
     p.add_argument("--suite", required=True, metavar="PATH", help="suite file (YAML or JSONL)")
     p.add_argument("--agent", required=True, metavar="MODULE:CALLABLE", help="the agent's import path")
+    p.add_argument("--agent-id", default=None, metavar="ID",
+                   help="what identifies the agent (e.g. bot-v3/gpt-4o), instead of digesting its "
+                        "state: needed to resume a run whose agent holds a live client or lock "
+                        "and declares no ek_config")
     _eval_args(p)
     p.add_argument("--temperature", type=_number(0.0), default=None)
     p.add_argument("--chunk-size", type=_int_in(1, MAX_K * MAX_CONCURRENCY), default=None,
@@ -253,12 +257,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write a self-contained HTML report of the runs (path or fsspec URL)")
     p.add_argument("--markdown", default=None, metavar="PATH",
                    help="write the report of the runs as Markdown (path or fsspec URL)")
+    p.add_argument("--labels", metavar="FILE", help="people's verdicts on some trials (JSONL): the "
+                   "judge-corrected success beside the judge's raw one (one run; printed or --json)")
     _store_arg(p)
 
     p = sub.add_parser("gate", help="gate a stored run against a baseline (no Prefect needed)")
     p.add_argument("run_id", type=_name("run id"))
     p.add_argument("--baseline", required=True, metavar="NAME", type=_name("baseline name"))
+    p.add_argument("--labels", metavar="FILE", help="labels of this run: compare judge-corrected "
+                   "rates (when the baseline has labels too)")
     _tolerance_args(p)
+    _store_arg(p)
+
+    p = sub.add_parser("plan-labels", help="pick which trials of a judged run to label (stratified "
+                                           "by task) and write the file a person fills in")
+    p.add_argument("run_id", type=_name("run id"))
+    p.add_argument("--n", type=_int_in(1, 1_000_000), required=True, help="labels to plan")
+    p.add_argument("--out", metavar="PATH", help="where to write the file (default labels-RUN_ID.jsonl)")
+    p.add_argument("--width", type=_number(0.0, above=True), default=0.1, help="labels for this width")
+    p.add_argument("--seed", type=_int_in(0, MAX_SEED), default=0)
+    _store_arg(p)
+
+    p = sub.add_parser("plan", help="plan tasks x k, labels and dollars from a pilot run, for a "
+                                    "target interval width or gate power")
+    p.add_argument("run_id", type=_name("run id"))
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--width", type=_number(0.0, above=True), help="target 95%% interval width on "
+                   "the success rate (e.g. 0.1)")
+    g.add_argument("--power", type=_number(0.0, above=True), help="target gate power (e.g. 0.8), "
+                   "with --drop")
+    p.add_argument("--drop", type=_number(0.0, above=True), help="success drop to detect (0.1: 10 points)")
+    p.add_argument("--max-tasks", type=_int_in(2, 10_000_000), help="tasks (default: the pilot's)")
+    p.add_argument("--labels", metavar="FILE", help="the pilot's labels: plan the labels too")
     _store_arg(p)
 
     p = sub.add_parser("audit", help="verify a run's artifacts and recompute its figures")
@@ -287,15 +317,15 @@ def _store(url: Optional[str]) -> Any:
 
 
 def _print_report(st: Any, run_id: str) -> None:
-    from .manifest import report_markdown
-    from .record import run_report
+    from .runs.manifest import report_markdown
+    from .runs.documents import run_report
 
     print(report_markdown(*run_report(st, run_id)))
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from .harness import new_run_id
-    from .pipeline_support import check_inputs, check_request, load_agent
+    from .runs.harness import new_run_id
+    from .runs.pipeline_support import check_inputs, check_request, load_agent
     from .store import run_key
 
     clock = _Clock(a.verbose, since=getattr(a, "started", None))  # from main(): the parsing too
@@ -312,7 +342,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       refresh=a.refresh, retry_errored=a.retry_errored,
                       max_error_rate=a.max_error_rate, break_lease=a.break_lease,
                       lease_wait_s=a.wait_lease,
-                      sequential=a.sequential)
+                      sequential=a.sequential, agent_id=a.agent_id)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
     clock.mark("parse, load ek_agents")
@@ -395,19 +425,27 @@ def _say_path(verbose: bool, here: bool, local: Any, server: Any) -> None:
 
 def _cmd_report(a: argparse.Namespace) -> int:
     st = _store(a.store)
+    if a.labels is not None:
+        from .runs.labelrun import labeled_report_text
+
+        if len(a.run_ids) > 1 or a.html is not None or a.markdown is not None:
+            raise InvalidInput("report --labels: one run, printed (or --json); to keep labels with a "
+                               "run, give them to run_suite(labels=) or the evaluate flow")
+        print(labeled_report_text(st, a.run_ids[0], a.labels, as_json=a.json), end="")
+        return 0
     if a.html is not None or a.markdown is not None:
-        from .htmlreport import write_report
+        from .report.htmlreport import write_report
 
         for kind, path in write_report(st, a.run_ids, html=a.html, markdown=a.markdown).items():
             print(f"{kind} report of {len(a.run_ids)} run(s): {path}")
     elif a.json:
-        from .record import run_report
+        from .runs.documents import run_report
 
         docs = {rid: run_report(st, rid)[1] for rid in a.run_ids}
         print(json.dumps(docs[a.run_ids[0]] if len(a.run_ids) == 1 else docs, indent=2, sort_keys=True))
     elif len(a.run_ids) > 1:
-        from .htmlreport import render_markdown
-        from .runsummary import load_runs
+        from .report.htmlreport import render_markdown
+        from .report.runsummary import load_runs
 
         print(render_markdown(load_runs(st, a.run_ids)), end="")
     else:
@@ -416,15 +454,27 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_gate(a: argparse.Namespace) -> int:
-    from .pipeline_support import raise_for_verdict
-    from .record import gate_run
+    from .runs.labelrun import gate_with_labels  # labels=None: stages.gate_run
+    from .runs.pipeline_support import raise_for_verdict
 
-    verdict = gate_run(_store(a.store), a.run_id, a.baseline, tolerance=a.tolerance,
-                       cost_tolerance=a.cost_tolerance)
+    verdict = gate_with_labels(_store(a.store), a.run_id, a.baseline, a.labels,
+                               tolerance=a.tolerance, cost_tolerance=a.cost_tolerance)
     raise_for_verdict(verdict)
     for w in verdict.get("warnings") or []:
         print(f"warning: {w}")
     print(f"gate passed: run {a.run_id!r} vs baseline {a.baseline!r}")
+    return 0
+
+
+def _cmd_plan(a: argparse.Namespace) -> int:  # plan-labels and plan
+    from .runs.labelrun import plan_labels_lines, plan_run
+
+    st = _store(a.store)
+    print("\n".join(plan_labels_lines(st, a.run_id, a.n, seed=a.seed, width=a.width,
+                                      path=a.out or f"labels-{a.run_id}.jsonl")
+                    if a.command == "plan-labels" else
+                    [plan_run(st, a.run_id, labels=a.labels, max_tasks=a.max_tasks,
+                              target_width=a.width, power=a.power, drop=a.drop).sentence]))
     return 0
 
 
@@ -445,7 +495,7 @@ def _cmd_audit(a: argparse.Namespace) -> int:
         result = _flows().call_flow("audit_run", run_id=a.run_id, baseline=a.baseline,
                                     store=_store(a.store).url)
     else:
-        from .audit import audit
+        from .runs.audit import audit
 
         with warnings.catch_warnings():  # the recomputation repeats the run's own warnings
             warnings.simplefilter("ignore")
@@ -453,6 +503,8 @@ def _cmd_audit(a: argparse.Namespace) -> int:
         if not done.passed:
             raise AuditFailed(done.summary())
         result = done.to_dict()
+    for note in result.get("notes") or ():
+        print(f"note: {note}")
     print(f"audit passed: run {result['run_id']!r}, {len(result['checked'])} checks")
     return 0
 
@@ -462,7 +514,7 @@ def _cmd_promote(a: argparse.Namespace) -> int:
         out = _flows().call_flow("promote_baseline", run_id=a.run_id, name=a.name,
                                  store=_store(a.store).url, replace=a.replace)
     else:
-        from .record import promote_baseline
+        from .runs.baselines import promote_baseline
 
         out = promote_baseline(_store(a.store), a.run_id, a.name, replace=a.replace)
     was = out.get("replaced")
@@ -489,7 +541,8 @@ def _cmd_demo(a: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": _cmd_run, "ingest": _cmd_run, "report": _cmd_report, "gate": _cmd_gate,
-            "audit": _cmd_audit, "promote": _cmd_promote, "demo": _cmd_demo}
+            "audit": _cmd_audit, "promote": _cmd_promote, "demo": _cmd_demo,
+            "plan-labels": _cmd_plan, "plan": _cmd_plan}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

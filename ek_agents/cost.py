@@ -15,6 +15,13 @@ every token is billed **once**, at its kind's rate::
 Above a context tier's threshold (prompt tokens > threshold) the **whole request** is billed at
 that tier's rates, as LiteLLM and the providers do.
 
+An episode whose ``Cost`` records its model calls (``Cost.calls``, :class:`~ek_agents.base.ModelCall`)
+is billed **call by call**, each call at the rates of the model that answered it (a gpt-4o
+planner and a gpt-4o-mini summariser each at their own rates), each call one request for the
+context tier; ``cost_report`` then breaks the figures down per model. A call whose source did
+not report cached tokens (``cached_known=False``) is billed at full input rates: the dollars
+are an **upper bound**, and the report says so.
+
 >>> from ek_agents.base import Cost
 >>> p = per_million(3.0, 15.0)
 >>> round(dollars(Cost(input_tokens=1_000_000, output_tokens=100_000), p), 6)
@@ -28,16 +35,17 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional, Union
 
-from .base import Cost
+from .base import TOKEN_KINDS, Cost, ModelCall
 from .errors import InvalidInput, UnknownModelPrice
 from .prices import (DEFAULT_BATCH_DISCOUNT, DEFAULT_CACHE_DISCOUNT, RATE_KINDS, SERVICE_TIERS,
                      ModelPrice, check_rate, load_prices, price_of, service_tier_of)
-from .stats import cluster_bootstrap_ratio
+from .stats.bootstrap import cluster_bootstrap_ratio
 
 __all__ = [
     "ModelPrice", "per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report",
     "load_prices", "price_of", "UnknownModelPrice", "DEFAULT_CACHE_DISCOUNT",
     "DEFAULT_BATCH_DISCOUNT", "SERVICE_TIERS", "RATE_KINDS", "episode_model",
+    "episode_dollars_by_model", "call_dollars",
 ]
 
 def per_million(input: float, output: float, *, cached_input: Optional[float] = None,
@@ -61,7 +69,7 @@ def per_million(input: float, output: float, *, cached_input: Optional[float] = 
 
 
 def _as_cost(cost: Any) -> Cost:
-    if isinstance(cost, Cost):
+    if isinstance(cost, (Cost, ModelCall)):  # a ModelCall holds the same token counts
         return cost
     if isinstance(cost, Mapping):
         return Cost.from_dict(cost)
@@ -146,7 +154,9 @@ def episode_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] 
     (The spec says 0.0 there; ek-agents returns ``None`` on purpose: an unknown cost is not
     free.) ``price`` applies to the episode as given; otherwise the episode's model
     (``run.model``, else ``meta["model"]``) is looked up in ``prices``. An episode's
-    ``meta["service_tier"]`` (as a provider reports it) selects the service-tier rates.
+    ``meta["service_tier"]`` (as a provider reports it) selects the service-tier rates. An
+    episode whose Cost records its model calls is billed call by call, each call at its own
+    model's rates (:func:`call_dollars`; ``price`` then bills every call at those rates).
     """
     if getattr(episode, "cost", None) is None:
         return None
@@ -156,7 +166,11 @@ def episode_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] 
 def _billed(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
             price: Optional[ModelPrice], batch: bool, memo: Optional[dict] = None) -> float:
     """Dollars of an episode that carries a Cost, at its recorded ``meta["service_tier"]``
-    when the price has rates for that tier (else the standard rates)."""
+    when the price has rates for that tier (else the standard rates); call by call when the
+    Cost records its model calls."""
+    if episode.cost.calls:
+        return math.fsum(d for _, d in call_dollars(episode, prices=prices, price=price,
+                                                    batch=batch, memo=memo))
     p = _episode_price(episode, prices, price, memo)
     try:
         tier = None if batch else service_tier_of(
@@ -201,7 +215,12 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
     task), ``mean_dollars``, ``mean_latency_s``,
     ``total_tokens`` (and ``input_tokens``, ``output_tokens``, ``cached_input_tokens``,
     ``cache_write_tokens``, ``reasoning_tokens``), ``n_without_cost``, ``seed`` and
-    ``warnings``. With ``per_task=True`` also ``cost_per_success_per_task`` -- Erol et al.
+    ``warnings``. When some episode's Cost records its model calls, also ``per_model``
+    (``{model: {calls, episodes, input_tokens, cached_input_tokens, cache_write_tokens,
+    output_tokens, reasoning_tokens, dollars, upper_bound}}``, each call under the model that
+    answered it; an episode without calls under its episode model, with ``calls`` 0),
+    ``upper_bound`` (True when some call did not report cached tokens: its dollars, and so
+    the totals, are an upper bound) and ``upper_bound_reason``. With ``per_task=True`` also ``cost_per_success_per_task`` -- Erol et al.
     (2025)'s form: per task ``E[cost] / E[success]``, averaged over tasks (``inf`` if any task
     never succeeded) -- and ``per_task`` (``{task_id: {n, n_success, dollars,
     cost_per_success}}``).
@@ -232,6 +251,8 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
                          "cache_write_tokens", "reasoning_tokens"), 0)
     n_without = 0
     memo: dict[str, ModelPrice] = {}
+    by_model: Optional[dict] = {} if any(getattr(getattr(ep, "cost", None), "calls", None)
+                                         for ep in eps) else None
     for ep in eps:
         if getattr(ep, "success", None) is None:
             raise InvalidInput(
@@ -247,7 +268,10 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
             tok[k] += getattr(c, k)
         if c.latency_s is not None:
             lat.append(float(c.latency_s))
-        if priced:
+        if by_model is not None:
+            costed.append((str(ep.task_id), _add_by_model(by_model, ep, prices, price, batch, memo,
+                                                          priced), ok))
+        elif priced:
             costed.append((str(ep.task_id), _billed(ep, prices, price, batch, memo), ok))
         else:
             costed.append((str(ep.task_id), math.nan, ok))
@@ -285,6 +309,10 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
         "total_tokens": tok["input_tokens"] + tok["output_tokens"], **tok,
         "n_without_cost": n_without, "seed": seed, "batch": batch, "warnings": warnings_,
     }
+    if by_model is not None:
+        report.update(_model_breakdown(by_model, priced))
+        if report["upper_bound"]:
+            warnings_.append(report["upper_bound_reason"])
     if per_task:
         report.update(_per_task(costed, priced))
     return report
@@ -321,3 +349,145 @@ def _per_task(costed: list[tuple[str, float, bool]], priced: bool) -> dict:
     if priced and values:
         value = math.inf if any(math.isinf(v) for v in values) else math.fsum(values) / len(values)
     return {"cost_per_success_per_task": value, "per_task": table}
+
+
+# --------------------------------------------------------------------------- per-call billing
+
+def _call_price(call: ModelCall, where: str, prices: Optional[Mapping[str, ModelPrice]],
+                price: Optional[ModelPrice], memo: Optional[dict]) -> ModelPrice:
+    if price is not None:
+        return _resolve(price, prices)
+    if memo is not None and call.model in memo:
+        return memo[call.model]
+    try:
+        p = price_of(call.model, prices=prices)
+    except UnknownModelPrice as exc:
+        asked = (f", which asked for {call.requested_model!r}"
+                 if call.requested_model and call.requested_model != call.model else "")
+        raise UnknownModelPrice(f"{where} (answered by {call.model!r}{asked}): "
+                                f"{exc.args[0] if exc.args else exc}") from None
+    if memo is not None:
+        memo[call.model] = p
+    return p
+
+
+def call_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] = None,
+                 price: Optional[ModelPrice] = None, batch: bool = False,
+                 memo: Optional[dict] = None) -> list[tuple[ModelCall, float]]:
+    """``[(call, dollars)]`` of each model call the episode's Cost records, in order: each
+    call one request at the rates of the model that answered it (``call.model``, looked up in
+    ``prices``; :class:`~ek_agents.errors.UnknownModelPrice` naming the call when it has no
+    rates), at the episode's ``meta["service_tier"]`` where that model has rates for it.
+    ``price`` bills every call at those rates instead. ``[]`` for an episode without calls.
+
+    >>> from ek_agents.base import Cost, Episode, ModelCall
+    >>> prices = {"big": per_million(2.5, 10.0), "small": per_million(0.15, 0.6)}
+    >>> ep = Episode("t", cost=Cost.of_calls([ModelCall("big", input_tokens=1000, output_tokens=100),
+    ...                                       ModelCall("small", input_tokens=1000, output_tokens=100)]))
+    >>> [(c.model, round(d, 6)) for c, d in call_dollars(ep, prices=prices)]
+    [('big', 0.0035), ('small', 0.00021)]
+    """
+    cost = getattr(episode, "cost", None)
+    if cost is None or not cost.calls:
+        return []
+    tid = getattr(episode, "task_id", "?")
+    wanted = None if batch else (getattr(episode, "meta", None) or {}).get("service_tier")
+    out = []
+    for i, call in enumerate(cost.calls):
+        p = _call_price(call, f"episode of task {tid!r}, model call {i}", prices, price, memo)
+        try:
+            tier = None if wanted is None else service_tier_of(wanted, p)
+        except InvalidInput:
+            tier = None
+        out.append((call, dollars(call, p, batch=batch, service_tier=tier)))
+    return out
+
+
+def episode_dollars_by_model(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] = None,
+                             price: Optional[ModelPrice] = None,
+                             batch: bool = False) -> Optional[dict[str, float]]:
+    """``{model: dollars}`` of one episode: its model calls summed per model that answered
+    them; an episode without calls is one entry, its episode model's (``"?"`` when it records
+    none and ``price`` is given). ``None`` when it carries no Cost. The values add up to
+    :func:`episode_dollars`.
+
+    >>> from ek_agents.base import Cost, Episode, ModelCall
+    >>> prices = {"big": per_million(2.5, 10.0), "small": per_million(0.15, 0.6)}
+    >>> ep = Episode("t", cost=Cost.of_calls([ModelCall("big", input_tokens=1000),
+    ...                                       ModelCall("small", input_tokens=1000),
+    ...                                       ModelCall("big", output_tokens=100)]))
+    >>> {m: round(d, 6) for m, d in episode_dollars_by_model(ep, prices=prices).items()}
+    {'big': 0.0035, 'small': 0.00015}
+    """
+    cost = getattr(episode, "cost", None)
+    if cost is None:
+        return None
+    if not cost.calls:
+        return {episode_model(episode) or "?": _billed(episode, prices, price, batch)}
+    out: dict[str, list[float]] = {}
+    for call, d in call_dollars(episode, prices=prices, price=price, batch=batch):
+        out.setdefault(call.model, []).append(d)
+    return {m: math.fsum(ds) for m, ds in out.items()}
+
+
+_NO_MODEL = "(no model recorded)"
+
+
+def _add_by_model(table: dict, ep: Any, prices: Optional[Mapping[str, ModelPrice]],
+                  price: Optional[ModelPrice], batch: bool, memo: dict, priced: bool) -> float:
+    """Add the episode's calls (or, without calls, the episode) to ``table``'s rows; its dollars
+    (NaN when not priced)."""
+    cost = ep.cost
+    if cost.calls:
+        parts = (call_dollars(ep, prices=prices, price=price, batch=batch, memo=memo) if priced
+                 else [(c, math.nan) for c in cost.calls])
+        seen = set()
+        for call, d in parts:
+            row = _row(table, call.model)
+            row["calls"] += 1
+            row["episodes"] += call.model not in seen
+            seen.add(call.model)
+            _add_tokens(row, call, d)
+            row["unknown_cached"] += not call.cached_known
+        return math.fsum(d for _, d in parts) if priced else math.nan
+    d = _billed(ep, prices, price, batch, memo) if priced else math.nan
+    row = _row(table, episode_model(ep) or _NO_MODEL)
+    row["episodes"] += 1
+    _add_tokens(row, cost, d)
+    return d
+
+
+def _row(table: dict, model: str) -> dict:
+    row = table.get(model)
+    if row is None:
+        row = table[model] = {"calls": 0, "episodes": 0, **dict.fromkeys(TOKEN_KINDS, 0),
+                              "dollars": [], "unknown_cached": 0}
+    return row
+
+
+def _add_tokens(row: dict, counts: Any, d: float) -> None:
+    for k in TOKEN_KINDS:
+        row[k] += getattr(counts, k)
+    row["dollars"].append(d)
+
+
+def _model_breakdown(table: dict, priced: bool) -> dict:
+    """``per_model`` (largest spend first when priced, else most calls), ``upper_bound`` and
+    its reason."""
+    rows = {}
+    unknown = {m: r["unknown_cached"] for m, r in table.items() if r["unknown_cached"]}
+    for model, r in table.items():
+        rows[model] = {"calls": r["calls"], "episodes": r["episodes"],
+                       **{k: r[k] for k in TOKEN_KINDS},
+                       "dollars": math.fsum(r["dollars"]) if priced else None,
+                       "upper_bound": model in unknown}
+    order = sorted(rows, key=lambda m: (-(rows[m]["dollars"] or 0.0), -rows[m]["calls"], m))
+    n_calls = sum(r["calls"] for r in rows.values())
+    reason = None
+    if unknown:
+        reason = (f"{sum(unknown.values())} of {n_calls} model call(s) did not report cached "
+                  f"tokens ({', '.join(f'{m}: {n}' for m, n in sorted(unknown.items()))}): billed at "
+                  "full input rates, so the dollar figures are an UPPER BOUND (turn on an "
+                  "instrumentation that reports cached tokens to bill them exactly)")
+    return {"per_model": {m: rows[m] for m in order}, "upper_bound": bool(unknown),
+            "upper_bound_reason": reason}

@@ -22,7 +22,7 @@ __all__ = [
     "StoreUnreachable", "StoreTimeout", "StoreAccessDenied", "BucketNotFound",
     "IntegrityError", "TransientAgentError", "AgentTimeout", "did_you_mean",
     "CheckFailed", "GateFailed", "AuditFailed", "DocumentError", "DigestMismatch",
-    "RunMismatch", "RunInUse", "TooManyErrors",
+    "RunMismatch", "RunInUse", "TooManyErrors", "UnidentifiedAgent",
 ]
 
 
@@ -147,6 +147,12 @@ class DigestMismatch(AuditFailed, IntegrityError):
 class RunMismatch(InvalidInput):
     """A resume of a run id whose stored fingerprint (agent, code, configuration, suite, k,
     seed, provenance, limits) differs from this call's: the message names the fields."""
+
+
+class UnidentifiedAgent(RunMismatch):
+    """A resume of a run whose agent had state that could not be identified (a live client, a
+    lock, ...): the message names the attribute and the ways out (declare ``ek_config`` / pass
+    ``agent_id``, or a fresh run id / ``refresh``)."""
 
 
 class RunInUse(EkAgentsError, RuntimeError):

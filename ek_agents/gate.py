@@ -2,7 +2,7 @@
 
 :func:`regression_gate` compares a new :class:`~ek_agents.reporting.ReliabilityReport` with a
 baseline (a report and its :class:`~ek_agents.base.RunProvenance`; storing and loading named
-baselines is :mod:`ek_agents.record`'s job, which also holds the spec's name-taking
+baselines is :mod:`ek_agents.runs.baselines`'s job, which also holds the spec's name-taking
 ``agent_regression_gate``):
 
 - **success rate** -- when both runs cover the same tasks (their ``per_task`` tables list the
@@ -24,6 +24,13 @@ baselines is :mod:`ek_agents.record`'s job, which also holds the spec's name-tak
   baseline``; without CIs the point estimates decide (``current > baseline * (1 +
   cost_tolerance)``). An infinite cost per success (no success at all) is left to the
   success-rate check.
+
+- **judge-corrected success rate** -- when *both* reports carry labels
+  (``detail["judge_corrected"]``: a judge graded the runs and people labeled some trials), the
+  success check compares the **corrected** rates instead of the judge's raw ones
+  (:func:`~ek_agents.stats.correctedrates.corrected_check`: paired over tasks by their influences when
+  the runs share tasks) and its sentence says so; with labels on one side only, the raw rates
+  are compared and a warning says why.
 
 ``details["test"]`` says which test ran (``"paired"`` or ``"unpaired"``) and every check its
 ``method``.
@@ -59,6 +66,7 @@ from . import stats
 from .base import NonFiniteJson, RunProvenance
 from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput
+from .stats.correctedrates import corrected_check
 from .reporting import ReliabilityReport
 
 __all__ = ["AgentGateResult", "regression_gate", "as_report", "as_run", "check_comparable", "ALPHA",
@@ -226,9 +234,17 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
         pd = None
         lo, hi = stats.newcombe_difference(cur.n_success, cur.n_trials, base.n_success, base.n_trials, z=z)
         method = "Newcombe score interval on the difference (unpaired)"
-    checks.append(_check("success rate", p_c, p_b, p_c - p_b, (lo, hi), -tolerance, level,
-                         regressed=hi < -tolerance, worse=p_c - p_b < -tolerance,
-                         method=method, paired=pd))
+    corrected = corrected_check(cur.detail.get("judge_corrected"), base.detail.get("judge_corrected"),
+                                alpha=a, warnings=warnings)
+    if corrected is not None:  # both runs carry labels: the judge-corrected rates decide
+        p_c, p_b, diff, (lo, hi), method = corrected
+        checks.append(_check("success rate (judge-corrected rates compared)", p_c, p_b, diff, (lo, hi), -tolerance,
+                             level, regressed=hi < -tolerance, worse=diff < -tolerance,
+                             method=method))
+    else:
+        checks.append(_check("success rate", p_c, p_b, p_c - p_b, (lo, hi), -tolerance, level,
+                             regressed=hi < -tolerance, worse=p_c - p_b < -tolerance,
+                             method=method, paired=pd))
 
     # pass^k: paired per-task pass^k differences, else the combined bound of the two CIs
     if do_hat:
@@ -342,6 +358,10 @@ def _cost_inputs(cur: Mapping, base: Mapping, warnings: list) -> Optional[tuple]
         warnings.append(f"cost per success not compared: {c!r} now vs {b!r} in the baseline "
                         "(infinite means no success; the success-rate check covers that)")
         return None
+    for side, doc in (("now", cur), ("in the baseline", base)):  # cost.cost_report's mark
+        if doc.get("upper_bound"):
+            warnings.append(f"cost per success {side} is an upper bound, not an exact figure: "
+                            f"{doc.get('upper_bound_reason') or 'some calls did not report cached tokens'}")
     return float(c), float(b), cur.get("cost_per_success_ci"), base.get("cost_per_success_ci")
 
 

@@ -31,13 +31,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-from . import htmlreport, pipeline_support, record
+from .report import htmlreport
+from .runs import documents, pipeline_support, stages
 from .base import RunProvenance
 from .errors import InvalidInput
-from .harness import new_run_id
-from .manifest import RunInputs
-from .pipeline_support import TrialChunk, TrialPlan, TrialRequest
-from .record import GateRef, StageRef
+from .runs.harness import new_run_id
+from .runs.manifest import RunInputs
+from .runs.pipeline_support import TrialChunk, TrialPlan, TrialRequest
+from .runs.stagecache import GateRef, StageRef
 from .store import Store, acquire_lease, release_lease
 
 __all__ = ["evaluate_agent", "run_trials", "sequential_trials", "ORCHESTRATOR"]
@@ -67,7 +68,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    dask_address: Optional[str] = None, refresh: bool = False,
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
                    break_lease: bool = False, lease_wait_s: float = 0.0,
-                   sequential: bool = False, log: Optional[Log] = None) -> dict:
+                   sequential: bool = False, agent_id: Optional[str] = None,
+                   log: Optional[Log] = None) -> dict:
     """The ``evaluate-agent`` flow's plan, here and now (the flow's parameters, same meaning).
 
     Returns what the flow returns (``run_id``, ``store``, ``manifest`` key, ``results``,
@@ -100,7 +102,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             tolerance=tolerance, cost_tolerance=cost_tolerance, chunk_size=chunk_size,
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
-            sequential=sequential, parameters=parameters, log=log)
+            sequential=sequential, parameters=parameters, log=log, agent_id=agent_id)
     finally:
         release_lease(st, lease)
 
@@ -112,34 +114,35 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
               cost_tolerance: float, chunk_size: Optional[int], max_concurrency: int,
               timeout_s: Optional[float], retries: int, refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool, parameters: Mapping,
-              log: Log) -> dict:
+              log: Log, agent_id: Optional[str] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease (``flows/evaluate.py:_evaluate``,
     each task replaced by the library call it wraps)."""
     decided = None
     if ingest:
-        episodes = record.ingest_run(st, run_id, ingest, ingest_path)
-        tasks = (record.record_suite(st, run_id, suite) if suite
-                 else record.ingest_suite(st, run_id, episodes))
+        episodes = stages.ingest_run(st, run_id, ingest, ingest_path)
+        tasks = (stages.record_suite(st, run_id, suite) if suite
+                 else stages.ingest_suite(st, run_id, episodes))
         run = RunProvenance(seed, temperature, model, simulator, "", scaffold).to_dict()
     else:
-        tasks = record.record_suite(st, run_id, suite)
+        tasks = stages.record_suite(st, run_id, suite)
         run = RunProvenance(seed, temperature, model, simulator, tasks.version, scaffold).to_dict()
         request = TrialRequest(
             store=st.url, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
-            retries=retries, refresh=refresh, retry_errored=retry_errored, check=check)
+            retries=retries, refresh=refresh, retry_errored=retry_errored, check=check,
+            agent_id=agent_id)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials(request, baseline, check, tolerance,
                                                   prices is not None)
         else:
             episodes = run_trials(request, log=log)
-    price_list = record.record_prices(st, run_id, prices)
-    graded = record.run_grade(st, run_id, episodes, tasks, check)
-    reliability = record.run_metrics(st, run_id, graded, tasks, k=k, seed=seed, run=run)
-    report = record.run_cost(st, run_id, graded, reliability, price_list, seed=seed)
-    verdict = decided or record.run_gate(st, run_id, report, baseline, tolerance=tolerance,
+    price_list = stages.record_prices(st, run_id, prices)
+    graded = stages.run_grade(st, run_id, episodes, tasks, check)
+    reliability = stages.run_metrics(st, run_id, graded, tasks, k=k, seed=seed, run=run)
+    report = stages.run_cost(st, run_id, graded, reliability, price_list, seed=seed)
+    verdict = decided or stages.run_gate(st, run_id, report, baseline, tolerance=tolerance,
                                          cost_tolerance=cost_tolerance)
-    manifest = record.record_run(
+    manifest = documents.record_run(
         st, run_id,
         refs={"tasks": tasks, "prices": price_list, "episodes": episodes, "graded": graded,
               "metrics": reliability, "report": report, "gate": verdict},
@@ -202,7 +205,7 @@ def sequential_trials(request: TrialRequest, baseline: str, check: Optional[str]
         if look["decision"] != "continue":
             break
     episodes = pipeline_support.collect_batches(request, looks)
-    verdict = record.run_sequential_gate(Store(request.store), request.run_id, episodes,
+    verdict = stages.run_sequential_gate(Store(request.store), request.run_id, episodes,
                                          request.tasks, baseline, k=request.k, check=check,
                                          tolerance=tolerance, priced=priced)
     return episodes, verdict

@@ -23,9 +23,12 @@ from .base import (Episode, NonFiniteJson, RunProvenance, TaskSpec, is_episode, 
 from .core import shape
 from .cost import cost_report
 from .errors import InvalidInput
-from .facades import get_metric, score_all
-from .metrics import grade, is_errored
-from .stats import bootstrap_ci, bootstrap_mean_cis, pass_at_k, pass_hat_k, success_interval
+from .labels import judge_detail
+from .scoring.facades import get_metric, score_all
+from .scoring.metrics import grade, is_errored
+from .stats.bootstrap import bootstrap_ci, bootstrap_mean_cis
+from .stats.intervals import pass_at_k, pass_hat_k
+from .stats.clustered import success_interval
 
 __all__ = ["ReliabilityReport", "reliability", "pass_hat_curve", "DEFAULT_RESAMPLES", "build_report",
            "graded_report", "reliability_with_run", "with_cost", "score_metrics",
@@ -129,7 +132,7 @@ def _episode_success(ep: Any) -> bool:
     if ep.success is None:
         raise InvalidInput(
             f"reliability: episode of task {ep.task_id!r} is ungraded (success=None); grade the "
-            "episodes first (ek_agents.metrics.grade) or record a success")
+            "episodes first (ek_agents.scoring.metrics.grade) or record a success")
     return bool(ep.success)
 
 
@@ -291,7 +294,7 @@ def pass_hat_curve(counts: Mapping[str, tuple[int, int]], k_max: int, *,
 def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
                  metrics: Optional[Mapping[str, Any]] = None, price: Any = None,
                  prices: Optional[Mapping] = None, seed: int = 0,
-                 run: Optional[RunProvenance] = None) -> Any:
+                 run: Optional[RunProvenance] = None, labels: Any = None) -> Any:
     """Grade -> metrics -> cost -> reliability: a :class:`~ek_agents.reporting.ReliabilityReport`.
 
     ``metrics`` (``{name: Metric}``) are scored on every episode against its task's gold with
@@ -302,13 +305,19 @@ def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
     ``report.cost`` has one cost report per slice under ``"per_slice"``. The pipeline's
     ``record.metrics_stage`` and ``record.cost_stage`` compute the same report (the same two
     helpers), so a run recorded by either reads alike.
+
+    ``labels`` (a labels file's path, its bytes, or ``labels.Labels``: people's verdicts on
+    some trials of a judge-graded run) adds ``detail["judge_corrected"]``
+    (:func:`~ek_agents.labels.judge_detail`): the judge's raw rate beside the judge-corrected
+    one, the judge's measured error, and the cost per corrected success.
     """
     return graded_report(episodes, tasks, k=k, check=check, metrics=metrics, price=price,
-                   prices=prices, seed=seed, run=run)[2]
+                   prices=prices, seed=seed, run=run, labels=labels)[2]
 
 
 def graded_report(episodes: Any, tasks: Any, *, k: int, check: Any, metrics: Optional[Mapping],
-            price: Any, prices: Optional[Mapping], seed: int, run: Optional[RunProvenance]) -> tuple:
+            price: Any, prices: Optional[Mapping], seed: int, run: Optional[RunProvenance],
+            labels: Any = None) -> tuple:
     """:func:`build_report`'s ``(graded episodes, reliability, report)``: the graded, metrics
     and report documents of a run (``harness.run_suite`` stores all three)."""
     specs = task_table(tasks)
@@ -318,7 +327,15 @@ def graded_report(episodes: Any, tasks: Any, *, k: int, check: Any, metrics: Opt
     report = with_cost(reliability, graded, prices=prices, price=price, seed=seed)
     if metrics:
         report = dataclasses.replace(report, detail={**report.detail, "metrics": metric_values})
+    if labels is not None:
+        report = with_labels(report, graded, labels, check=check, tasks=specs)
     return graded, reliability, report
+
+
+def with_labels(report: Any, graded: list, labels: Any, *, check: Any, tasks: Any) -> Any:
+    """``report`` with ``detail["judge_corrected"]`` (:func:`~ek_agents.labels.judge_detail`)."""
+    detail = judge_detail(graded, labels, check=check, tasks=tasks, cost=report.cost)
+    return dataclasses.replace(report, detail={**report.detail, "judge_corrected": detail})
 
 
 def reliability_with_run(graded: list, tasks: Any, *, k: int, seed: int,

@@ -32,7 +32,7 @@ The verdict covers the **success-rate** check (the only one that exists after on
 task; pass^k needs all k trials). :func:`sequential_gate` drives the looks with two callables
 (run one batch of ``(task_id, trial)`` pairs; read a success from an episode) so this module
 does not depend on the harness: ``run_suite(..., baseline=..., sequential=True)`` wires it to
-:func:`~ek_agents.harness.run_trials`.
+:func:`~ek_agents.runs.harness.run_trials`.
 
 >>> base = {f"t{i}": (3, 4) for i in range(40)}
 >>> look = sequential_look({t: (0, 1) for t in base}, base, look=1, n_looks=4)
@@ -51,7 +51,9 @@ from .base import NonFiniteJson
 from .core import shape
 from .errors import InvalidInput
 from .gate import ALPHA, as_run, check_comparable
-from .stats import group_sequential_bounds, paired_difference, t_quantile
+from .stats.power import group_sequential_bounds
+from .stats.bootstrap import paired_difference
+from .stats.intervals import t_quantile
 
 __all__ = ["SequentialVerdict", "sequential_look", "sequential_gate", "baseline_task_counts",
            "per_check_alpha", "replay_sequential", "gate_document", "check_baseline_comparable",

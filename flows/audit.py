@@ -5,7 +5,7 @@ from typing import Optional
 
 from prefect import flow
 
-from ek_agents.audit import AuditResult
+from ek_agents.runs.audit import AuditResult
 from ek_agents.errors import AuditFailed, InvalidInput
 from ek_agents.store import Store
 from ek_agents_pipeline.tasks import audit, promote, publish_audit

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from ek_agents import manifest as _manifest
+from ek_agents.runs import manifest as _manifest
 import ek_agents_examples
-from ek_agents import record
+from ek_agents.runs import documents
 from ek_agents.errors import CheckFailed
-from ek_agents.harness import new_run_id
-from ek_agents.htmlreport import REPORT_FILE, render_html
-from ek_agents.runsummary import load_runs
+from ek_agents.runs.harness import new_run_id
+from ek_agents.report.htmlreport import REPORT_FILE, render_html
+from ek_agents.report.runsummary import load_runs
 from ek_agents.store import Store, baseline_key, report_key, run_file_key, run_key
 
 from ek_agents_examples.shop.world import SUITE_PATH
@@ -42,7 +42,7 @@ def run_demo(store: str, *, k: int = 4, say: Callable[[str], None] = print) -> d
             failed = None
         except CheckFailed as exc:
             failed = exc
-        say(_manifest.report_markdown(*record.run_report(st, runs[step])))
+        say(_manifest.report_markdown(*documents.run_report(st, runs[step])))
         if failed is not None:
             say(f"-> {type(failed).__name__}: the run is recorded and the flow run failed "
                 "(`ek-agents run` exits 1)")

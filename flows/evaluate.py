@@ -6,14 +6,15 @@ from typing import Optional
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from ek_agents import pipeline_support
+from ek_agents.runs import pipeline_support
 from ek_agents.base import RunProvenance
-from ek_agents.harness import new_run_id
-from ek_agents.manifest import RunInputs
-from ek_agents.pipeline_support import TrialPlan, TrialRequest
+from ek_agents.runs.harness import new_run_id
+from ek_agents.runs.manifest import RunInputs
+from ek_agents.runs.pipeline_support import TrialPlan, TrialRequest
 from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate,
-                                      grade, ingest_bridge, ingest_tasks, load_prices,
+                                      grade, ingest_bridge, ingest_tasks, judge_correct,
+                                      load_labels, load_prices,
                                       load_suite, metrics, plan_trials, publish_report,
                                       run_trial_chunk, write_manifest)
 
@@ -42,7 +43,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    dask_address: Optional[str] = None, refresh: bool = False,
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
                    break_lease: bool = False, lease_wait_s: float = 0.0,
-                   sequential: bool = False) -> dict:
+                   sequential: bool = False, agent_id: Optional[str] = None,
+                   labels: Optional[str] = None) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -56,7 +58,10 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
 
     Identity: the run's episodes are reused (from the stage cache, or this run id's stored
     trials) only under the same fingerprint -- agent, code, declared ``ek_config``, suite,
-    k, seed, provenance, limits; a resume with another one is refused (RunMismatch).
+    k, seed, provenance, limits; the agent's code and state are digested
+    (``agentid.agent_identity``), or ``agent_id`` names what identifies it. A resume with
+    another fingerprint is refused (RunMismatch); so is a resume of a run whose agent held
+    state that could not be digested (UnidentifiedAgent: pass ``agent_id``).
     ``refresh`` runs every trial afresh; ``retry_errored`` re-runs only errored trials.
     ``seed=None`` derives the seed from the flow run's scheduled start time (the nightly
     deployment: every night evaluates afresh); the seed used is in the manifest's inputs.
@@ -65,7 +70,10 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     it writes (RunInUse names another holder; ``lease_wait_s`` waits for it, ``break_lease``
     removes a dead writer's). ``sequential=True`` (with ``baseline``) runs the trials batch
     by batch and stops once the sequential gate has decided (``flows/sequential.py``); the
-    manifest says why and at what cost.
+    manifest says why and at what cost. ``labels`` (a JSONL file of people's verdicts on some
+    trials, for a run a judge graded: ``ek_agents.labels``) is stored with the run and corrects
+    its success rate (``report.detail["judge_corrected"]``, raw beside corrected); the gate then
+    compares corrected rates when the baseline has them.
     """
     st = Store(store).url
     if not run_id:
@@ -84,7 +92,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
-            sequential=sequential)
+            sequential=sequential, agent_id=agent_id, labels=labels)
     finally:
         release_lease(Store(st), lease)
 
@@ -96,7 +104,8 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               cost_tolerance: float, chunk_size: Optional[int], max_concurrency: int,
               timeout_s: Optional[float], retries: int, task_runner: str, max_workers: int,
               dask_address: Optional[str], refresh: bool, retry_errored: bool,
-              max_error_rate: Optional[float], sequential: bool) -> dict:
+              max_error_rate: Optional[float], sequential: bool,
+              agent_id: Optional[str] = None, labels: Optional[str] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease."""
     decided = None
     if ingest:
@@ -112,7 +121,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
             timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored,
-            check=check)
+            check=check, agent_id=agent_id)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)
@@ -125,14 +134,18 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
     graded = grade(st, run_id, as_data(episodes), tasks, check)
     reliability = metrics(st, run_id, graded, tasks, k, seed, run)
     report = cost(st, run_id, graded, reliability, price_list, seed)
+    labels_ref = load_labels(st, run_id, labels) if labels else None
+    if labels_ref is not None:  # people's verdicts correct the judge's
+        report = judge_correct(st, run_id, report, graded, labels_ref, tasks, check)
     verdict = decided or gate(st, run_id, report, baseline, tolerance, cost_tolerance)
     manifest = write_manifest(
         st, run_id,
         refs={"tasks": tasks, "prices": price_list, "episodes": as_data(episodes),
               "graded": graded,
-              "metrics": reliability, "report": report, "gate": verdict},
+              "metrics": reliability, "report": report, "gate": verdict, "labels": labels_ref},
         inputs=RunInputs(k=k, seed=seed, check=check, run=run, tolerance=tolerance,
-                         cost_tolerance=cost_tolerance),
+                         cost_tolerance=cost_tolerance,
+                         labels=labels_ref.input_digest if labels_ref is not None else None),
         agent=agent, source={"kind": ingest, "path": ingest_path} if ingest else None,
         parameters=run_parameters(), orchestrator=run_context())
     publish_report(st, run_id, as_data(manifest))  # its manifest lists every trial file

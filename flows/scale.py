@@ -15,8 +15,8 @@ from typing import Optional
 from prefect import flow, get_run_logger
 
 from ek_agents.base import RunProvenance
-from ek_agents.harness import new_run_id
-from ek_agents.pipeline_support import TrialRequest, check_request
+from ek_agents.runs.harness import new_run_id
+from ek_agents.runs.pipeline_support import TrialRequest, check_request
 from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_pipeline.tasks.inputs import load_prices, load_suite
 from ek_agents_pipeline.tasks.scale import finish_scale, plan_scale, run_scale_chunk
@@ -33,6 +33,7 @@ SCALE_TIMEOUT_S = 24 * 3600
 @flow(name="evaluate-at-scale", persist_result=False, timeout_seconds=SCALE_TIMEOUT_S)
 @fails_as_state
 def evaluate_at_scale(suite: Optional[str] = None, agent: Optional[str] = None, k: int = 1, seed: Optional[int] = 0,
+                      agent_id: Optional[str] = None,
                       store: Optional[str] = None, run_id: Optional[str] = None,
                       prices: Optional[str] = None, check: Optional[str] = None,
                       model: str = "", chunk_size: Optional[int] = None,
@@ -54,7 +55,8 @@ def evaluate_at_scale(suite: Optional[str] = None, agent: Optional[str] = None, 
         tasks = load_suite(st, run_id, suite)
         price_list = load_prices(st, run_id, prices)
         run = RunProvenance(seed, None, model, "", tasks.version, "").to_dict()
-        request = TrialRequest(store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed,
+        request = TrialRequest(store=st, run_id=run_id, tasks=tasks, agent=agent,
+                               agent_id=agent_id, k=k, seed=seed,
                                run=run, chunk_size=chunk_size,
                                max_concurrency=max_concurrency, parallel_chunks=1,
                                timeout_s=timeout_s, retries=retries, refresh=refresh,

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from prefect import task
 
-from ek_agents import record
-from ek_agents.record import StageRef, SuiteRef
+from ek_agents.runs import stages
+from ek_agents.runs.stagecache import StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
@@ -12,12 +12,12 @@ from .common import IO_RETRIES, TASK_DEFAULTS
 
 @task(name="ingest-bridge", task_run_name="ingest-{kind}-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
 def ingest_bridge(store_url: str, run_id: str, kind: str, path: str) -> StageRef:
-    """``record.ingest_run``: ``bridge.read_*`` -> the run's episodes, cached on the source's digest."""
-    return record.ingest_run(Store(store_url), run_id, kind, path)
+    """``stages.ingest_run``: ``bridge.read_*`` -> the run's episodes, cached on the source's digest."""
+    return stages.ingest_run(Store(store_url), run_id, kind, path)
 
 
 @task(name="ingest-tasks", task_run_name="ingested-tasks-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
 def ingest_tasks(store_url: str, run_id: str, episodes: StageRef) -> SuiteRef:
-    """``record.ingest_suite``: with no suite, one task per ingested task id, graded by the
+    """``stages.ingest_suite``: with no suite, one task per ingested task id, graded by the
     success the source recorded."""
-    return record.ingest_suite(Store(store_url), run_id, episodes)
+    return stages.ingest_suite(Store(store_url), run_id, episodes)

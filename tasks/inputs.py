@@ -5,8 +5,8 @@ from typing import Optional
 
 from prefect import task
 
-from ek_agents import record
-from ek_agents.record import StageRef, SuiteRef
+from ek_agents.runs import stages
+from ek_agents.runs.stagecache import StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
@@ -14,11 +14,11 @@ from .common import IO_RETRIES, TASK_DEFAULTS
 
 @task(name="load-suite", task_run_name="suite-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
 def load_suite(store_url: str, run_id: str, suite: str) -> SuiteRef:
-    """``record.record_suite``: ``suite.load_suite`` -> the run's tasks document."""
-    return record.record_suite(Store(store_url), run_id, suite)
+    """``stages.record_suite``: ``suite.load_suite`` -> the run's tasks document."""
+    return stages.record_suite(Store(store_url), run_id, suite)
 
 
 @task(name="load-prices", task_run_name="prices-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
 def load_prices(store_url: str, run_id: str, prices: Optional[str]) -> Optional[StageRef]:
-    """``record.record_prices``: ``prices.load_prices`` -> the run's prices (None: no catalog)."""
-    return record.record_prices(Store(store_url), run_id, prices)
+    """``stages.record_prices``: ``prices.load_prices`` -> the run's prices (None: no catalog)."""
+    return stages.record_prices(Store(store_url), run_id, prices)

@@ -8,11 +8,12 @@ from typing import Optional
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from ek_agents import audit as audit_mod
-from ek_agents import htmlreport, record, runsummary
+from ek_agents.runs import audit as audit_mod
+from ek_agents.report import htmlreport, runsummary
+from ek_agents.runs import baselines, documents
 from ek_agents.errors import EkAgentsError
-from ek_agents.manifest import RunInputs
-from ek_agents.record import ManifestRef
+from ek_agents.runs.manifest import RunInputs
+from ek_agents.runs.stagecache import ManifestRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS, deployment_name, run_name
@@ -22,8 +23,8 @@ from .common import IO_RETRIES, TASK_DEFAULTS, deployment_name, run_name
 def write_manifest(store_url: str, run_id: str, refs: dict, inputs: RunInputs,
                    agent: Optional[str], source: Optional[dict], parameters: dict,
                    orchestrator: dict) -> ManifestRef:
-    """``record.record_run`` -> the run's manifest (every artifact with its sha256)."""
-    return record.record_run(Store(store_url), run_id, refs=refs, inputs=inputs, agent=agent,
+    """``documents.record_run`` -> the run's manifest (every artifact with its sha256)."""
+    return documents.record_run(Store(store_url), run_id, refs=refs, inputs=inputs, agent=agent,
                              source=source, parameters=parameters, orchestrator=orchestrator)
 
 
@@ -90,6 +91,6 @@ def publish_audit(store_url: str, run_id: str, baseline: Optional[str], markdown
 
 @task(name="promote", task_run_name="promote-{run_id}-to-{name}", **TASK_DEFAULTS, **IO_RETRIES)
 def promote(store_url: str, run_id: str, name: str, replace: bool = False) -> dict:
-    """``record.promote_baseline``: the run becomes the named baseline (an existing one only
+    """``baselines.promote_baseline``: the run becomes the named baseline (an existing one only
     when ``replace``)."""
-    return record.promote_baseline(Store(store_url), run_id, name, replace)
+    return baselines.promote_baseline(Store(store_url), run_id, name, replace)

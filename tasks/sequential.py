@@ -11,9 +11,9 @@ from typing import Optional
 
 from prefect import task
 
-from ek_agents import pipeline_support, record
-from ek_agents.pipeline_support import TrialChunk, TrialRequest
-from ek_agents.record import GateRef, StageRef, SuiteRef
+from ek_agents.runs import pipeline_support, stages
+from ek_agents.runs.pipeline_support import TrialChunk, TrialRequest
+from ek_agents.runs.stagecache import GateRef, StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
@@ -44,7 +44,7 @@ def collect_batches(request: TrialRequest, batches: int) -> StageRef:
 def sequential_gate(store_url: str, run_id: str, episodes: StageRef, tasks: SuiteRef,
                     baseline: str, k: int, check: Optional[str], tolerance: float,
                     priced: bool) -> GateRef:
-    """``record.run_sequential_gate``: the looks replayed over the graded episodes -> the run's
+    """``stages.run_sequential_gate``: the looks replayed over the graded episodes -> the run's
     gate document (the sequential verdict) and the baseline it used."""
-    return record.run_sequential_gate(Store(store_url), run_id, episodes, tasks, baseline, k=k,
+    return stages.run_sequential_gate(Store(store_url), run_id, episodes, tasks, baseline, k=k,
                                       check=check, tolerance=tolerance, priced=priced)

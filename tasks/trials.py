@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from prefect import task
 from prefect.runtime import task_run
 
-from ek_agents import pipeline_support
-from ek_agents.pipeline_support import ChunkResult, TrialChunk, TrialPlan, TrialRequest
-from ek_agents.record import EpisodesRef, StageRef
+from ek_agents.runs import pipeline_support
+from ek_agents.runs.pipeline_support import ChunkResult, TrialChunk, TrialPlan, TrialRequest
+from ek_agents.runs.stagecache import EpisodesRef, StageRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS

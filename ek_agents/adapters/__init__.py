@@ -2,6 +2,9 @@
 
 - :class:`~ek_agents.adapters.openai_agent.OpenAIToolAgent` -- any OpenAI-compatible
   chat-completions endpoint with tool calling (``pip install 'ek-agents[openai]'``).
+
+May import: ``errors`` .. ``store``, ``bridge`` (lazily, measured in ``ek_agents.layers``),
+``stats``, ``suite`` (see ``ek_agents.layers``).
 """
 from __future__ import annotations
 

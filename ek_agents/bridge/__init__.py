@@ -23,6 +23,8 @@ Modules: :mod:`.messages` (transcripts), :mod:`.usage` (token counts -> Cost),
 :mod:`.inspect_log` (Inspect AI logs), :mod:`.tau_bench` (tau-bench / tau2-bench results),
 :mod:`.deepeval` (DeepEval test cases), :mod:`.jsonl` (JSONL transcripts), :mod:`.agent`
 (``as_agent``).
+
+May import: ``errors``, ``core``, ``parsing``, ``base``, ``store`` (see ``ek_agents.layers``).
 """
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
+from ..store import read_url
 
 
 @contextlib.contextmanager
@@ -51,8 +52,6 @@ def url_of(path_or_url: Any) -> str:
 
 def read_bytes(path_or_url: Any) -> bytes:
     """All bytes at ``path_or_url`` (through :func:`ek_agents.store.read_url`)."""
-    from ..store import read_url
-
     return read_url(url_of(path_or_url), what="log", invalid=BridgeError)
 
 

@@ -247,13 +247,13 @@ def test_a_baseline_whose_success_rate_contradicts_its_counts_is_refused(field, 
 
 
 def test_a_report_whose_bytes_differ_from_the_manifest_is_a_digest_mismatch():
-    from ek_agents import record
+    from ek_agents.runs import documents as run_documents
     from ek_agents.errors import DigestMismatch
 
     store = bl._store_with(random.Random(0), "manifest", bl.stored_run()[bl.DOC_KEYS["manifest"]])
     store.write_bytes(bl.DOC_KEYS["report"], _doc("report", n_success=0))
     with pytest.raises(DigestMismatch, match="report.json has sha256"):
-        record.read_run_doc(store, record.read_manifest(store, bl.RUN), "report")
+        run_documents.read_run_doc(store, run_documents.read_manifest(store, bl.RUN), "report")
     bl._clear_memory_fs()
 
 
@@ -283,12 +283,12 @@ def test_audit_of_a_manifest_with_a_malformed_provenance_fails_in_one_line():
     ("report", {"detail": {"warnings": 7}}, "field 'detail.warnings' must be a list of strings"),
 ])
 def test_wrong_nested_types_the_report_renders_are_refused_naming_the_field(where, patch, field):
-    from ek_agents import record
+    from ek_agents.runs import documents as run_documents
     from ek_agents.errors import DocumentError
 
     store = bl._store_with(random.Random(0), where, _doc(where, **patch))
     with pytest.raises(DocumentError, match=field):
-        record.run_report(store, bl.RUN)
+        run_documents.run_report(store, bl.RUN)
     bl._clear_memory_fs()
 
 

@@ -9,7 +9,8 @@ import random
 import pytest
 
 from ek_agents.base import TaskSpec
-from ek_agents.harness import EPISODE_DEPTH, _Runner, run_suite, run_trials
+from ek_agents.runs.harness import EPISODE_DEPTH, run_suite, run_trials
+from ek_agents.runs.trialrunner import TrialRunner
 from ek_agents.store import Store
 
 N_TASKS, K = 40, 5
@@ -108,7 +109,7 @@ def test_only_the_callers_cancellation_cancels():
         return "x"
 
     async def main():
-        runner = _Runner(slow, {t.task_id: t for t in _tasks()[:4]}, seed=None, run=None,
+        runner = TrialRunner(slow, {t.task_id: t for t in _tasks()[:4]}, seed=None, run=None,
                          max_concurrency=4, timeout_s=None, retries=0, backoff_s=0.0,
                          store=None, run_id=None)
         job = asyncio.create_task(runner.run_all([(f"t{i:02d}", 0) for i in range(4)],

@@ -11,7 +11,7 @@ from ek_agents import stats
 from ek_agents.base import RunProvenance
 from ek_agents.errors import BaselineError, IncomparableRuns, InvalidInput
 from ek_agents.gate import AgentGateResult
-from ek_agents.harness import agent_regression_gate, load_agent_baseline, save_agent_baseline
+from ek_agents.runs.harness import agent_regression_gate, load_agent_baseline, save_agent_baseline
 from ek_agents.reporting import reliability
 
 N_SEEDS, N_TASKS, K = 400, 60, 4
@@ -157,6 +157,16 @@ def test_cost_per_success_with_and_without_intervals():
     assert unpriced.passed and any("no prices" in w for w in unpriced.warnings)
     inf = agent_regression_gate(_with(rep, cost={"cost_per_success": float("inf")}), pb)
     assert any("infinite" in w for w in inf.warnings)
+
+    # a run billed call by call whose calls did not all report cached tokens: compared, and said
+    bound = _with(rep, cost={"cost_per_success": 1.0, "upper_bound": True,
+                             "upper_bound_reason": "1 of 3 model call(s) did not report cached tokens"})
+    g = agent_regression_gate(bound, pb)
+    assert g.passed and g.cost_per_success == 1.0
+    assert [w for w in g.warnings if "upper bound" in w] == [
+        "cost per success now is an upper bound, not an exact figure: 1 of 3 model call(s) did "
+        "not report cached tokens"]
+    assert not any("upper bound" in w for w in agent_regression_gate(pb, pb).warnings)
 
 
 def test_incomparable_runs_are_refused():

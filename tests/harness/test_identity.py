@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from ek_agents import audit, record
+from ek_agents.runs import audit, identity as run_identity
 from ek_agents.base import Episode, TaskSpec
 from ek_agents.errors import RunInUse, RunMismatch, TransientAgentError
-from ek_agents.harness import run_suite, run_trials
+from ek_agents.runs.harness import run_suite, run_trials
 from ek_agents.store import Store, acquire_lease, episode_key, lease_key, read_lease, release_lease
 
 TASKS = [TaskSpec(f"t{i}", input=f"q{i}", gold="OK") for i in range(4)]
@@ -26,8 +26,8 @@ def wrong_agent(task):
 def test_wrong_agent_on_a_reused_run_id_is_refused_and_refresh_reports_its_real_figures(tmp_path):
     first = run_suite(ok_agent, TASKS, k=2, seed=0, run_id="nightly", rootdir=str(tmp_path))
     assert first.success_rate == 1.0
-    with pytest.raises(RunMismatch, match=r"agent: '(harness\.)?test_identity:ok_agent' \(stored\) -> "
-                                          r"'(harness\.)?test_identity:wrong_agent'.*new run id.*refresh"):
+    with pytest.raises(RunMismatch, match=r"agent: '(tests\.)?(harness\.)?test_identity:ok_agent' \(stored\) -> "
+                                          r"'(tests\.)?(harness\.)?test_identity:wrong_agent'.*new run id.*refresh"):
         run_suite(wrong_agent, TASKS, k=2, seed=0, run_id="nightly", rootdir=str(tmp_path))
     fresh = run_suite(wrong_agent, TASKS, k=2, seed=0, run_id="nightly", rootdir=str(tmp_path),
                       refresh=True)
@@ -184,4 +184,4 @@ def test_agent_config_must_be_json():
             return "x"
 
     with pytest.raises(Exception, match="ek_config is not JSON"):
-        record.agent_config(Bad())
+        run_identity.agent_config(Bad())

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from ek_agents import record
+from ek_agents.runs import documents, trials
 from ek_agents.base import Cost, Episode, RunProvenance, Step, TaskSpec, Trajectory
 from ek_agents.core import canonical_json
-from ek_agents.harness import run_trials, store_trials
+from ek_agents.runs.harness import run_trials, store_trials
 from ek_agents.store import Store
 
 RUNS = [None, RunProvenance(seed=3, suite_version="1"),
@@ -37,7 +37,7 @@ def _varied() -> list[Episode]:
 
 
 def test_the_plain_path_gives_the_general_bytes_on_varied_episodes():
-    enc = record.PlainEpisodeJson()
+    enc = trials.PlainEpisodeJson()
     eps = _varied()
     for ep in eps:
         got = enc(ep)
@@ -49,7 +49,7 @@ def test_the_plain_path_gives_the_general_bytes_on_varied_episodes():
 
 
 def test_an_errored_trial_s_episode_is_encoded_the_same_way():
-    enc = record.PlainEpisodeJson()
+    enc = trials.PlainEpisodeJson()
     ep = Episode("t1", success=False, run=RUNS[1],
                  meta={"error": "ValueError: boom \u00e9", "error_kind": "exception", "trial": 0,
                        "attempts": 1})
@@ -66,36 +66,36 @@ def test_an_errored_trial_s_episode_is_encoded_the_same_way():
     Episode("t", output="x", meta={"f": float("inf")}),
 ])
 def test_anything_not_plain_is_declined(ep):
-    assert record.PlainEpisodeJson()(ep) is None
+    assert trials.PlainEpisodeJson()(ep) is None
 
 
 def test_a_subclass_or_a_str_subclass_is_declined():
     class Sub(str):
         pass
 
-    assert record.PlainEpisodeJson()(Episode("t", output=Sub("x"))) is None
-    assert record.PlainEpisodeJson()(Episode("t", output="x", meta={"k": Sub("v")})) is None
+    assert trials.PlainEpisodeJson()(Episode("t", output=Sub("x"))) is None
+    assert trials.PlainEpisodeJson()(Episode("t", output="x", meta={"k": Sub("v")})) is None
 
 
 def test_an_encoder_whose_pieces_disagree_with_the_general_path_stops_encoding(monkeypatch):
-    enc = record.PlainEpisodeJson()
+    enc = trials.PlainEpisodeJson()
     ep = Episode("t", output="x", run=RunProvenance(seed=1))
     monkeypatch.setattr(Episode, "to_dict", lambda self: {"changed": True})
     assert enc(ep) is None
     monkeypatch.undo()
     assert enc(ep) is None  # broken for good: every later episode goes the general way
-    assert record.PlainEpisodeJson()(ep) == canonical_json(ep.to_dict())
+    assert trials.PlainEpisodeJson()(ep) == canonical_json(ep.to_dict())
 
 
 def test_grading_from_the_episode_gives_the_bytes_of_grading_the_stored_file():
     eps = [ep.replace(success=None) for ep in _varied()]
-    tasks = record.tasks_doc([TaskSpec(ep.task_id, input="q", gold="A1") for ep in
+    tasks = documents.tasks_doc([TaskSpec(ep.task_id, input="q", gold="A1") for ep in
                               {e.task_id: e for e in eps}.values()])
-    from_file, from_episode = record.trial_grader(tasks, None), record.trial_grader(tasks, None)
-    enc = record.PlainEpisodeJson()
+    from_file, from_episode = trials.trial_grader(tasks, None), trials.trial_grader(tasks, None)
+    enc = trials.PlainEpisodeJson()
     for i, ep in enumerate(eps):
         data = enc(ep)
-        trial = record.StoredTrial(task_id=ep.task_id, trial=i, key=f"runs/r/{i}.json",
+        trial = trials.StoredTrial(task_id=ep.task_id, trial=i, key=f"runs/r/{i}.json",
                                    sha256="0" * 64, data=data.decode("ascii"))
         parsed, direct = from_file(trial), from_episode(trial, ep)
         assert parsed is not None and direct is not None

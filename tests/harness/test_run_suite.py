@@ -10,9 +10,9 @@ from ek_agents.base import Cost, Episode, RunProvenance, Step, TaskSpec, ToolSpe
 from ek_agents.core import FieldSpec, Score
 from ek_agents.cost import per_million
 from ek_agents.errors import IncomparableRuns, InvalidInput, RunMismatch
-from ek_agents.harness import agent_regression_gate, build_report, run_trials, save_agent_baseline
+from ek_agents.runs.harness import agent_regression_gate, build_report, run_trials, save_agent_baseline
 from ek_agents.store import Store, run_key
-from ek_agents.toolcalls import ToolCallMetric
+from ek_agents.scoring.toolcalls import ToolCallMetric
 
 
 def test_spec_quickstart():
@@ -102,14 +102,14 @@ def test_persisted_run_writes_a_manifest_and_generates_a_run_id(tmp_path):
 
 
 def test_a_persisted_run_is_recorded_as_the_pipeline_records_one(tmp_path):
-    from ek_agents import audit, record
+    from ek_agents.runs import audit, baselines, documents, stages
 
     st = Store(tmp_path)
     report = run_suite(_shop_agent, _shop(), k=2, seed=0, check="output", persist=True,
                        prices={"m": per_million(1.0, 10.0)}, rootdir=str(tmp_path),
                        run=RunProvenance(simulator="sim-1", suite_version="v1"))
     run_id = report.detail["run_id"]
-    manifest, doc = record.run_report(st, run_id)
+    manifest, doc = documents.run_report(st, run_id)
     assert manifest["results"]["success_rate"] == doc["success_rate"] == report.success_rate == 0.5
     assert manifest["provenance"]["model"] == "m" and manifest["inputs"]["check"] == "output"
     assert doc["cost"]["total_dollars"] == pytest.approx(report.cost["total_dollars"])
@@ -117,19 +117,19 @@ def test_a_persisted_run_is_recorded_as_the_pipeline_records_one(tmp_path):
     result = audit.audit(st, run_id)
     assert result.passed, result.problems
     assert "recomputed report" in result.checked
-    record.promote(st, run_id, "lib")
+    baselines.promote(st, run_id, "lib")
     assert audit.audit(st, baseline="lib").passed
-    assert record.gate_run(st, run_id, "lib")["passed"]
+    assert stages.gate_run(st, run_id, "lib")["passed"]
 
 
 def test_the_audit_names_what_a_library_run_could_not_store(tmp_path):
-    from ek_agents import audit, record
+    from ek_agents.runs import audit, baselines, documents, stages
 
     st = Store(tmp_path)
     report = run_suite(_shop_agent, _shop(), k=2, seed=0, check=lambda ep, gold: True,
                        persist=True, rootdir=str(tmp_path))
     run_id = report.detail["run_id"]
-    assert st.read_manifest(run_id)["inputs"]["check"] == record.UNSTORED
+    assert st.read_manifest(run_id)["inputs"]["check"] == documents.UNSTORED
     result = audit.audit(st, run_id)
     assert not result.passed and len(result.problems) == 1
     assert "callable check" in result.problems[0] and "cannot recompute" in result.problems[0]
@@ -139,7 +139,7 @@ def test_the_audit_names_what_a_library_run_could_not_store(tmp_path):
                        rootdir=str(tmp_path))
     run_id = report.detail["run_id"]
     inputs = st.read_manifest(run_id)["inputs"]
-    assert inputs["price"] == record.UNSTORED and inputs["metrics"] == ["calls"]
+    assert inputs["price"] == documents.UNSTORED and inputs["metrics"] == ["calls"]
     result = audit.audit(st, run_id)
     assert not result.passed and len(result.problems) == 2, result.problems  # nothing else differs
     assert "report.detail.metrics" in result.problems[0] and "ModelPrice" in result.problems[1]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ek_agents import segments as sg
-from ek_agents.audit import audit
+from ek_agents.runs import segments as sg
+from ek_agents.runs.audit import audit
 from ek_agents.base import Episode, TaskSpec
 from ek_agents.errors import DigestMismatch
 from ek_agents.harness import run_suite, run_trials
@@ -109,17 +109,20 @@ def test_retry_errored_and_refresh_in_segments(tmp_path):
     url, calls = str(tmp_path / "s"), []
     broken = {"t002"}
     agent = _counting(calls, fail=lambda task, seed: task.task_id in broken)
-    run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r", segments=True)
+    # the agent's closure holds ``broken``, which changes: its caller says what identifies it
+    run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r", segments=True,
+               agent_id="counting")
     broken.clear()
     calls.clear()
     eps = run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r", segments=True,
-                     retry_errored=True)
+                     retry_errored=True, agent_id="counting")
     assert sorted(calls) == [("t002", i) for i in range(4)]
     assert not any(e.meta.get("error") for e in eps)
     segs = sg.RunSegments.load(Store(url), "r")
     assert segs.duplicates() == 0 and len(segs.pairs()) == 24
     calls.clear()
-    run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r", segments=True, refresh=True)
+    run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r", segments=True, refresh=True,
+               agent_id="counting")
     assert len(calls) == 24 and len(sg.RunSegments.load(Store(url), "r").entries) == 1
 
 
@@ -180,7 +183,7 @@ def test_agent_calls_never_run_far_ahead_of_storage(tmp_path):
     harness still keeps its calls at most one segment (filling while one is stored) plus
     ~2 x WRITER_BACKLOG ahead of what is stored, so a killed process loses that, not its whole
     chunk (without the throttle: 5,904 ahead of 4,096 trials here)."""
-    from ek_agents import harness
+    from ek_agents.runs import trialrunner
 
     calls, seen = [0], []
 
@@ -201,4 +204,4 @@ def test_agent_calls_never_run_far_ahead_of_storage(tmp_path):
     # SEGMENT_TRIALS: the calls made beyond that are queued or not yet handed over
     ahead = [c - (i + 1) * sg.SEGMENT_TRIALS for i, c in enumerate(seen[:-1])]
     # (the next segment may fill while one is stored: at most one segment more)
-    assert ahead and max(ahead) <= sg.SEGMENT_TRIALS + 2 * harness.WRITER_BACKLOG + 9, ahead
+    assert ahead and max(ahead) <= sg.SEGMENT_TRIALS + 2 * trialrunner.WRITER_BACKLOG + 9, ahead

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ek_agents import record, run_suite
-from ek_agents.audit import audit
+from ek_agents.runs import baselines, documents, stages
+from ek_agents import run_suite
+from ek_agents.runs.audit import audit
 from ek_agents.base import TaskSpec
-from ek_agents.manifest import RunManifest, report_markdown
+from ek_agents.runs.manifest import RunManifest, report_markdown
 from ek_agents.store import Store
 
 TASKS = [TaskSpec(f"t{i:02d}", input=str(i), gold="ok") for i in range(40)]
@@ -24,7 +25,7 @@ def _agent(p, calls=None):
 def test_persisted_sequential_run_stops_early_is_recorded_audited_and_regated(tmp_path):
     st = Store(str(tmp_path / "store"))
     run_suite(_agent(0.8), TASKS, k=4, seed=0, check="output", run_id="base", rootdir=st)
-    record.promote(st, "base", "good")
+    baselines.promote(st, "base", "good")
     fixed_calls: list = []
     run_suite(_agent(0.2, fixed_calls), TASKS, k=4, seed=50, check="output", run_id="fixed",
               rootdir=st)
@@ -43,13 +44,13 @@ def test_persisted_sequential_run_stops_early_is_recorded_audited_and_regated(tm
     assert man.gate["passed"] is False and man.gate["test"] == "sequential"
     assert man.gate["reasons"] == [man.sequential.reason] and man.gate["baseline"] == "good"
     assert man.results["n_trials"] == len(calls)
-    shown = report_markdown(*record.run_report(st, "seq"))
+    shown = report_markdown(*documents.run_report(st, "seq"))
     assert "stopped early, 40 of 160 planned trials" in shown and "regression at look 1" in shown
     # the audit recomputes the sequential verdict from the stored episodes; gate reproduces it
     result = audit(st, "seq")
     assert result.passed, result.problems
     assert any(c.startswith("recomputed gate verdict") for c in result.checked)
-    assert record.gate_run(st, "seq", "good") == st.read_manifest("seq")["gate"]
+    assert stages.gate_run(st, "seq", "good") == st.read_manifest("seq")["gate"]
     # a tampered episode changes the replayed verdict's inputs: the audit says so
     key = sorted(st.list("runs/seq/episodes"))[0]
     ep = st.read_json(key)

@@ -11,8 +11,8 @@ import shutil
 import pytest
 import yaml
 
-from ek_agents import record
-from ek_agents.audit import audit
+from ek_agents.runs import baselines, documents as run_documents, stages
+from ek_agents.runs.audit import audit
 from ek_agents.cli import main
 from ek_agents.errors import (AuditFailed, BaselineError, DigestMismatch, DocumentError,
                               GateFailed, InvalidInput)
@@ -32,7 +32,7 @@ def pristine(tmp_path_factory):
     from ek_agents.localrun import evaluate_agent
 
     def promote_baseline(run_id: str, name: str, store: str) -> None:
-        record.promote_baseline(Store(store), run_id, name)
+        baselines.promote_baseline(Store(store), run_id, name)
 
     where = tmp_path_factory.mktemp("audit-trust")
     store = str(where / "store")
@@ -238,15 +238,15 @@ def test_an_edited_report_is_refused_by_gate_promote_and_report(st, capsys):
         assert "runs/worse/report.json" in line and "changed after the run" in line, (args, line)
     assert st.load_baseline("forged") is None
     with pytest.raises(DigestMismatch, match="report.json"):
-        record.promote(st, "worse", "forged")
+        baselines.promote(st, "worse", "forged")
     with pytest.raises(DigestMismatch):
-        record.gate_run(st, "worse", BASELINE)
+        stages.gate_run(st, "worse", BASELINE)
 
 
 def test_a_report_whose_manifest_entry_was_removed_is_refused(st):
     _edit_manifest(st, "same", lambda m: m["artifacts"].pop(run_key("same", "report")))
     with pytest.raises(DigestMismatch, match="not listed in the run's manifest"):
-        record.run_report(st, "same")
+        run_documents.run_report(st, "same")
 
 
 # --------------------------------------------------------------------------- promote --replace
@@ -257,7 +257,7 @@ def test_promote_onto_an_existing_name_needs_replace_and_keeps_the_old_one(st, c
     assert code == 2 and "already exists" in line and "--replace" in line
     assert st.load_baseline(BASELINE) == old
     with pytest.raises(BaselineError, match="already exists"):
-        record.promote(st, "same", BASELINE)
+        baselines.promote(st, "same", BASELINE)
     code, _ = _cli(capsys, "promote", "same", "--name", BASELINE, "--replace", "--store", st.url)
     assert code == 0
     new = st.load_baseline(BASELINE)
@@ -283,7 +283,7 @@ def _one_line(capsys, *args: str) -> str:
 def test_manifest_that_is_a_list_is_a_typed_error(st, capsys):
     st.write_bytes(run_key("same", "manifest"), b"[]")
     with pytest.raises(DocumentError, match="manifest.json is malformed: expected a JSON object"):
-        record.run_report(st, "same")
+        run_documents.run_report(st, "same")
     assert "DocumentError" in _one_line(capsys, "report", "same", "--store", st.url)
     assert "DocumentError" in _one_line(capsys, "gate", "same", "--baseline", BASELINE, "--store", st.url)
 
@@ -296,14 +296,14 @@ def test_report_with_a_string_cost_is_a_typed_error(st, capsys):
                                              "--store", st.url)
     _forge(st, "same", "report", lambda r: {**r, "cost": "x"})
     with pytest.raises(DocumentError, match="field 'cost'"):
-        record.run_report(st, "same")
+        run_documents.run_report(st, "same")
     assert "field 'cost'" in _one_line(capsys, "report", "same", "--json", "--store", st.url)
 
 
 def test_baseline_that_is_a_number_is_a_typed_error(st, capsys):
     st.write_bytes("baselines/shop-small.json", b"1.5")
     with pytest.raises(BaselineError, match="expected a JSON object"):
-        record.load_baseline(st, BASELINE)
+        baselines.load_baseline(st, BASELINE)
     line = _one_line(capsys, "gate", "same", "--baseline", BASELINE, "--store", st.url)
     assert "BaselineError" in line and "baselines/shop-small.json" in line
 
@@ -313,16 +313,16 @@ def test_baseline_whose_success_rate_contradicts_its_counts_is_refused(st, capsy
     doc["report"]["success_rate"] = 0.1  # the gate would compare against a made-up figure
     st.save_baseline(BASELINE, doc)
     with pytest.raises(BaselineError, match="success_rate"):
-        record.load_baseline(st, BASELINE)
+        baselines.load_baseline(st, BASELINE)
     line = _one_line(capsys, "gate", "same", "--baseline", BASELINE, "--store", st.url)
     assert "success_rate" in line and "n_success / n_trials" in line
 
 
 def test_episodes_without_episodes_is_a_typed_error(st, capsys):
     _forge(st, "same", "episodes", lambda d: {"schema_version": 1})
-    manifest = record.read_manifest(st, "same")
+    manifest = run_documents.read_manifest(st, "same")
     with pytest.raises(DocumentError, match="field 'episodes'"):
-        record.read_run_doc(st, manifest, "episodes")
+        run_documents.read_run_doc(st, manifest, "episodes")
     result = audit(st, "same")
     assert not result.passed and any("field 'episodes'" in p for p in result.problems)
     code, line = _cli(capsys, "audit", "same", "--store", st.url)

@@ -2,7 +2,7 @@
 them, a retried chunk, and how the run's concurrency is shared among its chunks."""
 from __future__ import annotations
 
-from ek_agents import pipeline_support, record
+from ek_agents.runs import documents, pipeline_support, stages
 from ek_agents.base import RunProvenance
 from ek_agents.core import canonical_json
 from ek_agents.store import Store, episodes_prefix
@@ -13,7 +13,7 @@ from .conftest import AGENT
 def _request(store: str, suite: str, **kw) -> pipeline_support.TrialRequest:
     st = Store(store)
     return pipeline_support.TrialRequest(
-        store=st.url, run_id="r", tasks=record.record_suite(st, "r", suite), agent=AGENT, k=2,
+        store=st.url, run_id="r", tasks=stages.record_suite(st, "r", suite), agent=AGENT, k=2,
         seed=5, run=RunProvenance(seed=5, suite_version="1").to_dict(), **kw)
 
 
@@ -43,8 +43,8 @@ def test_collect_builds_the_episodes_document_from_what_the_chunks_stored(tmp_pa
         assert st.digest(trial.key) == trial.sha256
     ref = pipeline_support.collect_episodes(plan, ran)
     data = st.read_bytes(ref.key)
-    episodes = record.episodes_of(st.read_json(ref.key))
-    assert data == canonical_json(record.episodes_doc(episodes))  # assembled = canonical
+    episodes = documents.episodes_of(st.read_json(ref.key))
+    assert data == canonical_json(documents.episodes_doc(episodes))  # assembled = canonical
     assert [(e.task_id, e.meta["trial"]) for e in episodes] == sorted(
         (f"t{i}", j) for i in range(6) for j in range(2))
     assert ref.trials == {k: st.digest(k) for k in st.list(episodes_prefix("r"))}

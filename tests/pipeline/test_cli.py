@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ek_agents.cli import main
-from ek_agents.manifest import RunInputs
+from ek_agents.runs.manifest import RunInputs
 from ek_agents.store import Store
 
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
@@ -67,23 +67,23 @@ def test_bad_input_exits_2_with_one_line(tmp_path, suite):
 
 def test_report_and_gate_need_no_prefect(tmp_path, suite, calls):
     """A run made with the library alone, read back by `report` and `gate` without Prefect."""
-    from ek_agents import pipeline_support, record
+    from ek_agents.runs import baselines, documents, pipeline_support, stagecache, stages
 
     st = Store(str(tmp_path / "s"))
     # a hand-built run: every stage function, no flow
-    ep = record.episodes_doc(__import__("ek_agents.harness", fromlist=["x"]).run_trials(
-        pipeline_support.load_agent(AGENT), record.tasks_of(record.tasks_doc(
+    ep = documents.episodes_doc(__import__("ek_agents.runs.harness", fromlist=["x"]).run_trials(
+        pipeline_support.load_agent(AGENT), documents.tasks_of(documents.tasks_doc(
             __import__("ek_agents.suite", fromlist=["x"]).load_suite(suite))), k=2, seed=0))
-    tasks = record.tasks_doc(__import__("ek_agents.suite", fromlist=["x"]).load_suite(suite))
-    refs = {"tasks": record.write_tasks(st, "lib", tasks),
-            "episodes": record.write_doc(st, "lib", "episodes", ep)}
-    graded = record.grade_stage(ep, tasks)
-    refs["graded"] = record.write_doc(st, "lib", "graded", graded)
-    metrics = record.metrics_stage(graded, tasks, k=2)
-    refs["metrics"] = record.write_doc(st, "lib", "metrics", metrics)
-    refs["report"] = record.write_doc(st, "lib", "report", record.cost_stage(graded, metrics, None))
-    record.record_run(st, "lib", refs=refs, inputs=RunInputs(k=2, seed=0))
-    record.promote(st, "lib", "b")
+    tasks = documents.tasks_doc(__import__("ek_agents.suite", fromlist=["x"]).load_suite(suite))
+    refs = {"tasks": stagecache.write_tasks(st, "lib", tasks),
+            "episodes": stagecache.write_doc(st, "lib", "episodes", ep)}
+    graded = stages.grade_stage(ep, tasks)
+    refs["graded"] = stagecache.write_doc(st, "lib", "graded", graded)
+    metrics = stages.metrics_stage(graded, tasks, k=2)
+    refs["metrics"] = stagecache.write_doc(st, "lib", "metrics", metrics)
+    refs["report"] = stagecache.write_doc(st, "lib", "report", stages.cost_stage(graded, metrics, None))
+    documents.record_run(st, "lib", refs=refs, inputs=RunInputs(k=2, seed=0))
+    baselines.promote(st, "lib", "b")
     code = ("import sys; from ek_agents.cli import main; rc = main(sys.argv[1:]); "
             "assert 'prefect' not in sys.modules, 'prefect was imported'; sys.exit(rc)")
     for args in (["report", "lib"], ["report", "lib", "--json"], ["gate", "lib", "--baseline", "b"]):

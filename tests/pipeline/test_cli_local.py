@@ -11,8 +11,8 @@ import types
 
 import pytest
 
-from ek_agents import harness
-from ek_agents.audit import audit
+from ek_agents.runs import trialrunner
+from ek_agents.runs.audit import audit
 from ek_agents.cli import main
 from ek_agents.store import Store
 
@@ -99,7 +99,7 @@ def _local():
 def fixed_clock(monkeypatch):
     """The harness measures each trial's latency on the wall clock: stop that clock, so that
     two runs of the same trials write the same bytes."""
-    monkeypatch.setattr(harness, "time", types.SimpleNamespace(perf_counter=lambda: 0.0))
+    monkeypatch.setattr(trialrunner, "time", types.SimpleNamespace(perf_counter=lambda: 0.0))
 
 
 def _twice(tmp_path, monkeypatch, capsys, args: list, *, code: int = 0,

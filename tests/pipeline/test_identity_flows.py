@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-from ek_agents import pipeline_support, record
+from ek_agents.runs import documents, pipeline_support, stagecache, stages
 from ek_agents.base import RunProvenance
 from ek_agents.cli import main
 from ek_agents.errors import RunMismatch, StoreError, TooManyErrors
@@ -28,7 +28,7 @@ def outage():
 
 def _request(store: Store, run_id: str, suite: str, agent: str) -> pipeline_support.TrialRequest:
     return pipeline_support.TrialRequest(
-        store=store.url, run_id=run_id, tasks=record.record_suite(store, run_id, suite),
+        store=store.url, run_id=run_id, tasks=stages.record_suite(store, run_id, suite),
         agent=agent, k=2, seed=0, run=RunProvenance(seed=0).to_dict())
 
 
@@ -40,7 +40,7 @@ def test_a_changed_EK_OPENAI_MODEL_is_not_a_cache_hit(tmp_path, suite, monkeypat
     importlib.reload(shop_openai)
     one = pipeline_support.plan_trials(_request(st, "a", suite, "examples.shop.openai_agent:agent"))
     # the episodes of model-one's run, cached under its digest
-    record.stage_output(st, "a", "episodes", one.digest, lambda: record.episodes_doc([]))
+    stagecache.stage_output(st, "a", "episodes", one.digest, lambda: documents.episodes_doc([]))
     again = pipeline_support.plan_trials(_request(st, "b", suite, "examples.shop.openai_agent:agent"))
     assert again.episodes is not None and again.reused_from == "a"  # same model: a cache hit
     monkeypatch.setenv("EK_OPENAI_MODEL", "model-two")

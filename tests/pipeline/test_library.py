@@ -1,14 +1,14 @@
-"""The pipeline's library side (ek_agents.record / pipeline_support / manifest / audit): no Prefect needed."""
+"""The pipeline's library side (ek_agents.runs: stages / documents / pipeline_support / manifest / audit): no Prefect needed."""
 from __future__ import annotations
 
 import sys
 
 import pytest
 
-import ek_agents
-from ek_agents import pipeline_support, record
+import ek_agents.version
+from ek_agents.runs import documents, pipeline_support, stagecache
 from ek_agents.errors import InvalidInput, UnknownName
-from ek_agents.manifest import RunManifest, input_digest, package_info, report_markdown, report_rows
+from ek_agents.runs.manifest import RunManifest, input_digest, package_info, report_markdown, report_rows
 from ek_agents.store import Store
 
 
@@ -46,17 +46,17 @@ def test_input_digest_covers_inputs_and_the_package_version(monkeypatch):
     assert a == input_digest("graded", check="output", episodes="e")
     assert a != input_digest("graded", episodes="e", check="final_state")
     assert a != input_digest("metrics", episodes="e", check="output")
-    monkeypatch.setattr(ek_agents, "__version__", "9.9.9")
+    monkeypatch.setattr(ek_agents.version, "__version__", "9.9.9")  # the manifest reads it there
     assert a != input_digest("graded", episodes="e", check="output")
 
 
 def test_cache_recomputes_a_damaged_artifact():
     st = Store("memory://ek-lib-cache")
     d = input_digest("x", n=1)
-    doc, sha, hit = record.cached(st, "x", d, lambda: {"v": 1})
-    assert not hit and record.cached(st, "x", d, lambda: {"v": 2})[:3] == ({"v": 1}, sha, True)
+    doc, sha, hit = stagecache.cached(st, "x", d, lambda: {"v": 1})
+    assert not hit and stagecache.cached(st, "x", d, lambda: {"v": 2})[:3] == ({"v": 1}, sha, True)
     st.write_bytes(f"artifacts/{sha}.json", b'{"v":666}')  # tampered: never trusted
-    assert record.cached(st, "x", d, lambda: {"v": 1}) == ({"v": 1}, sha, False)
+    assert stagecache.cached(st, "x", d, lambda: {"v": 1}) == ({"v": 1}, sha, False)
 
 
 def test_load_agent_names_the_problem():
@@ -68,7 +68,7 @@ def test_load_agent_names_the_problem():
     with pytest.raises(InvalidInput, match="did you mean 'join'"):
         pipeline_support.load_agent("os.path:jion")
     with pytest.raises(UnknownName, match="did you mean 'inspect'"):
-        record.read_source("inspekt", "x")
+        documents.read_source("inspekt", "x")
 
 
 def test_manifest_round_trips_and_records_the_code():
@@ -97,6 +97,6 @@ def test_report_presentation():
 def test_importing_ek_agents_pipeline_modules_imports_no_prefect():
     import subprocess
 
-    code = ("import sys, ek_agents.cli, ek_agents.record, ek_agents.audit, ek_agents.manifest; "
+    code = ("import sys, ek_agents.cli, ek_agents.runs.stages, ek_agents.runs.audit, ek_agents.runs.manifest; "
             "sys.exit('prefect' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from ek_agents.errors import GateFailed
-from ek_agents.runsummary import fmt_dollars, fmt_percent, load_runs
+from ek_agents.report.runsummary import fmt_dollars, fmt_percent, load_runs
 from ek_agents.store import Store
 
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
@@ -189,7 +189,7 @@ def test_runs_read_well_in_the_ui(on_server, tmp_path):
 
 
 def _report_key(run_id: str) -> str:
-    from ek_agents.htmlreport import REPORT_FILE
+    from ek_agents.report.htmlreport import REPORT_FILE
     from ek_agents.store import run_file_key
 
     return run_file_key(run_id, REPORT_FILE)

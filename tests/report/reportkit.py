@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ek_agents import record
+from ek_agents.runs import baselines, documents, stagecache, stages
 from ek_agents.base import RunProvenance
-from ek_agents.harness import run_suite
+from ek_agents.runs.harness import run_suite
 from ek_agents.prices import load_prices
-from ek_agents.manifest import RunInputs
+from ek_agents.runs.manifest import RunInputs
 from ek_agents.store import Store, run_key
 from ek_agents.suite import load_suite
 
@@ -49,7 +49,7 @@ def make_runs(root: str, *, k: int = 4) -> list[str]:
                   rootdir=root, prices=prices, run=RunProvenance(seed=seed, scaffold=scaffold),
                   progress=False)
     st = Store(root)
-    record.promote(st, "small-0", BASELINE)
+    baselines.promote(st, "small-0", BASELINE)
     _record_gate(st, GATED, BASELINE)
     return [r[0] for r in RUNS]
 
@@ -59,7 +59,7 @@ def _record_gate(st: Store, run_id: str, baseline: str) -> None:
     of the baseline written, then the manifest re-recorded listing them (a report reads only
     the documents its manifest lists)."""
     man = st.read_manifest(run_id)
-    refs = {name: record.StageRef(stage=name, key=run_key(run_id, name),
+    refs = {name: stagecache.StageRef(stage=name, key=run_key(run_id, name),
                                   sha256=man["artifacts"][run_key(run_id, name)])
             for name in ("tasks", "prices", "episodes", "graded", "metrics", "report")
             if run_key(run_id, name) in man["artifacts"]}
@@ -67,9 +67,9 @@ def _record_gate(st: Store, run_id: str, baseline: str) -> None:
     if "reused" in ep:  # what the run reused stays recorded
         refs["episodes"] = dataclasses.replace(refs["episodes"], reused=ep["reused"],
                                                reused_from=ep.get("reused_from"))
-    refs["gate"] = record.run_gate(st, run_id, refs["report"], baseline, tolerance=0.0,
+    refs["gate"] = stages.run_gate(st, run_id, refs["report"], baseline, tolerance=0.0,
                                    cost_tolerance=0.0)
-    record.record_run(st, run_id, refs=refs, inputs=RunInputs.from_dict(man["inputs"]),
+    documents.record_run(st, run_id, refs=refs, inputs=RunInputs.from_dict(man["inputs"]),
                       agent=man["agent"], parameters=man["parameters"],
                       orchestrator=man["orchestrator"])
 
@@ -190,7 +190,7 @@ class DevToolsPage:
 def main(out: str) -> int:  # pragma: no cover - regenerates docs/report.png by hand
     import tempfile
 
-    from ek_agents.htmlreport import write_report
+    from ek_agents.report.htmlreport import write_report
 
     binary = chromium_binary()
     if binary is None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents.htmlreport import render_html
-from ek_agents.runsummary import load_runs
+from ek_agents.report.htmlreport import render_html
+from ek_agents.report.runsummary import load_runs
 
 from .reportkit import DevToolsPage, chromium_binary
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as hs
 
 from ek_agents.cli import main
 from ek_agents.errors import ArtifactNotFound, InvalidInput
-from ek_agents.htmlreport import render_html, render_markdown, write_report
-from ek_agents.runsummary import (fmt_count, fmt_dollars, fmt_interval, fmt_percent, fmt_seconds,
+from ek_agents.report.htmlreport import render_html, render_markdown, write_report
+from ek_agents.report.runsummary import (fmt_count, fmt_dollars, fmt_interval, fmt_percent, fmt_seconds,
                                   RunSummary, load_runs, pareto_frontier, summarize_run)
 from ek_agents.store import Store, run_key
 

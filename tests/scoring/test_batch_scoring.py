@@ -11,13 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ek_agents import evaluate
-from ek_agents.argmatch import ANY, OMITTED, AnyOf, CallComparer
+from ek_agents.scoring.argmatch import ANY, OMITTED, AnyOf, CallComparer
 from ek_agents.base import ToolSpec, tool_grammar
 from ek_agents.core import FieldSpec
 from ek_agents.errors import InvalidInput
-from ek_agents.facades import score_all
-from ek_agents.toolcalls import ToolCallMetric, pair_views
-from ek_agents.trajectory import SCHEMES, TrajectoryMetric, trajectory_distance, trajectory_distances
+from ek_agents.scoring.facades import score_all
+from ek_agents.scoring.toolcalls import ToolCallMetric
+from ek_agents.scoring.callviews import pair_views
+from ek_agents.scoring.trajectory import SCHEMES, TrajectoryMetric, trajectory_distance, trajectory_distances
 
 TOOLS = ["search", "refund", "answer", "open"]
 GRAMMAR = tool_grammar(
@@ -183,7 +184,7 @@ def test_in_order_fast_path_equals_the_general_dp(ps, which, data):
     """The uniform-weight path (rapidfuzz bounds, the single-pair DP where they differ) and the
     vectorised DP give the single-pair numbers, with argument-level substitution costs, weights,
     odd or unhashable values (NaN, tuples, lists, bytes, huge ints) and empty trajectories."""
-    from ek_agents.trajectory import _in_order_batch, _in_order_uniform
+    from ek_agents.scoring.trajectory_batch import in_order_batch as _in_order_batch, in_order_uniform as _in_order_uniform
 
     uniform = tool_grammar(ToolSpec("search", {"q": FieldSpec("q", "string", required=True)}))
     grammar = {None: None, "uniform": uniform, "weighted": GRAMMAR}[which]
@@ -238,7 +239,7 @@ def test_in_order_from_call_codes_equals_the_single_pair(ps, which, merge, canon
     numbers on every pair, with classes merged by the views' keys or not, a declared tool
     (errors of its own: a missing required argument), the canonicalizer (``"Blue Hat"`` is
     ``"bluehat"``), ``1`` / ``1.0`` (equal untyped) and ``True`` (not)."""
-    from ek_agents.trajectory import _in_order_coded
+    from ek_agents.scoring.trajectory_batch import in_order_coded as _in_order_coded
 
     grammar = {None: None, "uniform": tool_grammar(ToolSpec("search", {"q": FieldSpec("q", "string", required=True)}))}[which]
     canonicalizer = str.lower if canon else None
@@ -252,7 +253,7 @@ def test_in_order_from_call_codes_equals_the_single_pair(ps, which, merge, canon
 
 
 def test_in_order_takes_the_encoded_path_only_for_plain_uniform_batches():
-    from ek_agents.trajectory import _in_order_coded
+    from ek_agents.scoring.trajectory_batch import in_order_coded as _in_order_coded
 
     plain = [[("search", {"q": "a"}), ("answer", {"text": "b"})]]
     assert _in_order_coded(CallComparer(), plain, plain) == [(0.0, 2.0)]

@@ -1,10 +1,10 @@
 """bfcl_check: BFCL's shapes, verdicts and error-type names (own cases), and the one deviation."""
 import pytest
 
-from ek_agents import bfcl
-from ek_agents.bfcl import CheckResult, bfcl_check
+from ek_agents.scoring import bfcl
+from ek_agents.scoring.bfcl import CheckResult, bfcl_check
 from ek_agents.errors import InvalidInput, UnknownName
-from ek_agents.toolcalls import bfcl_check as reexported, CheckResult as reexported_result
+from ek_agents.scoring.toolcalls import bfcl_check as reexported, CheckResult as reexported_result
 
 
 def fn(name, props, required=()):
@@ -206,7 +206,7 @@ AGREEMENT_CASES = [
 @pytest.mark.parametrize("out,gold,funcs", AGREEMENT_CASES)
 def test_tool_call_metric_agrees_with_bfcl_on_bfcl_data(out, gold, funcs):
     from ek_agents.base import tool_grammar
-    from ek_agents.toolcalls import ToolCallMetric
+    from ek_agents.scoring.toolcalls import ToolCallMetric
 
     verdict = bfcl_check(list(funcs), out, gold, "parallel" if len(gold) > 1 else "simple").valid
     m = ToolCallMetric(grammar=tool_grammar(*bfcl.tool_specs(funcs)))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents import bfcl_typed_strings
-from ek_agents.bfcl import bfcl_check
-from ek_agents.bfcl_typed_strings import js_value, language_of
+from ek_agents.scoring import bfcl_typed_strings
+from ek_agents.scoring.bfcl import bfcl_check
+from ek_agents.scoring.bfcl_typed_strings import js_value, language_of
 from ek_agents.errors import EkAgentsError, InvalidInput
 
 
@@ -233,7 +233,7 @@ def test_js_rows_read_like_bfcls_pattern_without_its_backtracking():
 
 
 def test_collection_literal_over_the_limit_is_refused():
-    from ek_agents.bfcl_typed_strings import MAX_COLLECTION_TEXT
+    from ek_agents.scoring.bfcl_typed_strings import MAX_COLLECTION_TEXT
     long_array = "new int[]{" + "1," * MAX_COLLECTION_TEXT + "}"
     with pytest.raises(InvalidInput, match=f"over the {MAX_COLLECTION_TEXT}"):
         java("Array", long_array, [[1]], "integer")

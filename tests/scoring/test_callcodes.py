@@ -1,4 +1,4 @@
-"""The call encoding behind the fast in_order distance (``ek_agents.callcodes``): the C
+"""The call encoding behind the fast in_order distance (``ek_agents.scoring.callcodes``): the C
 extension and its pure-Python twin give the same classes, a class is "same tool, equal
 arguments of the same types" (never 1 == 1.0 == True), anything not plain is refused, and ids
 past the surrogate block still come back. ``CallTable`` (what ToolCallMetric.score uses) keeps
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ek_agents import callcodes
-from ek_agents.callcodes import HAS_C, CallTable, c_encode, code_id, code_point, encode_calls, encode_python
+from ek_agents.scoring import callcodes
+from ek_agents.scoring.callcodes import HAS_C, CallTable, c_encode, code_id, code_point, encode_calls, encode_python
 
 NAN = float("nan")
 plain = st.sampled_from(["a", "A", "", "é", "a b", 0, 1, 2, -1, 10**30, 0.0, -0.0, 1.0, 2.5, True, False, None, NAN])
@@ -24,8 +24,8 @@ side = st.lists(st.lists(call, max_size=6), max_size=8)
 def test_the_c_extension_is_built_where_it_must_be():
     """CI sets EK_REQUIRE_CEXT=1: there a missing extension (no compiler) fails, never slows down silently."""
     if os.environ.get("EK_REQUIRE_CEXT") == "1":
-        assert HAS_C, "ek_agents._callcodes was not built (pip install -e . needs a C compiler and Python's headers)"
-        assert CallTable is not None, "ek_agents._callcodes was built from an older _callcodes.c (pip install -e . again)"
+        assert HAS_C, "ek_agents.scoring._callcodes was not built (pip install -e . needs a C compiler and Python's headers)"
+        assert CallTable is not None, "ek_agents.scoring._callcodes was built from an older _callcodes.c (pip install -e . again)"
     assert callcodes.HAS_C is (c_encode is not None)
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from ek_agents.base import Cost, Episode
 from ek_agents.errors import InvalidInput
-from ek_agents.metrics import CostPerSuccessMetric
+from ek_agents.scoring.metrics import CostPerSuccessMetric
 
 cost_mod = pytest.importorskip("ek_agents.cost")
 

@@ -4,8 +4,8 @@ import importlib
 
 import pytest
 
-MODULES = ["ek_agents.metrics", "ek_agents.toolcalls", "ek_agents.trajectory", "ek_agents.bfcl",
-           "ek_agents.facades"]
+MODULES = ["ek_agents.scoring.metrics", "ek_agents.scoring.toolcalls", "ek_agents.scoring.trajectory", "ek_agents.scoring.bfcl",
+           "ek_agents.scoring.facades"]
 
 
 @pytest.mark.parametrize("name", MODULES)

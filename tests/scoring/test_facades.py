@@ -5,10 +5,10 @@ import ek_agents
 from ek_agents.base import Episode, ToolSpec, tool_grammar
 from ek_agents.core import FieldSpec
 from ek_agents.errors import InvalidInput, UnknownName
-from ek_agents.facades import estimate_quality, evaluate, get_metric, score
-from ek_agents.metrics import TaskSuccessMetric
-from ek_agents.toolcalls import ToolCallMetric
-from ek_agents.trajectory import TrajectoryMetric
+from ek_agents.scoring.facades import estimate_quality, evaluate, get_metric, score
+from ek_agents.scoring.metrics import TaskSuccessMetric
+from ek_agents.scoring.toolcalls import ToolCallMetric
+from ek_agents.scoring.trajectory import TrajectoryMetric
 
 
 def test_public_facade_names():
@@ -104,7 +104,7 @@ def test_estimate_quality_bad_args():
 
 
 def test_estimate_quality_with_the_real_judge_signal():
-    from ek_agents.judge import JudgeSignal
+    from ek_agents.scoring.judge import JudgeSignal
 
     calls = []
 

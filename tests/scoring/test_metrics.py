@@ -1,10 +1,10 @@
 """Checkers, grade(), TaskSuccessMetric and CostPerSuccessMetric."""
 import pytest
 
-from ek_agents import metrics
+from ek_agents.scoring import metrics
 from ek_agents.base import Cost, Episode, TaskSpec
 from ek_agents.errors import InvalidInput, UnknownName
-from ek_agents.metrics import (
+from ek_agents.scoring.metrics import (
     TaskSuccessMetric, final_state_match, get_checker, grade,
     output_match, recorded_success, state_equal,
 )

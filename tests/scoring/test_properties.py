@@ -6,10 +6,10 @@ from hypothesis import given, settings, strategies as st
 
 from ek_agents.base import ToolSpec, tool_grammar
 from ek_agents.core import FieldSpec
-from ek_agents.toolcalls import (
+from ek_agents.scoring.toolcalls import (
     AnyOf, CallComparer, ToolCallMetric, _Matcher, match_calls, min_cost_assignment,
 )
-from ek_agents.trajectory import SCHEMES, TrajectoryMetric, trajectory_distance
+from ek_agents.scoring.trajectory import SCHEMES, TrajectoryMetric, trajectory_distance
 
 scipy_optimize = pytest.importorskip("scipy.optimize")
 
@@ -137,7 +137,7 @@ def test_match_calls_total_cost_is_optimal_vs_scipy(seed):
 def test_any_order_distance_is_optimal_vs_scipy(seed):
     """any_order pairs across tools too (a wrong call costs the larger weight); the reference is
     scipy on the square matrix padded with 'leave unpaired' rows and columns."""
-    from ek_agents.trajectory import _sub
+    from ek_agents.scoring.alignment import sub_cost as _sub
 
     rnd = random.Random(2000 + seed)
     def call():

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ek_agents import argmatch, callcodes
+from ek_agents.scoring import argmatch, callcodes
 from ek_agents.base import Episode, Step, TaskSpec, ToolSpec, Trajectory, tool_grammar
 from ek_agents.core import FieldSpec
-from ek_agents.toolcalls import ANY, OMITTED, AnyOf, ToolCallMetric
+from ek_agents.scoring.toolcalls import ANY, OMITTED, AnyOf, ToolCallMetric
 
 needs_c = pytest.mark.skipif(callcodes.CallTable is None, reason="the C extension was not built here")
 

@@ -1,14 +1,12 @@
 """ToolCallMetric and match_calls: one test per rule, including the cases peers get wrong."""
 import pytest
 
-from ek_agents import callcodes
+from ek_agents.scoring import callcodes
 from ek_agents.base import Episode, Step, TaskSpec, ToolSpec, Trajectory, tool_grammar
 from ek_agents.core import FieldSpec
 from ek_agents.errors import InvalidInput, UnknownName
-from ek_agents.toolcalls import (
-    ANY, OMITTED, AnyOf, ToolCallMetric, as_calls, match_calls, min_cost_assignment,
-    standardize_string,
-)
+from ek_agents.scoring.toolcalls import ANY, OMITTED, AnyOf, ToolCallMetric, match_calls, min_cost_assignment, standardize_string
+from ek_agents.scoring.callviews import as_calls
 
 G = tool_grammar(
     ToolSpec("refund", {"order_id": FieldSpec("order_id", "string", required=True),
@@ -293,7 +291,7 @@ def test_anyof_needs_values():
 def test_view_cache_never_changes_results(monkeypatch):
     import random
 
-    from ek_agents import argmatch
+    from ek_agents.scoring import argmatch
 
     rnd = random.Random(7)
     vals = [1, 1.0, True, "1", "a", "A", [1, 2], {"k": 1}]

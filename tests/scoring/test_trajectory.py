@@ -4,8 +4,8 @@ import pytest
 from ek_agents.base import Episode, Step, TaskSpec, ToolSpec, Trajectory, tool_grammar
 from ek_agents.core import FieldSpec
 from ek_agents.errors import InvalidInput, UnknownName
-from ek_agents.toolcalls import OMITTED, AnyOf
-from ek_agents.trajectory import SCHEMES, TrajectoryMetric, trajectory_distance
+from ek_agents.scoring.toolcalls import OMITTED, AnyOf
+from ek_agents.scoring.trajectory import SCHEMES, TrajectoryMetric, trajectory_distance
 
 G = tool_grammar(
     ToolSpec("search", {"q": FieldSpec("q", "string")}),

@@ -8,9 +8,9 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from ek_agents import errors
-from ek_agents.agreement import cohen_kappa, krippendorff_alpha
+from ek_agents.stats.agreement import cohen_kappa, krippendorff_alpha
 from ek_agents.core import Finding, Metric, Score, Signal
-from ek_agents.judge import JudgeMetric, JudgeSignal, judge_validation, pairwise_judge
+from ek_agents.scoring.judge import JudgeMetric, JudgeSignal, judge_validation, pairwise_judge
 
 WORST: dict[str, float] = {}
 

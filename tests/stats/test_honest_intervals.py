@@ -189,7 +189,7 @@ def test_paired_cost_check_uses_task_totals():
     assert not agent_regression_gate(dear, base, paired=False).details["checks"][-1]["method"].startswith("paired")
 
 
-@pytest.mark.parametrize("name", ["ek_agents.stats", "ek_agents.sequential"])
+@pytest.mark.parametrize("name", ["ek_agents.stats.intervals", "ek_agents.stats.bootstrap", "ek_agents.stats.clustered", "ek_agents.stats.power", "ek_agents.sequential"])
 def test_module_doctests(name):
     import doctest
 

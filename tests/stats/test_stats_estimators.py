@@ -266,9 +266,9 @@ def test_ratio_bootstraps_use_the_plain_integers_draws():
 def test_task_index_stream_is_numpys_integers_stream(g):
     # the bootstraps' bulk draws (raw 64-bit outputs, Lemire's method with numpy arrays) give
     # numpy's own indices; at g = 3 * 2**29 + 1 a quarter of the words are rejected
-    from ek_agents import stats
+    from ek_agents.stats import bootstrap
 
-    draws = stats._TaskIndices(4, g)
+    draws = bootstrap._TaskIndices(4, g)
     parts = [np.empty(k, dtype=np.uint64) for k in (1, 3, 65_536, 100_001, 2)]
     for part in parts:
         draws.fill(part)

@@ -15,7 +15,7 @@ import pytest
 
 from ek_agents.adapters import OpenAIToolAgent, openai_tools
 from ek_agents.errors import InvalidInput, MissingDependency, TransientAgentError
-from ek_agents.metrics import final_state_match
+from ek_agents.scoring.metrics import final_state_match
 from ek_agents.suite import load_suite
 from examples.shop.world import POLICY, SUITE_PATH, ShopEnv
 

@@ -11,7 +11,7 @@ import statistics
 import pytest
 
 from ek_agents.base import Episode, Step, Trajectory
-from ek_agents.metrics import final_state_match, grade
+from ek_agents.scoring.metrics import final_state_match, grade
 from ek_agents.stats import newcombe_difference
 from ek_agents.suite import load_suite
 from examples.shop import agents as agents_mod
@@ -208,7 +208,7 @@ def test_without_a_seed_one_is_drawn_and_recorded(suite):
 
 
 def test_argument_importances_reach_the_tool_call_metric(suite):
-    from ek_agents.toolcalls import ToolCallMetric
+    from ek_agents.scoring.toolcalls import ToolCallMetric
 
     t = suite.task("refund-02")
     m = ToolCallMetric()

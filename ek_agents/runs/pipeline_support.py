@@ -1,0 +1,600 @@
+"""What only the pipeline needs: agent import paths, trial chunk plans, exit codes.
+
+The Prefect tasks in ``tasks/`` and the ``ek-agents`` CLI share these; the library itself never
+needs them (a library user passes a callable, not an import path). They live in ``ek_agents``
+rather than beside the flows because the CLI refuses a bad request (:func:`check_request`) and
+maps a verdict to its exit code (:func:`raise_for_verdict`) without importing Prefect.
+
+>>> plan_chunks(["a", "b", "c"], k=2, chunk_size=4)
+[[['a', 0], ['a', 1], ['b', 0], ['b', 1]], [['c', 0], ['c', 1]]]
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional
+
+from pydantic import Field
+
+from .. import errors
+from ..base import JsonShape, RunProvenance
+from ..core import shape
+from ..errors import InvalidInput, did_you_mean
+from ..base import Episode
+from .agentid import agent_identity
+from .harness import run_trials, store_trials
+from .manifest import input_digest
+from ..scoring.metrics import final_state_match, get_checker, grade, output_match
+from ..prices import load_prices, price_of
+from .baselines import load_baseline
+from .documents import SOURCES, episodes_doc, episodes_of, tasks_of
+from .identity import RunFingerprint, agent_config, claim_run, code_digest, errored
+from .stagecache import EpisodesRef, StageRef, SuiteRef, cache_origin, index_output, lookup, stage_output, write_doc
+from .trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
+from ..sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
+                         per_check_alpha, sequential_look)
+from ..suite import load_suite
+from ..store import Store, episode_key, sha256_hex
+
+__all__ = ["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
+           "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "ChunkResult", "plan_trials",
+           "cached_plan",
+           "run_trial_chunk", "collect_episodes", "chunk_workers", "request_fingerprint", "check_errors",
+           "MAX_ERROR_RATE", "plan_batch", "batch_look", "collect_batches"]
+
+#: A run's trials are split into about this many chunks (one Prefect task run each).
+DEFAULT_CHUNKS = 16
+
+
+def check_request(*, suite: Optional[str], agent: Optional[str], ingest: Optional[str],
+                  ingest_path: Optional[str], sequential: bool = False,
+                  baseline: Optional[str] = None) -> None:
+    """Refuse an evaluation that names neither (or both) of its sources, or a sequential gate
+    without a baseline or on an ingested run, before anything runs."""
+    if sequential and (not baseline or ingest is not None or ingest_path is not None):
+        raise InvalidInput(f"sequential=True gates an agent's trials against a baseline as they "
+                           f"run (baseline={baseline!r}, ingest={ingest!r}): give a baseline "
+                           "name (--baseline NAME) and a suite + agent, not a recorded run")
+    if ingest is None and ingest_path is None:
+        if not suite or not agent:
+            raise InvalidInput("an evaluation needs a suite and an agent (--suite PATH --agent "
+                               "module:callable), or a recorded run to ingest (ingest KIND PATH)")
+        load_agent(agent)  # a bad import path fails here, not in a worker
+        return
+    if agent:
+        raise InvalidInput("give an agent to run or a recorded run to ingest, not both")
+    if ingest not in SOURCES or not ingest_path:
+        raise InvalidInput(f"ingest needs a kind (one of {sorted(SOURCES)}) and a path; got "
+                           f"kind {ingest!r}, path {ingest_path!r}"
+                           f"{did_you_mean(str(ingest), SOURCES) if ingest else ''}")
+
+
+#: The most trials per task a run may ask for: more is a typo, not a plan (memory grows with k).
+MAX_K = 10_000
+
+
+def check_inputs(store: Store, *, run_id: str, k: int = 1, suite: Optional[str] = None,
+                 check: Optional[str] = None, baseline: Optional[str] = None,
+                 prices: Optional[str] = None, models: Sequence[str] = ()) -> None:
+    """Refuse, before any agent is called, an evaluation that could only fail after paying for
+    its trials: a bad run id or k, an unknown checker, a baseline not in ``store``, a suite
+    that does not load or has a task without the gold its checker needs, a price catalog that
+    does not load or lacks one of ``models``. Each refusal is an ``EkAgentsError`` naming the
+    value and the fix."""
+    Store.validate_name(run_id, what="run id")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an integer in 1..{MAX_K} (trials per task), got {k!r}")
+    if check is not None:
+        get_checker(check)  # UnknownName with did-you-mean
+    if baseline is not None:
+        load_baseline(store, baseline)  # BaselineError saying how to make one
+    if suite:
+        loaded = load_suite(suite)
+        for task in loaded.tasks:
+            name = task.checker or (check if check is not None else loaded.checker)
+            fn = get_checker(name)
+            if fn is output_match or fn is final_state_match:  # both refuse a task without gold
+                fn(Episode(task.task_id), task.gold)
+    if prices is not None:
+        table = load_prices(prices)
+        for model in models:
+            price_of(model, prices=table)  # UnknownModelPrice naming the closest entries
+
+
+
+def load_agent(path: str) -> Callable[..., Any]:
+    """Import ``"package.module:callable"`` (``"module:obj.attr"`` works too).
+
+    >>> load_agent("os.path:basename")("/a/b")
+    'b'
+    """
+    if not isinstance(path, str) or path.count(":") != 1 or not all(path.split(":")):
+        raise InvalidInput(f"agent {path!r} is not an import path: write 'package.module:callable'")
+    mod_name, attr = path.split(":")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: the working directory is importable
+    try:
+        obj: Any = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        raise InvalidInput(f"agent {path!r}: cannot import module {mod_name!r} ({exc}); "
+                           "check the spelling and that it is on PYTHONPATH") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            raise InvalidInput(f"agent {path!r}: {mod_name} has no attribute {part!r}"
+                               f"{did_you_mean(part, names)}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise InvalidInput(f"agent {path!r} is a {type(obj).__name__}, not a callable")
+    return obj
+
+
+def agent_fingerprint(path: str) -> Optional[str]:
+    """sha256 of the source file that defines the agent (None when it has none):
+    ``record.code_digest`` of the import path.
+
+    It goes into the run's fingerprint, so editing the agent's code invalidates the cached
+    episodes even when its import path stays the same.
+    """
+    return code_digest(path)
+
+
+def plan_chunks(task_ids: Sequence[str], *, k: int, chunk_size: Optional[int] = None,
+                slots: int = 1) -> list[list[list]]:
+    """Split the ``(task_id, trial)`` pairs of a run into chunks, one Prefect task run each.
+
+    Default size: about :data:`DEFAULT_CHUNKS` chunks, each a whole number of rounds of
+    ``slots`` trials (the trials a chunk runs at once) but the last: a chunk whose size is not
+    a multiple of its slots ends with a round that keeps most of them idle, and a worker
+    running several such chunks pays that tail once per chunk. The rounds are spread evenly,
+    so the chunks differ by at most one round. ``chunk_size`` fixes the size instead.
+    Pairs are lists (JSON-safe as flow parameters).
+
+    >>> [len(c) for c in plan_chunks([f"t{i}" for i in range(500)], k=40, slots=16)][:3]
+    [1264, 1264, 1248]
+    >>> [len(c) for c in plan_chunks(["a", "b", "c"], k=2, slots=4)]
+    [4, 2]
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInput(f"k must be an integer >= 1, got {k!r}")
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+        raise InvalidInput(f"slots must be an integer >= 1, got {slots!r}")
+    pairs = [[t, i] for t in task_ids for i in range(k)]
+    if chunk_size is None:
+        rounds = math.ceil(len(pairs) / slots)
+        n = max(1, min(DEFAULT_CHUNKS, rounds))
+        bounds, at = [], 0
+        for i in range(n):  # the first (rounds % n) chunks take one round more
+            at += (rounds // n + (i < rounds % n)) * slots
+            bounds.append(min(at, len(pairs)))
+        return [pairs[a:b] for a, b in zip([0, *bounds], bounds) if b > a]
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise InvalidInput(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    return [pairs[i:i + chunk_size] for i in range(0, len(pairs), chunk_size)]
+
+
+
+def raise_for_verdict(verdict: Optional[Mapping]) -> None:
+    """Raise what a recorded gate verdict means: the refusal's own error (IncomparableRuns,
+    BaselineError), :class:`~ek_agents.errors.GateFailed` listing the reasons, or nothing."""
+    if not verdict or verdict.get("passed"):
+        return
+    name = verdict.get("baseline")
+    if verdict.get("refused"):
+        cls = getattr(errors, str(verdict.get("error")), None)
+        cls = cls if isinstance(cls, type) and issubclass(cls, errors.InvalidInput) else errors.BaselineError
+        raise cls(f"gate refused baseline {name!r}: {verdict['refused']}")
+    raise errors.GateFailed(f"gate failed against baseline {name!r}: "
+                            + "; ".join(verdict.get("reasons") or ["(no reason recorded)"]))
+
+
+# --------------------------------------------------------------------------- trials in chunks
+
+@shape()
+class TrialRequest(JsonShape):
+    """Everything the trials of one run are decided by, as the pipeline's trial tasks take it."""
+
+    store: str
+    """The store's URL (``Store(...).url``)."""
+    run_id: str
+    """The run the episodes are stored under."""
+    tasks: SuiteRef
+    """The run's tasks document."""
+    agent: str
+    """The agent's import path, ``"package.module:callable"``."""
+    agent_id: Optional[str] = None
+    """What identifies the agent, said by the caller (``--agent-id``): it replaces digesting
+    the loaded agent's state (``agentid.agent_identity``)."""
+    k: int = 1
+    """Trials per task."""
+    seed: Optional[int] = None
+    """The base seed: trial i runs with seed + i."""
+    run: dict = Field(default_factory=dict)
+    """The run's provenance (``RunProvenance.to_dict()``), merged onto every episode."""
+    chunk_size: Optional[int] = None
+    """Trials per chunk (default: about :data:`DEFAULT_CHUNKS` chunks)."""
+    max_concurrency: int = 8
+    """Agent calls in flight at once in the whole run (divided among the chunks that run at
+    once: ``parallel_chunks``)."""
+    parallel_chunks: int = 1
+    """How many chunks run at once (the task runner's workers): each chunk runs
+    ``max_concurrency // parallel_chunks`` trials at once (at least 1), so the run never has
+    more than ``max_concurrency`` agent calls in flight when ``parallel_chunks <=
+    max_concurrency``."""
+    timeout_s: Optional[float] = None
+    """Seconds per trial attempt."""
+    retries: int = 0
+    """Retries of a transient agent error."""
+    refresh: bool = False
+    """Run every trial afresh: no cached episodes, the run's stored trials removed."""
+    retry_errored: bool = False
+    """Run again the trials that ended in an error (stored in this run, or in the cached
+    episodes this run would otherwise reuse)."""
+    check: Optional[str] = None
+    """The checker the run's grade stage uses (None: the suite's). Each chunk grades the trials
+    it stored with it (``record.trial_grader``), so that the grade stage, in the same process,
+    takes that work instead of grading 20,000 episodes after the last trial."""
+
+
+@shape()
+class TrialChunk(JsonShape):
+    """One chunk of a run's trials: one Prefect task run."""
+
+    request: TrialRequest
+    """The run's trial request."""
+    index: int
+    """The chunk's position in the plan."""
+    pairs: tuple[tuple[str, int], ...]
+    """The ``(task_id, trial)`` pairs it runs."""
+    concurrency: Optional[int] = None
+    """Trials at once in this chunk (None: the request's ``max_concurrency``)."""
+    claimed: bool = False
+    """Whether :func:`plan_trials` claimed the run (fingerprint checked, stored trials sorted)
+    and left in ``pairs`` only trials not stored: the chunk then runs them without listing the
+    run. False (a sequential batch): the chunk claims the run itself (``harness.run_trials``)."""
+
+
+@shape()
+class ChunkResult(JsonShape):
+    """What one chunk ran and stored: each trial's file as written, so that the stages after
+    the trials neither list nor re-read nor re-hash the run's folder."""
+
+    index: int
+    """The chunk's position in the plan."""
+    trials: tuple[StoredTrial, ...] = ()
+    """Its trials' stored files (key, sha256, bytes); empty for a chunk that claimed the run
+    itself (the collect step reads those from the store)."""
+    graded: tuple[Episode, ...] = ()
+    """``trials`` graded as the run's grade stage grades them (``record.trial_grader`` with the
+    request's ``check``, on the writer threads as each trial is stored), in the same order;
+    empty when they were not all graded here."""
+    graded_data: tuple[str, ...] = ()
+    """The canonical JSON of each of ``graded``."""
+
+
+@shape()
+class TrialPlan(JsonShape):
+    """:func:`plan_trials`' answer: the cached episodes, or the chunks to run."""
+
+    request: TrialRequest
+    """The run's trial request."""
+    digest: str
+    """The episodes' input digest (everything that decides them)."""
+    episodes: Optional[StageRef] = None
+    """The episodes document when the same inputs ran before (then nothing runs)."""
+    chunks: tuple[TrialChunk, ...] = ()
+    """The chunks to run when nothing was cached (only the trials not already stored)."""
+    reused: int = 0
+    """Trials reused rather than run: all of them on a cache hit, else those already stored."""
+    reused_from: Optional[str] = None
+    """The run the reused trials came from."""
+
+
+def request_fingerprint(request: TrialRequest) -> RunFingerprint:
+    """The run's fingerprint: the agent's import path, code digest and declared configuration
+    (``record.agent_config`` of the loaded agent), its identity (``agentid.agent_identity``:
+    code and state, or ``request.agent_id``), the suite digest, k, seed, provenance and
+    limits."""
+    agent = load_agent(request.agent)
+    return RunFingerprint(agent=request.agent, agent_code=code_digest(request.agent),
+                          agent_config=agent_config(agent),
+                          agent_identity=agent_identity(agent, agent_id=request.agent_id),
+                          suite=request.tasks.digest, k=request.k, seed=request.seed,
+                          run={f: v for f, v in request.run.items() if f != "schema_version"},
+                          timeout_s=request.timeout_s, retries=request.retries)
+
+
+def _trials(request: TrialRequest, only: Optional[Sequence] = None,
+            max_concurrency: Optional[int] = None) -> list:
+    return run_trials(load_agent(request.agent),
+                      tasks_of(Store(request.store).read_json(request.tasks.key)), k=request.k,
+                      seed=request.seed, run=RunProvenance.from_dict(request.run),
+                      max_concurrency=max_concurrency or request.max_concurrency,
+                      timeout_s=request.timeout_s,
+                      retries=request.retries, store=Store(request.store), run_id=request.run_id,
+                      only=only, progress=False, fingerprint=request_fingerprint(request))
+
+
+def _identity(st: Store, request: TrialRequest) -> tuple[RunFingerprint, str, list, list]:
+    """The run's fingerprint, its episodes' input digest, its task ids and its pairs."""
+    fp = request_fingerprint(request)
+    ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
+    return (fp, input_digest("episodes", fingerprint=fp.to_dict()), ids,
+            [(t, i) for t in ids for i in range(request.k)])
+
+
+def cached_plan(request: TrialRequest) -> Optional[TrialPlan]:
+    """:func:`plan_trials` when the same inputs ran before (its episodes, reused: copied into
+    the run as their verified bytes, never parsed); None when there is something to run
+    (nothing cached, ``refresh``, or ``retry_errored``: then :func:`plan_trials` decides).
+    :func:`plan_trials` asks this first: a cache hit claims and lists nothing."""
+    if request.refresh or request.retry_errored:
+        return None
+    st = Store(request.store)
+    return _cached_plan(st, request, _identity(st, request))
+
+
+def _cached_plan(st: Store, request: TrialRequest, identity: tuple) -> Optional[TrialPlan]:
+    _, digest, _, pairs = identity
+    reused = stage_output(st, request.run_id, "episodes", digest)
+    if reused is None:
+        return None
+    origin = cache_origin(st, "episodes", digest)
+    return TrialPlan(request=request, digest=digest, reused=len(pairs), reused_from=origin,
+                     episodes=_with_reuse(reused, len(pairs), origin))
+
+
+def plan_trials(request: TrialRequest) -> TrialPlan:
+    """The run's input digest, and either the cached episodes or the chunks to run.
+
+    The digest is that of the run's fingerprint (:func:`request_fingerprint`): episodes are
+    reused only from a run with the same agent, code, configuration, suite, k, seed,
+    provenance and limits. ``refresh`` skips the cache; ``retry_errored`` reuses a cached
+    run's successful trials and runs its errored ones again. The run's own stored trials go
+    through ``record.claim_run`` (fingerprint checked, misfiled files removed).
+    """
+    st = Store(request.store)
+    identity = fp, digest, ids, pairs = _identity(st, request)  # once: a cache hit asks first
+    if not (request.refresh or request.retry_errored):
+        hit = _cached_plan(st, request, identity)
+        if hit is not None:
+            return hit
+    origin, found = None, None
+    if not request.refresh:
+        found = lookup(st, "episodes", digest)
+        origin = cache_origin(st, "episodes", digest) if found is not None else None
+        if found is not None and not any(e.get("meta", {}).get("error")
+                                         for e in found[0]["episodes"]):
+            reused = stage_output(st, request.run_id, "episodes", digest)
+            if reused is not None:
+                return TrialPlan(request=request, digest=digest, reused=len(pairs),
+                                 reused_from=origin,
+                                 episodes=_with_reuse(reused, len(pairs), origin))
+    reuse, kept = claim_run(st, request.run_id, fp, pairs, refresh=request.refresh,
+                            retry_errored=request.retry_errored)
+    n_reused, source = reuse.kept, request.run_id
+    if not request.refresh and found is not None and origin != request.run_id:
+        seeded = _seed_run(st, request.run_id, found[0], skip=kept)  # retry errored of a
+        n_reused, kept = n_reused + len(seeded), {**kept, **seeded}    # cached run: reuse
+        source = origin if seeded else source                          # its successes
+    todo = {p for p in pairs if p not in kept}
+    chunks = [c for c in ([pr for pr in chunk if (pr[0], pr[1]) in todo]
+                          for chunk in plan_chunks(ids, k=request.k, chunk_size=request.chunk_size,
+                                                   slots=_slots(request)))
+              if c]
+    per_chunk = _share(request, len(chunks))
+    return TrialPlan(request=request, digest=digest, reused=n_reused, reused_from=source,
+                     chunks=tuple(TrialChunk(request=request, index=i,
+                                             pairs=tuple((t, n) for t, n in chunk),
+                                             concurrency=per_chunk, claimed=True)
+                                  for i, chunk in enumerate(chunks)))
+
+
+def chunk_workers(max_workers: int, max_concurrency: int) -> int:
+    """How many chunks to run at once: ``max_workers``, but never more than ``max_concurrency``
+    (each chunk runs at least one trial at a time, and :func:`plan_trials` gives each its share
+    of ``max_concurrency``: the run never has more than ``max_concurrency`` agent calls in
+    flight). A bad value is left for the runner and the harness to refuse.
+
+    >>> chunk_workers(4, 64), chunk_workers(4, 2)
+    (4, 2)
+    """
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) \
+            or max_concurrency < 1:
+        return max_workers
+    return min(max_workers, max_concurrency)
+
+
+def _slots(request: TrialRequest) -> int:
+    """Trials at once per chunk when ``parallel_chunks`` chunks run at once: the round size
+    :func:`plan_chunks` sizes the default chunks by."""
+    return _share(request, request.parallel_chunks)
+
+
+def _share(request: TrialRequest, n_chunks: int) -> int:
+    """Trials at once per chunk: the run's ``max_concurrency`` divided among the chunks that
+    run at once (at least 1)."""
+    return max(1, request.max_concurrency // max(1, min(request.parallel_chunks, n_chunks)))
+
+
+def _with_reuse(ref: StageRef, reused: int, origin: Optional[str]) -> StageRef:
+    return dataclasses.replace(ref, reused=reused, reused_from=origin)
+
+
+def _seed_run(st: Store, run_id: str, cached_doc: Mapping, *, skip: Mapping) -> dict:
+    """Copy a cached run's successful trials into ``run_id`` (but those in ``skip``, already
+    stored there); the copied ones, ``{(task_id, trial): Episode}``."""
+    seeded = {}
+    for ep in episodes_of(cached_doc):
+        trial = ep.meta.get("trial")
+        if errored(ep) or not isinstance(trial, int) or (ep.task_id, trial) in skip:
+            continue
+        st.write_json(episode_key(run_id, ep.task_id, trial), ep.to_dict())
+        seeded[(ep.task_id, trial)] = ep
+    return seeded
+
+
+def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
+    """Run one chunk; what it stored.
+
+    A chunk :func:`plan_trials` planned (``claimed``) runs its pairs with
+    ``harness.store_trials``, listing nothing; ``resume`` (a retry of the chunk: an earlier
+    attempt may have stored some of its trials) first reads its own pairs' files and runs only
+    the missing ones. Any other chunk (a sequential batch) claims the run itself
+    (``harness.run_trials(only=chunk.pairs)``: stored trials loaded, not re-run).
+    """
+    req = chunk.request
+    if not chunk.claimed:
+        _trials(req, only=chunk.pairs, max_concurrency=chunk.concurrency)
+        return ChunkResult(index=chunk.index)
+    st = Store(req.store)
+    pairs = [(t, n) for t, n in chunk.pairs]
+    found = read_trials(st, req.run_id, pairs) if resume else {}
+    suite = st.read_json(req.tasks.key)
+    # only this chunk's tasks are built (a pair of a task not in the suite is refused by
+    # store_trials as before): each of a 20,000-trial run's chunks built the whole suite twice
+    ids = {t for t, _ in pairs}
+    tasks = {**suite, "tasks": [t for t in suite["tasks"] if t.get("task_id") in ids]
+             or suite["tasks"]}
+    grader, graded = trial_grader(tasks, req.check), {}
+
+    def grade_one(trial: StoredTrial, episode: Optional[Episode] = None) -> None:
+        # on the run's writer threads, as each is stored (from its episode when the harness
+        # hands it over: a plain answer's, which is what parsing the bytes gives back)
+        graded[(trial.task_id, trial.trial)] = grader(trial, episode)
+
+    ran = store_trials(load_agent(req.agent), tasks_of(tasks),
+                       [p for p in pairs if p not in found], k=req.k, store=st,
+                       run_id=req.run_id, seed=req.seed, run=RunProvenance.from_dict(req.run),
+                       max_concurrency=chunk.concurrency or req.max_concurrency,
+                       timeout_s=req.timeout_s, retries=req.retries, on_stored=grade_one)
+    for trial in found.values():
+        grade_one(trial)
+    done = {**found, **{(t.task_id, t.trial): t for t in ran}}
+    order = sorted(done)
+    if any(graded.get(p) is None for p in order):  # not all graded here: the grade stage will
+        return ChunkResult(index=chunk.index, trials=tuple(done[p] for p in order))
+    return ChunkResult(index=chunk.index, trials=tuple(done[p] for p in order),
+                       graded=tuple(graded[p][0] for p in order),
+                       graded_data=tuple(graded[p][1] for p in order))
+
+
+def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> EpisodesRef:
+    """The run's trials -> its episodes document, indexed under the run's input digest, with
+    what was reused and every per-trial file's sha256 (for the manifest).
+
+    The trials the chunks ran come from ``chunks`` as written (nothing is read back or
+    re-hashed); only the others -- kept from an earlier attempt of the run -- are read from the
+    store, each once. A trial found nowhere is run now (as ``harness.run_trials`` would)."""
+    req = plan.request
+    st = Store(req.store)
+    ids = sorted(t["task_id"] for t in st.read_json(req.tasks.key)["tasks"])
+    wanted = [(t, i) for t in ids for i in range(req.k)]
+    have = {(t.task_id, t.trial): t for c in chunks for t in c.trials}
+    missing = [p for p in wanted if p not in have]
+    if missing:
+        have.update(read_trials(st, req.run_id, missing))
+        missing = [p for p in wanted if p not in have]
+    if missing:
+        ran = store_trials(load_agent(req.agent), tasks_of(st.read_json(req.tasks.key)), missing,
+                           k=req.k, store=st, run_id=req.run_id, seed=req.seed,
+                           run=RunProvenance.from_dict(req.run),
+                           max_concurrency=req.max_concurrency, timeout_s=req.timeout_s,
+                           retries=req.retries)
+        have.update({(t.task_id, t.trial): t for t in ran})
+    trials = [have[p] for p in wanted]
+    ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))
+    graded = {(t.task_id, t.trial): (g, d) for c in chunks
+              for t, g, d in zip(c.trials, c.graded, c.graded_data)}
+    if all(p in graded for p in wanted):  # every trial graded by its chunk: grade takes that
+        remember_graded(ref.sha256, req.tasks.digest, req.check, (graded[p][0] for p in wanted),
+                        (graded[p][1] for p in wanted))
+    fields = {f.name: getattr(ref, f.name) for f in dataclasses.fields(ref)}
+    return EpisodesRef(**{**fields, "reused": plan.reused, "reused_from": plan.reused_from},
+                       trials={t.key: t.sha256 for t in trials})
+
+
+#: The errored fraction of a run's trials above which it fails (:func:`check_errors`).
+MAX_ERROR_RATE = 0.5
+
+
+def check_errors(report: Mapping, *, max_error_rate: Optional[float] = MAX_ERROR_RATE,
+                 run_id: str = "") -> None:
+    """Raise :class:`~ek_agents.errors.TooManyErrors` when more than ``max_error_rate`` of a
+    report's trials ended in an error (an outage: the figures say nothing about the agent).
+    ``None`` never fails."""
+    if max_error_rate is None:
+        return
+    if isinstance(max_error_rate, bool) or not isinstance(max_error_rate, (int, float)) \
+            or not 0 <= max_error_rate <= 1:
+        raise InvalidInput(f"max_error_rate must be a fraction in [0, 1] (or None), got "
+                           f"{max_error_rate!r}")
+    n = report.get("n_trials") or 0
+    kinds = (report.get("detail") or {}).get("errors") or {}
+    bad = sum(v for v in kinds.values() if isinstance(v, int))
+    if n and bad / n > max_error_rate:
+        raise errors.TooManyErrors(
+            f"run {run_id!r}: {bad} of {n} trials ended in an error ({bad / n:.0%} > "
+            f"max_error_rate {max_error_rate:.0%}; {', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))}). "
+            "The manifest is written; fix the agent or its endpoint and re-run the errored "
+            "trials with --retry-errored (same run id)")
+
+
+# --------------------------------------------------------------------------- sequential batches
+# A sequentially gated run (``evaluate_agent(sequential=True)``): batch j is trial j of every
+# task, run through the same chunks; after each batch the gate looks; the run stops once it
+# has decided (``ek_agents.sequential``).
+
+def _batch_pairs(request: TrialRequest, batches: int) -> list:
+    ids = [t["task_id"] for t in Store(request.store).read_json(request.tasks.key)["tasks"]]
+    return [(t, j) for j in range(batches) for t in ids]
+
+
+def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
+    """The chunks of batch ``batch`` (0-based) of a sequential run: trial ``batch`` of every
+    task, split as :func:`plan_chunks` splits a run (``request.chunk_size``)."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < request.k:
+        raise InvalidInput(f"plan_batch: batch must be in 0..{request.k - 1} (k={request.k}), "
+                           f"got {batch!r}")
+    ids = [t for t, _ in _batch_pairs(request, 1)]
+    chunks = plan_chunks(ids, k=1, chunk_size=request.chunk_size,
+                         slots=_slots(request))
+    return tuple(TrialChunk(request=request, index=batch * len(chunks) + i,
+                            pairs=tuple((t, batch) for t, _ in pairs),
+                            concurrency=_share(request, len(chunks)))
+                 for i, pairs in enumerate(chunks))
+
+
+def batch_look(request: TrialRequest, baseline: str, look: int, *, check: Optional[str] = None,
+               tolerance: float = 0.0, priced: bool = False) -> dict:
+    """The sequential gate's look after batch ``look`` (1-based): the stored trials
+    ``0..look-1`` of every task (loaded; none is run), graded as the run's grade stage grades
+    them, against the named baseline's per-task counts (``sequential.sequential_look``, at
+    ``sequential.per_check_alpha(k, priced)``). Its ``decision`` is ``"regression"``,
+    ``"pass"`` or ``"continue"``."""
+    st = Store(request.store)
+    doc = load_baseline(st, baseline)
+    check_baseline_comparable(request.run, doc)
+    base = baseline_task_counts(doc.get("report") or {})
+    tasks = st.read_json(request.tasks.key)
+    graded = grade(_trials(request, only=_batch_pairs(request, look)), tasks_of(tasks),
+                   check=check if check is not None else tasks.get("checker"))
+    counts: dict = {}
+    for ep in graded:
+        c, n = counts.get(str(ep.task_id), (0, 0))
+        counts[str(ep.task_id)] = (c + bool(ep.success), n + 1)
+    return sequential_look(counts, base, look=look, n_looks=request.k,
+                           alpha=per_check_alpha(request.k, priced), tolerance=tolerance,
+                           min_effect=DEFAULT_MIN_EFFECT)
+
+
+def collect_batches(request: TrialRequest, batches: int) -> StageRef:
+    """The stored trials of the first ``batches`` batches -> the run's episodes document. Not
+    indexed in the stage cache: which trials ran depends on the baseline, so a later run with
+    the same inputs must not take these for its full set."""
+    episodes = _trials(request, only=_batch_pairs(request, batches))
+    return write_doc(Store(request.store), request.run_id, "episodes", episodes_doc(episodes))

@@ -1,0 +1,545 @@
+"""The trial runner under :func:`ek_agents.runs.harness.run_trials`: one event loop running the
+agent's trials concurrently (bounded, seeded, each under its timeout, transient errors retried
+with backoff), containing whatever a trial raises as a failed episode, and handing finished
+trials to writer threads that store them as they finish.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import os
+import queue
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, NamedTuple, Optional, Union
+
+from . import trials as stored_trials
+from ..base import Episode, RunProvenance, TaskSpec
+from ..core import canonical_json, construct
+from ..errors import AgentTimeout, InvalidInput, TransientAgentError
+from ..parsing import MAX_DEPTH, check_tree
+from ..store import Store, episode_key
+from .segments import SegmentWriter
+
+def run_coroutine(factory: Callable[[], Any]) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    # called from inside an event loop (a notebook, an async flow): use a loop of our own
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ek-harness") as ex:
+        return ex.submit(lambda: asyncio.run(factory())).result()
+
+__all__ = ["TrialRunner", "run_coroutine", "EPISODE_DEPTH"]
+
+Pair = tuple  # (task_id, trial)
+
+#: Deepest episode a trial may produce: an episode sits two levels down in the run's episodes
+#: document, which must stay readable (``parsing.MAX_DEPTH``). A deeper answer fails its trial.
+EPISODE_DEPTH = MAX_DEPTH - 2
+
+#: Most finished trials a segmented run's event loop keeps ahead of its segment writer, both
+#: called and not yet handed over, and handed over and not yet taken: a killed process loses
+#: the segment being stored, the one filling, at most twice this many and the trials in flight.
+WRITER_BACKLOG = 512
+
+
+def _is_async(agent: Any) -> bool:
+    return inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
+        getattr(agent, "__call__", None))
+
+
+def _accepts_seed(agent: Any) -> bool:
+    try:
+        params = inspect.signature(agent).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind == p.VAR_KEYWORD or (p.name == "seed" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+               for p in params)
+
+
+class TrialRunner:
+    """One run's trial loop (kept in an object so the async pieces share their settings)."""
+
+    def __init__(self, agent: Callable, specs: Mapping[str, TaskSpec], *, seed: Optional[int],
+                 run: Optional[RunProvenance], max_concurrency: int, timeout_s: Optional[float],
+                 retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str],
+                 on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
+                 segments: bool = False, summarize: Optional[Callable] = None, keep: bool = True,
+                 writer: Optional[str] = None):
+        self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
+        self.on_stored = on_stored
+        self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
+        self.retries, self.backoff_s = retries, backoff_s
+        self.store, self.run_id = store, run_id
+        self.segments, self.summarize, self.keep = segments, summarize, keep
+        self.writer_name = writer
+        self.unbuilt = 0  # segments: trials called whose episode is not handed to the writer yet
+        self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
+        self.writer: Optional[_Writer] = None  # run_all's, when the run is stored
+        self.is_async = _is_async(agent)
+        self.pass_seed = _accepts_seed(agent)
+        self.merged: dict = {}  # trial seed -> the run's provenance with it (frozen: shared)
+        self.plain_json = stored_trials.PlainEpisodeJson()  # a plain answer's episode bytes, cheaply
+
+    def merged_run(self, trial_seed: Optional[int]) -> RunProvenance:
+        """``_merge_run(self.run, None, trial_seed)``, built once per trial seed."""
+        got = self.merged.get(trial_seed)
+        if got is None:
+            got = self.merged[trial_seed] = _merge_run(self.run, None, trial_seed)
+        return got
+
+    async def run_all(self, todo: list[Pair], *, total: int, already: int, show: bool) -> dict:
+        self.sem = asyncio.Semaphore(self.max_concurrency)
+        results: dict = {}
+        bar = _progress(show, total, already)
+        writer = None
+        try:
+            async with asyncio.TaskGroup() as tg:
+                if self.store is not None:
+                    segs = (SegmentWriter(self.store, self.run_id, summarize=self.summarize,
+                                          writer=self.writer_name)
+                            if self.segments else None)
+                    writer = self.writer = _Writer(self.store, self.run_id, self.written,
+                                                   _abort_on(tg, asyncio.get_running_loop()),
+                                                   threads=1 if segs else _writer_threads(
+                                                       self.store, self.max_concurrency),
+                                                   then=self.on_stored, segments=segs,
+                                                   keep=self.keep)
+                # one task per slot, each running its next trial as soon as its agent call
+                # returns (no task per trial waiting on a semaphore: that hand-over took one
+                # more event-loop turn -- under the GIL of a busy process ~1 ms -- per trial)
+                pending = iter(todo)
+                for _ in range(min(self.max_concurrency, len(todo))):
+                    tg.create_task(self._slot(pending, tg, results, bar))
+        except BaseExceptionGroup as group:  # a store failure: surface it, not the group
+            raise group.exceptions[0] from None
+        finally:
+            if writer is not None:
+                writer.close()  # every trial handed over is stored (or the first failure kept)
+            if bar is not None:
+                bar[0].stop()
+        if writer is not None and writer.error is not None:  # failed after the last trial
+            raise writer.error
+        return results
+
+    async def _slot(self, pending: Any, tg: asyncio.TaskGroup, results: dict, bar: Any) -> None:
+        """One of the run's ``max_concurrency`` slots: the trials of ``pending``, one after
+        another. A finished trial's episode and bytes are built by a task of its own, which
+        runs once this slot's next agent call has started: that CPU overlaps the call's wait
+        instead of delaying it (measured: x1.18 -> x1.1 of ideal at 64 in flight)."""
+        for pair in pending:
+            answer = await self._trial(self.specs[pair[0]], pair[1])
+            tg.create_task(self._one(pair, answer, results, bar))
+            if self.segments and self.store is not None:
+                # segments: agent calls never run far ahead of storage (an agent that answers
+                # without awaiting never yields, so a slot would call its every trial before
+                # one is stored; a killed process loses what is called and not stored)
+                self.unbuilt += 1
+                while self.unbuilt > WRITER_BACKLOG:
+                    await asyncio.sleep(0.001)
+
+    async def _one(self, pair: Pair, answer: Union[Episode, "_Answer"], results: dict,
+                   bar: Any) -> None:
+        ep, plain = self._episode(self.specs[pair[0]], pair[1], answer)
+        # a plain answer's episode: its bytes assembled directly (the same bytes; scalars
+        # only, so no depth to check), and it is what parsing them gives back
+        data = self.plain_json(ep) if plain else None
+        handed = ep if data is not None else None
+        if data is None:
+            ep, data = self._storable(ep, pair)
+        if self.store is not None:
+            while self.writer.backlog() > WRITER_BACKLOG:  # segments: the loop never runs far
+                await asyncio.sleep(0.002)  # ahead of the writer (a kill loses what is queued)
+            self.writer.put(pair, data, handed)
+            if self.segments:
+                self.unbuilt -= 1
+        if self.keep:
+            results[pair] = ep
+        if bar is not None:
+            bar[0].advance(bar[1])
+
+    def _storable(self, ep: Episode, pair: Pair) -> tuple[Episode, bytes]:
+        """The episode and its stored bytes; an answer that cannot be stored (not JSON, nested
+        deeper than :data:`EPISODE_DEPTH`) fails the trial -- persisted or not, so a plain run
+        grades exactly what a persisted one would read back."""
+        try:
+            doc = ep.to_dict()
+            check_tree(doc, where="episode", max_depth=EPISODE_DEPTH, surrogates=False)
+            return ep, canonical_json(doc)
+        except (InvalidInput, ValueError, TypeError, RecursionError) as exc:
+            why = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
+            ep = _failed(self.specs[pair[0]], pair[1], ep.run, ep.meta.get("attempts", 1),
+                         InvalidInput(f"the agent's answer cannot be stored as JSON ({why:.300}); "
+                                      "return plain dicts, lists, strings, numbers, booleans and "
+                                      f"None, nested at most {EPISODE_DEPTH} levels"),
+                         "exception", retries=ep.meta.get("retries", 0))
+            return ep, canonical_json(ep.to_dict())
+
+    async def _trial(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
+        """Run the trial's agent call (its retries and timeout): the failed trial's episode,
+        or the agent's answer (:meth:`_episode` builds its episode)."""
+        trial_seed = None if self.seed is None else self.seed + trial
+        kwargs = {"seed": trial_seed} if self.pass_seed and trial_seed is not None else {}
+        attempts = transient = 0
+
+        def failed(exc: BaseException, kind: str) -> Episode:  # provenance built only here
+            return _failed(task, trial, self.merged_run(trial_seed), attempts, exc, kind,
+                           transient)
+
+        async with self.sem:
+            t0 = time.perf_counter()
+            while True:
+                attempts += 1
+                try:
+                    result = await self._attempt(task, kwargs)
+                    break
+                except TransientAgentError as exc:
+                    if transient >= self.retries:
+                        return failed(exc, "infrastructure")
+                    await asyncio.sleep(self.backoff_s * 2 ** transient)
+                    transient += 1
+                except AgentTimeout as exc:
+                    return failed(exc, "timeout")
+                except asyncio.CancelledError as exc:
+                    if _cancelling():  # the harness's own cancellation: the run is stopping
+                        raise
+                    # the agent's own CancelledError (an HTTP client's, say): a failed trial
+                    return failed(exc, "exception")
+                except BaseException as exc:  # noqa: BLE001 -- one bad trial never aborts the
+                    # suite, whatever it raised (RecursionError, SystemExit, KeyboardInterrupt)
+                    return failed(exc, "exception")
+            elapsed = time.perf_counter() - t0
+        return _Answer(result, attempts, transient, elapsed)
+
+    def _episode(self, task: TaskSpec, trial: int, answer: Union[Episode, "_Answer"]
+                 ) -> tuple[Episode, bool]:
+        """The trial's episode, and whether it is the harness's own episode of a plain answer
+        (else the agent's own episode, or a failed trial)."""
+        if isinstance(answer, Episode):  # a failed trial
+            return answer, False
+        result, attempts, transient, elapsed = answer
+        trial_seed = None if self.seed is None else self.seed + trial
+        if not isinstance(result, Episode):  # a plain answer: its episode built once, from
+            # values made here (``output`` is typed Any: validation keeps it as is)
+            return construct(Episode, task_id=task.task_id, output=result,
+                             run=self.merged_run(trial_seed),
+                             meta={"trial": trial, "attempts": attempts, "latency_s": elapsed,
+                                   **({"retries": transient} if transient else {})}), True
+        return _finish(result, task, trial, self.run, trial_seed, attempts, transient,
+                       elapsed), False
+
+    async def _attempt(self, task: TaskSpec, kwargs: dict) -> Any:
+        limit = self.timeout_s
+        t0 = time.perf_counter()
+        try:
+            if self.is_async:
+                return _raised(await asyncio.wait_for(_contained(self.agent(task, **kwargs)), limit))
+            fut = _in_thread(asyncio.get_running_loop(), lambda: self.agent(task, **kwargs))
+            result = await asyncio.wait_for(fut, limit)
+            if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+                left = None if limit is None else max(limit - (time.perf_counter() - t0), 1e-3)
+                result = _raised(await asyncio.wait_for(_contained(result), left))
+            return result
+        except TimeoutError:
+            raise AgentTimeout(f"trial exceeded timeout_s={limit}") from None
+
+
+class _Answer(NamedTuple):
+    """An agent call's answer and how it went; the trial's episode is built from it later."""
+
+    result: Any
+    attempts: int
+    transient: int
+    elapsed: float
+
+
+class _Writer:
+    """A run's trial files, stored as the trials finish by writer threads of its own.
+
+    The event loop hands each finished trial's bytes over with one queue put (no future, no
+    wake-up of the loop per write: a thread hop per trial cost ~0.1 ms of the loop's CPU) and
+    goes on with the next trial; ``written`` gets each trial's :class:`record.StoredTrial`
+    once its file is in the store (and ``then`` is called with it). The first failed write is kept in ``error`` and reported
+    once with ``on_error`` (the run then stops); later trials are not written. A trial
+    handed over but not yet written when the process dies is simply not stored: a resume
+    runs it again, as it would a trial still in flight.
+    """
+
+    def __init__(self, store: Store, run_id: str, written: dict,
+                 on_error: Callable[[BaseException], None], *, threads: int,
+                 then: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
+                 segments: Optional[SegmentWriter] = None, keep: bool = True) -> None:
+        self.store, self.run_id, self.written, self.on_error = store, run_id, written, on_error
+        self.then = then
+        self.segments = segments  # one thread then: the segment buffer is that thread's
+        self.keep = keep  # False: the stored trials are handed to ``then`` only, not kept
+        if segments is not None:  # a sealed segment is stored by a thread of its own while
+            # the next one fills; one at a time (a kill loses at most the two)
+            self.sealed: queue.SimpleQueue = queue.SimpleQueue()
+            self.one_sealed = threading.Semaphore(1)
+            self.flusher = threading.Thread(target=self._flush_loop, daemon=True,
+                                            name="ek-segment-flusher")
+            self.flusher.start()
+        self.error: Optional[BaseException] = None
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.threads = [threading.Thread(target=self._loop, daemon=True, name="ek-store-writer")
+                        for _ in range(threads)]
+        for t in self.threads:
+            t.start()
+
+    def put(self, pair: Pair, data: bytes, episode: Optional[Episode] = None) -> None:
+        """Store ``data`` as trial ``pair``'s file (on a writer thread, soon); ``episode``:
+        the episode ``data`` parses back to, when the caller knows it (handed to ``then``)."""
+        self.queue.put((pair, data, episode))
+
+    def backlog(self) -> int:
+        """Trials handed over and not yet taken by a segment writer (0 without segments: the
+        per-trial writers are not throttled)."""
+        return self.queue.qsize() if self.segments is not None else 0
+
+    def close(self) -> None:
+        """Wait until every trial handed over is written (or skipped after a failure)."""
+        for _ in self.threads:
+            self.queue.put(None)
+        for t in self.threads:
+            t.join()
+
+    def _loop(self) -> None:
+        if self.segments is not None:
+            return self._segment_loop()
+        while (item := self.queue.get()) is not None:
+            if self.error is not None:
+                continue
+            (task_id, trial), data, episode = item
+            key = episode_key(self.run_id, task_id, trial)
+            try:
+                sha = self.store.write_bytes(key, data)
+                # every field is a str/int made here: not validated again (0.3 s per 20,000
+                # trials on the GIL the event loops need); any other pair goes through the class
+                make = construct if type(task_id) is str and type(trial) is int else _stored
+                stored = self.written[(task_id, trial)] = make(
+                    stored_trials.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
+                    data=data.decode("ascii"))
+                if self.then is not None:
+                    self.then(stored, episode)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
+                if self.error is None:
+                    self.error = exc
+                    self.on_error(exc)
+
+    def _segment_loop(self) -> None:
+        """:meth:`_loop` of a segmented run: each trial buffered, each full segment stored
+        and indexed (``segments.SegmentWriter``), the rest at the end -- when the run is
+        cancelled too (``close`` is called from ``run_all``'s ``finally``)."""
+        while True:
+            item = self.queue.get()
+            if self.error is not None:
+                if item is None:
+                    return
+                continue
+            try:
+                if item is None:
+                    self._hand(self.segments.seal())
+                    self._hand(None)
+                    self.flusher.join()
+                    return
+                pair, data, episode = item
+                self.segments.put(pair, data, episode)
+                if self.segments.full():
+                    self._hand(self.segments.seal())
+            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
+                if self.error is None:
+                    self.error = exc
+                    self.on_error(exc)
+                if item is None:
+                    self.sealed.put(None)
+                    self.flusher.join()
+                    return
+
+    def _hand(self, sealed: Any) -> None:
+        """Hand a sealed segment (None: the end) to the flusher, once the one before is stored."""
+        if sealed is None:
+            self.sealed.put(None)
+            return
+        self.one_sealed.acquire()
+        self.sealed.put(sealed)
+
+    def _flush_loop(self) -> None:
+        while (sealed := self.sealed.get()) is not None:
+            try:
+                if self.error is None:
+                    self._stored_segment(self.segments.store_sealed(sealed), sealed.episodes)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
+                if self.error is None:
+                    self.error = exc
+                    self.on_error(exc)
+            finally:
+                self.one_sealed.release()
+
+    def _stored_segment(self, trials: list, episodes: dict) -> None:
+        if not self.keep and self.then is None:
+            return
+        for (task_id, trial), key, sha, data in trials:
+            make = construct if type(task_id) is str and type(trial) is int else _stored
+            stored = make(stored_trials.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
+                          data=data.decode("ascii"))
+            if self.keep:
+                self.written[(task_id, trial)] = stored
+            if self.then is not None:
+                self.then(stored, episodes.get((task_id, trial)))
+
+
+def _stored(cls: type, **fields: Any) -> Any:
+    return cls(**fields)
+
+
+def _writer_threads(store: Store, max_concurrency: int) -> int:
+    """Writer threads for a run's trial files: one or two for a local disk (a write is ~0.1 ms
+    of CPU and an fsync), as many as asyncio's default executor has for a remote store (a
+    PUT waits on the network), never more than trials in flight."""
+    per_store = 2 if store.local else min(32, (os.cpu_count() or 1) + 4)
+    return max(1, min(per_store, max_concurrency))
+
+
+def _abort_on(tg: asyncio.TaskGroup, loop: asyncio.AbstractEventLoop
+              ) -> Callable[[BaseException], None]:
+    """A callback for another thread: fail the task group ``tg`` (running on ``loop``) with
+    ``exc``, so that its trials are cancelled and ``exc`` is what the run raises. Once the
+    group has finished (every trial done, writes still pending) the caller raises it itself."""
+
+    async def fail(exc: BaseException) -> None:
+        raise exc
+
+    def abort(exc: BaseException) -> None:
+        failing = fail(exc)
+        try:
+            tg.create_task(failing)
+        except RuntimeError:  # finished or already shutting down: the run reports the error
+            failing.close()
+
+    def from_thread(exc: BaseException) -> None:
+        try:
+            loop.call_soon_threadsafe(abort, exc)
+        except RuntimeError:  # the loop is closed: the run is over, close() reports it
+            pass
+
+    return from_thread
+
+
+def _cancelling() -> bool:
+    """Whether the running task is being cancelled (by the harness's caller), as opposed to
+    an agent raising ``CancelledError`` on its own."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+class _Escaped:
+    """A ``SystemExit`` / ``KeyboardInterrupt`` an agent's coroutine raised, carried as a value:
+    raised inside a task asyncio would let it escape the event loop and end the whole run."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+async def _contained(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except (SystemExit, KeyboardInterrupt) as exc:
+        return _Escaped(exc)
+
+
+def _raised(result: Any) -> Any:
+    """:func:`_contained`'s answer: the result, or the escape re-raised here (in the trial's
+    own frame, where :meth:`TrialRunner._trial` turns it into a failed trial)."""
+    if isinstance(result, _Escaped):
+        raise result.exc
+    return result
+
+
+def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asyncio.Future:
+    """Run ``fn`` on a daemon thread of its own; its result lands in an asyncio future.
+
+    A thread per trial (the semaphore bounds how many run at once) rather than a fixed pool:
+    a sync agent that overruns its timeout cannot be killed, and a hung one must not hold a
+    pool worker forever -- it is abandoned (daemon: it never blocks interpreter exit) and the
+    suite goes on.
+    """
+    fut = loop.create_future()
+
+    def settle(result: Any, exc: Optional[BaseException]) -> None:
+        if fut.done():  # timed out and cancelled meanwhile: drop the late result
+            return
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+
+    def target() -> None:
+        try:
+            result, exc = fn(), None
+        except BaseException as e:  # noqa: BLE001 -- handed to the awaiting trial
+            result, exc = None, e
+        try:
+            loop.call_soon_threadsafe(settle, result, exc)
+        except RuntimeError:  # the run (and its loop) finished while this thread overran
+            pass
+
+    threading.Thread(target=target, daemon=True, name="ek-trial").start()
+    return fut
+
+
+def _merge_run(run: Optional[RunProvenance], own: Optional[RunProvenance],
+               trial_seed: Optional[int]) -> RunProvenance:
+    base = run or RunProvenance()
+    if own is None:
+        return dataclasses.replace(base, seed=trial_seed if trial_seed is not None else base.seed)
+    fields = {}
+    for f in ("temperature", "model", "simulator", "suite_version", "scaffold"):
+        mine = getattr(base, f)
+        fields[f] = mine if mine not in (None, "") else getattr(own, f)
+    seed = trial_seed if trial_seed is not None else (base.seed if base.seed is not None else own.seed)
+    return RunProvenance(seed=seed, **fields)
+
+
+def _finish(result: Any, task: TaskSpec, trial: int, run: Optional[RunProvenance],
+            trial_seed: Optional[int], attempts: int, transient: int, elapsed: float) -> Episode:
+    ep = result if isinstance(result, Episode) else Episode(task.task_id, output=result)
+    meta = dict(ep.meta)
+    if ep.task_id and ep.task_id != task.task_id:
+        meta["agent_task_id"] = ep.task_id
+    meta.update(trial=trial, attempts=attempts, latency_s=elapsed)
+    cost = ep.cost
+    if cost is not None:
+        cost = dataclasses.replace(cost, retries=cost.retries + transient,
+                                   latency_s=elapsed if cost.latency_s is None else cost.latency_s)
+    elif transient:
+        meta["retries"] = transient
+    return ep.replace(task_id=task.task_id, run=_merge_run(run, ep.run, trial_seed), cost=cost,
+                      meta=meta)
+
+
+def _failed(task: TaskSpec, trial: int, run: Optional[RunProvenance], attempts: int,
+            exc: BaseException, kind: str, retries: int = 0) -> Episode:
+    said = str(exc) or "(no message; raised by the agent)"
+    meta: dict = {"error": f"{type(exc).__name__}: {said}", "error_kind": kind, "trial": trial,
+                  "attempts": attempts}
+    if retries:
+        meta["retries"] = retries
+    return Episode(task.task_id, success=False, run=run, meta=meta)
+
+
+def _progress(show: bool, total: int, already: int) -> Any:
+    if not show:
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("trials"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=Console(stderr=True), transient=True)
+    tid = bar.add_task("trials", total=total, completed=already)
+    bar.start()
+    return bar, tid

@@ -1,0 +1,70 @@
+"""The budget planner (issue 26): its variance components against a direct computation, and
+plans checked by seeded simulation from the pilot's distribution (bench/bench_judge.py prints
+the same at more settings)."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from ek_agents.stats.budget import pilot_components, plan_budget
+from ek_agents.errors import InvalidInput
+from ek_agents.stats.judgecorrect import judge_corrected_rate
+
+bench = importlib.import_module("bench.bench_judge")
+
+
+def test_components_recover_a_known_population():
+    rng = np.random.default_rng(1)
+    pilot = bench.pilot_report(rng, tasks=4000, k=6, a=2.0, b=2.0)  # mean 0.5, var 0.05
+    c = pilot_components(pilot)
+    assert c.mean == pytest.approx(0.5, abs=0.01)
+    assert c.between == pytest.approx(0.05, abs=0.005)
+    assert c.within == pytest.approx(0.25 - 0.05, abs=0.005)
+    assert c.dollars_per_trial == 0.03 and c.n_tasks == 4000
+
+
+@pytest.mark.parametrize("seed,width,power,drop", [(0, 0.12, 0.8, 0.10), (1, 0.20, 0.9, 0.15)])
+def test_plans_deliver_by_simulation(seed, width, power, drop):
+    r = bench.planner_simulation(runs=200, seed=seed, width=width, power=power, drop=drop)
+    assert 0.9 <= r["width_ratio"] <= 1.1, r
+    assert r["power_achieved"] >= power - 0.05, r
+
+
+def test_plan_is_typed_priced_and_one_sentence():
+    rng = np.random.default_rng(3)
+    pilot = bench.pilot_report(rng)
+    p = plan_budget(pilot, target_width=0.15)
+    assert p.n_trials == p.n_tasks * p.k and p.n_tasks <= 40 and p.goal == "width"
+    assert p.dollars == round(p.n_trials * 0.03, 2)
+    assert p.sentence.startswith("For a 95% interval 15.0 points wide") and "$" in p.sentence
+    assert p.expected_width <= 0.15
+    tight = plan_budget(pilot, target_width=0.02)
+    assert not tight.enough_tasks and "add tasks" in tight.sentence and tight.n_tasks > 40
+    unpriced = plan_budget({"per_task": pilot["per_task"]}, target_width=0.15)
+    assert unpriced.dollars is None and "dollars unknown" in unpriced.sentence
+
+
+def test_a_judged_pilot_plans_labels_too():
+    rng = np.random.default_rng(4)
+    pilot = bench.pilot_report(rng, tasks=60)
+    y = rng.random(400) < 0.6
+    h = bench.judge_verdicts(rng, y, 0.9, 0.7)
+    judge = judge_corrected_rate(y[:60], h[:60], h[60:])
+    with_labels = plan_budget(pilot, target_width=0.15, labels=judge, max_tasks=10_000)
+    without = plan_budget(pilot, target_width=0.15, max_tasks=10_000)
+    assert with_labels.n_labels >= 10 and "plan-labels" in with_labels.sentence
+    assert with_labels.n_trials > without.n_trials  # half the variance budget went to labels
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(), "give target_width=W"), (dict(target_width=0.1, power=0.8), "one of the two"),
+    (dict(power=0.8), "needs drop=D"), (dict(target_width=1.5), "target_width must be in (0, 1)"),
+])
+def test_bad_requests_name_the_fix(kwargs, needle):
+    pilot = bench.pilot_report(np.random.default_rng(0))
+    with pytest.raises(InvalidInput, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        plan_budget(pilot, **kwargs)
+    with pytest.raises(InvalidInput, match="k >= 2"):
+        plan_budget({"per_task": {"a": {"n": 1, "c": 1}, "b": {"n": 1, "c": 0}}}, target_width=0.1)
