@@ -22,7 +22,7 @@ $(VENV)/.dev-installed: pyproject.toml setup.py ek_agents/scoring/_callcodes.c |
 	touch $@
 
 $(VENV)/.run-installed: pyproject.toml setup.py ek_agents/scoring/_callcodes.c | $(PY)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e '.[examples]'
 	touch $@
 
 demo: $(VENV)/.run-installed

@@ -71,6 +71,13 @@ ROWS: tuple = (
      "cli.run_suite_process_s", "cli.cli_run_vs_run_suite", "x run_suite in a process", "<= 5 s wall"),
     ("  the same with a Prefect API configured (the flow run recorded there)",
      "cli.cli_run_api_configured_s", None, None, "", "recorded"),
+    ("`run_trials(capture=\"otel\")`, 2000 trials of the openai SDK under openai-v2, zero latency",
+     "otel.capture_on_s", "otel.capture_off_s", "otel.capture_on_vs_off", "x without capture",
+     "<= 1.10x"),
+    ("  the same in process CPU time", None, None, "otel.capture_on_vs_off_cpu",
+     "x without capture", ""),
+    ("`episodes_from_otel`, 100k spans of OTLP/JSON (1,000 traces)", "otel.otlp_read_s", None,
+     None, "", "bounded"),
 )
 
 

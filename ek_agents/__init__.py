@@ -26,7 +26,7 @@ for _mod, _names in {
     "errors": ["EkAgentsError", "UnknownModelPrice", "TransientAgentError"],
     "bridge": ["as_agent", "trajectory_from_messages", "episode_from_messages", "cost_from_usage",
                "from_inspect_sample", "from_deepeval_test_case", "read_inspect_log",
-               "read_tau_bench_results", "read_messages_jsonl"],
+               "read_tau_bench_results", "read_messages_jsonl", "episodes_from_otel"],
     "scoring.metrics": ["output_match", "final_state_match", "recorded_success", "Checker",
                 "TaskSuccessMetric", "CostPerSuccessMetric", "get_checker", "grade"],
     "scoring.toolcalls": ["match_calls", "ToolCallMetric"],
@@ -82,7 +82,8 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
                          from_deepeval_test_case as from_deepeval_test_case,
                          read_inspect_log as read_inspect_log,
                          read_tau_bench_results as read_tau_bench_results,
-                         read_messages_jsonl as read_messages_jsonl)
+                         read_messages_jsonl as read_messages_jsonl,
+                         episodes_from_otel as episodes_from_otel)
     from .scoring.metrics import (output_match as output_match, final_state_match as final_state_match,
                           recorded_success as recorded_success, Checker as Checker,
                           TaskSuccessMetric as TaskSuccessMetric,

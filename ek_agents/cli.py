@@ -222,10 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per trial (> 0)")
     p.add_argument("--retries", type=_int_in(0, MAX_RETRIES), default=0,
                    help=f"retries of a transient agent error, 0..{MAX_RETRIES} (default 0)")
+    p.add_argument("--capture", choices=("otel",), default=None, help="each trial's OpenTelemetry "
+                   "spans -> its tool calls and per-call cost (pip install 'ek-agents[otel]')")
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
-    p.add_argument("--max-workers", type=_int_in(1, 1024), default=4,
-                   help="chunks at once on the flow's task runner, 1..1024 (default 4; "
-                        "in-process one loop runs every chunk)")
+    p.add_argument("--max-workers", type=_int_in(1, 1024), default=4, help="chunks at once on "
+                   "the flow's task runner, 1..1024 (default 4; in-process one loop runs them all)")
     p.add_argument("--dask-address", default=None, help="an existing Dask cluster (tcp://...)")
     p.add_argument("--refresh", action="store_true",
                    help="run every trial afresh: no cached episodes, the run id's stored trials "
@@ -242,8 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sequential", action="store_true", help="with --baseline: stop once the gate has decided")
 
     p = sub.add_parser("ingest", help="evaluate a recorded run (Inspect log, tau-bench results, "
-                                      "messages JSONL)")
-    p.add_argument("kind", choices=("inspect", "tau-bench", "messages"))
+                       "messages JSONL, OpenTelemetry OTLP/JSON)")
+    p.add_argument("kind", choices=("inspect", "tau-bench", "messages", "otlp"))
     p.add_argument("path", help="the recorded run (a path or any fsspec URL)")
     p.add_argument("--suite", default=None, metavar="PATH",
                    help="grade against this suite (default: the success the source recorded)")
@@ -341,8 +342,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       max_workers=a.max_workers, dask_address=a.dask_address,
                       refresh=a.refresh, retry_errored=a.retry_errored,
                       max_error_rate=a.max_error_rate, break_lease=a.break_lease,
-                      lease_wait_s=a.wait_lease,
-                      sequential=a.sequential, agent_id=a.agent_id)
+                      lease_wait_s=a.wait_lease, sequential=a.sequential, agent_id=a.agent_id,
+                      **({"capture": a.capture} if a.capture else {}))
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
     clock.mark("parse, load ek_agents")

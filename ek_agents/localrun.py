@@ -69,6 +69,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
                    break_lease: bool = False, lease_wait_s: float = 0.0,
                    sequential: bool = False, agent_id: Optional[str] = None,
+                   capture: Optional[str] = None,
                    log: Optional[Log] = None) -> dict:
     """The ``evaluate-agent`` flow's plan, here and now (the flow's parameters, same meaning).
 
@@ -102,7 +103,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             tolerance=tolerance, cost_tolerance=cost_tolerance, chunk_size=chunk_size,
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
-            sequential=sequential, parameters=parameters, log=log, agent_id=agent_id)
+            sequential=sequential, parameters=parameters, log=log, agent_id=agent_id,
+            capture=capture)
     finally:
         release_lease(st, lease)
 
@@ -114,7 +116,8 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
               cost_tolerance: float, chunk_size: Optional[int], max_concurrency: int,
               timeout_s: Optional[float], retries: int, refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool, parameters: Mapping,
-              log: Log, agent_id: Optional[str] = None) -> dict:
+              log: Log, agent_id: Optional[str] = None,
+              capture: Optional[str] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease (``flows/evaluate.py:_evaluate``,
     each task replaced by the library call it wraps)."""
     decided = None
@@ -130,7 +133,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
             store=st.url, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
             retries=retries, refresh=refresh, retry_errored=retry_errored, check=check,
-            agent_id=agent_id)
+            agent_id=agent_id, capture=capture)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials(request, baseline, check, tolerance,
                                                   prices is not None)

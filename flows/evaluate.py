@@ -44,7 +44,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
                    break_lease: bool = False, lease_wait_s: float = 0.0,
                    sequential: bool = False, agent_id: Optional[str] = None,
-                   labels: Optional[str] = None) -> dict:
+                   labels: Optional[str] = None,
+                   capture: Optional[str] = None) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -74,6 +75,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     trials, for a run a judge graded: ``ek_agents.labels``) is stored with the run and corrects
     its success rate (``report.detail["judge_corrected"]``, raw beside corrected); the gate then
     compares corrected rates when the baseline has them.
+    ``capture="otel"`` reads each trial's OpenTelemetry
+    spans (the agent's instrumentations) into its episode: tool calls and per-model-call cost.
     """
     st = Store(store).url
     if not run_id:
@@ -92,7 +95,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
-            sequential=sequential, agent_id=agent_id, labels=labels)
+            sequential=sequential, agent_id=agent_id, labels=labels, capture=capture)
     finally:
         release_lease(Store(st), lease)
 
@@ -105,7 +108,8 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               timeout_s: Optional[float], retries: int, task_runner: str, max_workers: int,
               dask_address: Optional[str], refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool,
-              agent_id: Optional[str] = None, labels: Optional[str] = None) -> dict:
+              agent_id: Optional[str] = None, labels: Optional[str] = None,
+              capture: Optional[str] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease."""
     decided = None
     if ingest:
@@ -121,7 +125,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
             timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored,
-            check=check, agent_id=agent_id)
+            check=check, agent_id=agent_id, capture=capture)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)

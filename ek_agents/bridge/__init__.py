@@ -22,7 +22,7 @@ of a tool-using agent.
 Modules: :mod:`.messages` (transcripts), :mod:`.usage` (token counts -> Cost),
 :mod:`.inspect_log` (Inspect AI logs), :mod:`.tau_bench` (tau-bench / tau2-bench results),
 :mod:`.deepeval` (DeepEval test cases), :mod:`.jsonl` (JSONL transcripts), :mod:`.agent`
-(``as_agent``).
+(``as_agent``), :mod:`.otel` (OpenTelemetry GenAI spans: OTLP/JSON or in-process).
 
 May import: ``errors``, ``core``, ``parsing``, ``base``, ``store`` (see ``ek_agents.layers``).
 """
@@ -33,11 +33,12 @@ from .deepeval import from_deepeval_test_case
 from .inspect_log import from_inspect_sample, read_inspect_log
 from .jsonl import read_messages_jsonl
 from .messages import episode_from_messages, trajectory_from_messages
+from .otel import episodes_from_otel
 from .tau_bench import read_tau_bench_results
 from .usage import cost_from_usage
 
 __all__ = [
     "as_agent", "trajectory_from_messages", "episode_from_messages", "cost_from_usage",
     "from_inspect_sample", "from_deepeval_test_case", "read_inspect_log",
-    "read_tau_bench_results", "read_messages_jsonl",
+    "read_tau_bench_results", "read_messages_jsonl", "episodes_from_otel",
 ]

@@ -9,10 +9,12 @@ code and state (``agentid``) over the canonical walk that digests them (``agents
 trials (``trials``), the in-process episode memo (``memo``), the manifest shapes
 (``manifest``), the audit that recomputes a run (``audit``, and ``streamaudit`` for a run
 streamed from its segments), the judge correction of a stored run by people's labels and the
-planners over a stored run (``labelrun``), the pipeline's helpers (``pipeline_support``), and
-a run at scale (issue 27): trials stored in segments (``segments``), metrics and report
-streamed from them (``streaming``), the ``evaluate-at-scale`` plan (``scalerun``; its
-``summary_basis`` is reached through the module: the package's is ``streaming``'s).
+planners over a stored run (``labelrun``), the pipeline's helpers (``pipeline_support``) and
+when a run fails for its errors (``errorrate``), the OpenTelemetry capture of each trial's
+spans (``otelcapture``: ``capture="otel"``), and a run at scale (issue 27): trials stored in
+segments (``segments``), metrics and report streamed from them (``streaming``), the
+``evaluate-at-scale`` plan (``scalerun``; its ``summary_basis`` is reached through the module:
+the package's is ``streaming``'s).
 
 May import: every layer below it -- ``errors`` .. ``store``, ``bridge``, ``stats``, ``scoring``,
 ``cost``, ``suite``, the evaluation layer (``reporting``, ``gate``, ``sequential``)
@@ -53,7 +55,9 @@ _EXPORTS: dict[str, str] = {
                     "plan_chunks", "raise_for_verdict", "DEFAULT_CHUNKS", "TrialRequest",
                     "TrialChunk", "TrialPlan", "ChunkResult", "plan_trials", "cached_plan",
                     "run_trial_chunk", "collect_episodes", "chunk_workers", "request_fingerprint",
-                    "check_errors", "MAX_ERROR_RATE", "plan_batch", "batch_look", "collect_batches"], "pipeline_support"),
+                    "plan_batch", "batch_look", "collect_batches"], "pipeline_support"),
+    **dict.fromkeys(["check_errors", "MAX_ERROR_RATE"], "errorrate"),
+    **dict.fromkeys(["OtelCapture", "TrialSpans", "make_capture", "CAPTURES"], "otelcapture"),
     **dict.fromkeys(["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale",
                     "run_scale_chunk", "finish_scale", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"], "scalerun"),
     **dict.fromkeys(["SEGMENT_TRIALS", "SEGMENT_BYTES", "ZSTD_LEVEL", "SegmentEntry", "WriterIndex",
@@ -126,9 +130,11 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         TrialPlan as TrialPlan, ChunkResult as ChunkResult, plan_trials as plan_trials,
         cached_plan as cached_plan, run_trial_chunk as run_trial_chunk,
         collect_episodes as collect_episodes, chunk_workers as chunk_workers,
-        request_fingerprint as request_fingerprint, check_errors as check_errors,
-        MAX_ERROR_RATE as MAX_ERROR_RATE, plan_batch as plan_batch, batch_look as batch_look,
-        collect_batches as collect_batches)
+        request_fingerprint as request_fingerprint, plan_batch as plan_batch,
+        batch_look as batch_look, collect_batches as collect_batches)
+    from .errorrate import check_errors as check_errors, MAX_ERROR_RATE as MAX_ERROR_RATE
+    from .otelcapture import (OtelCapture as OtelCapture, TrialSpans as TrialSpans,
+        make_capture as make_capture, CAPTURES as CAPTURES)
     from .scalerun import (ScaleChunk as ScaleChunk, ScalePlan as ScalePlan,
         ScaleChunkResult as ScaleChunkResult, plan_scale as plan_scale,
         run_scale_chunk as run_scale_chunk, finish_scale as finish_scale,

@@ -93,7 +93,7 @@ def tasks_for_episodes(episodes: Iterable[Episode], *, name: str = "ingested") -
 
 #: ``ingest`` kinds -> the bridge reader of that format.
 SOURCES = {"inspect": "read_inspect_log", "tau-bench": "read_tau_bench_results",
-           "messages": "read_messages_jsonl"}
+           "messages": "read_messages_jsonl", "otlp": "episodes_from_otel"}
 
 
 def read_source(kind: str, path: str) -> list[Episode]:

@@ -53,6 +53,7 @@ from ..scoring.metrics import grade
 from ..sequential import check_baseline_comparable, gate_document, sequential_gate
 from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
 from .manifest import RunInputs
+from .otelcapture import make_capture
 from .trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner, run_coroutine
 
 # the spec documents these under ``harness`` too: re-exported from their homes
@@ -81,7 +82,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                progress: Optional[bool] = None, refresh: bool = False,
                retry_errored: bool = False,
                fingerprint: Optional[identity.RunFingerprint] = None,
-               agent_id: Optional[str] = None, segments: bool = False) -> list[Episode]:
+               agent_id: Optional[str] = None, segments: bool = False,
+               capture: Optional[str] = None) -> list[Episode]:
     """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
 
     Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
@@ -118,13 +120,19 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       killed run loses at most its unflushed segment. The default writes one file per trial at
       ``store.episode_key`` (both layouts are read back, resumed and audited).
     - ``progress``: a rich progress bar (default: when stderr is a terminal).
+    - ``capture="otel"``: each trial runs under a root span of its own and its OpenTelemetry
+      spans (from the instrumentations the agent runs) give the episode its trajectory and its
+      per-model-call cost (:mod:`ek_agents.runs.otelcapture` says which wins when the agent
+      returns an Episode too); needs ``pip install 'ek-agents[otel]'``. An
+      ``otelcapture.OtelCapture(keep_spans=N)`` instead also keeps each trial's first N spans
+      in ``meta["otel"]["spans_kept"]`` (opt-in, for the audit).
     """
     return _trials_with_reuse(agent, tasks, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
                               retries=retries, store=store, run_id=run_id, only=only,
                               backoff_s=backoff_s, progress=progress, refresh=refresh,
                               retry_errored=retry_errored, fingerprint=fingerprint,
-                              agent_id=agent_id, segments=segments)[0]
+                              agent_id=agent_id, segments=segments, capture=capture)[0]
 
 
 def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -133,12 +141,14 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
                        run_id: Optional[str], only: Any, backoff_s: float,
                        progress: Optional[bool], refresh: bool, retry_errored: bool,
                        fingerprint: Optional[identity.RunFingerprint],
-                       agent_id: Optional[str] = None, segments: bool = False
+                       agent_id: Optional[str] = None, segments: bool = False,
+                       capture: Optional[str] = None
                        ) -> tuple[list[Episode], Optional[identity.RunReuse]]:
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
                   retries=retries, run=run, backoff_s=backoff_s)
     wanted = _wanted_pairs(specs, k, only)
+    cap = make_capture(capture)
     st: Optional[Store] = None
     if store is not None or run_id is not None:
         if run_id is None:
@@ -151,7 +161,7 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
     if st is not None:
         fp = fingerprint or trial_fingerprint(agent, specs, k=k, seed=seed, run=run,
                                               timeout_s=timeout_s, retries=retries,
-                                              agent_id=agent_id)
+                                              agent_id=agent_id, capture=capture)
         reuse, done = identity.claim_run(st, run_id, fp, wanted, refresh=refresh,
                                        retry_errored=retry_errored)
     todo = [p for p in wanted if p not in done]
@@ -160,7 +170,7 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
         show = sys.stderr.isatty() if progress is None else bool(progress)
         runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                          timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                         store=st, run_id=run_id, segments=segments)
+                         store=st, run_id=run_id, segments=segments, capture=cap)
         ran = run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
                                                     show=show))
     merged = {**done, **ran}
@@ -173,8 +183,8 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  backoff_s: float = 0.5,
                  on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
                  segments: bool = False, summarize: Optional[Callable] = None,
-                 keep: bool = True, writer: Optional[str] = None
-                 ) -> list[stored_trials.StoredTrial]:
+                 keep: bool = True, writer: Optional[str] = None,
+                 capture: Optional[str] = None) -> list[stored_trials.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
@@ -203,14 +213,16 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
                      store=store, run_id=run_id, on_stored=on_stored, segments=segments,
-                     summarize=summarize, keep=keep, writer=writer)
+                     summarize=summarize, keep=keep, writer=writer,
+                     capture=make_capture(capture))
     run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
     return [runner.written[p] for p in todo] if keep else []
 
 
 def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
                       run: Optional[RunProvenance], timeout_s: Optional[float],
-                      retries: int, agent_id: Optional[str] = None) -> identity.RunFingerprint:
+                      retries: int, agent_id: Optional[str] = None,
+                      capture: Optional[str] = None) -> identity.RunFingerprint:
     """The fingerprint of a library run of ``agent`` (a callable) over ``tasks``: its
     ``module:qualname``, the digest of its source file plus its own source (two lambdas of
     one file differ), its declared ``ek_config``, its identity (``agentid.agent_identity``:
@@ -222,6 +234,8 @@ def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int
     except (TypeError, OSError):
         own = ""
     prov = {} if run is None else {f: v for f, v in run.to_dict().items() if f != "schema_version"}
+    if capture:  # the episodes are read from spans: another run's than one without
+        prov["capture"] = str(capture)
     return identity.RunFingerprint(
         agent=identity.agent_name(agent),
         agent_code=None if code is None and not own else
@@ -283,7 +297,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
               lease_wait_s: float = 0.0, break_lease: bool = False,
               agent_id: Optional[str] = None, labels: Any = None,
-              segments: bool = False) -> Any:
+              segments: bool = False, capture: Optional[str] = None) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -328,6 +342,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     stores the labels as its ``labels`` document (listed in the manifest with its sha256, its
     digest in ``manifest.inputs.labels``), so the audit verifies them and recomputes the
     correction. (Not with ``sequential``/``baseline``: labels come after a run.)
+    ``capture="otel"``: the trials' OpenTelemetry spans give each episode its tool calls and
+    its per-model-call cost (see :func:`run_trials` and :mod:`ek_agents.runs.otelcapture`).
     """
     if labels is not None:  # read (and refused) before any trial runs
         if sequential or baseline is not None:
@@ -341,7 +357,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                  run=run, seed=seed, persisting=persist or run_id is not None,
                                  run_id=run_id, rootdir=rootdir, max_concurrency=max_concurrency,
                                  timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                                 progress=progress, agent_id=agent_id)
+                                 progress=progress, agent_id=agent_id,
+                                 **({"capture": capture} if capture else {}))
     persisting = persist or run_id is not None
     st = open_store(rootdir) if persisting else None
     if persisting and run_id is None:
@@ -351,7 +368,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
         episodes = run_trials(agent, specs, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
                               retries=retries, backoff_s=backoff_s, progress=progress,
-                              agent_id=agent_id)
+                              agent_id=agent_id, capture=capture)
         return graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
                              prices=prices, seed=0 if seed is None else seed, run=run,
                              labels=labels)[2]
@@ -363,7 +380,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                 max_concurrency=max_concurrency, timeout_s=timeout_s,
                                 retries=retries, backoff_s=backoff_s, progress=progress,
                                 refresh=refresh, retry_errored=retry_errored, agent_id=agent_id,
-                                labels=labels, segments=segments)
+                                labels=labels, segments=segments, capture=capture)
     finally:
         release_lease(st, lease)
 
@@ -374,13 +391,14 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      seed: Optional[int], max_concurrency: int, timeout_s: Optional[float],
                      retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
                      retry_errored: bool, agent_id: Optional[str] = None,
-                     labels: Optional[Labels] = None, segments: bool = False) -> Any:
+                     labels: Optional[Labels] = None, segments: bool = False,
+                     capture: Optional[str] = None) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
     episodes, reuse = _trials_with_reuse(
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
         timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
         backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
-        fingerprint=None, agent_id=agent_id, segments=segments)
+        fingerprint=None, agent_id=agent_id, segments=segments, capture=capture)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run, labels=labels)
@@ -388,7 +406,8 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
             check=check, metrics=metrics, price=price, prices=prices, run=run, seed=seed,
             runner={"max_concurrency": max_concurrency, "timeout_s": timeout_s,
                     "retries": retries, "backoff_s": backoff_s, "refresh": refresh,
-                    "retry_errored": retry_errored}, reuse=reuse, labels=labels)
+                    "retry_errored": retry_errored, **({"capture": capture} if capture else {})},
+            reuse=reuse, labels=labels)
     reused = {"episodes": reuse.kept, "from_run": run_id, **reuse.to_dict()}
     reused.pop("schema_version", None)
     return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url,
@@ -464,7 +483,7 @@ def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential:
     # the agent is identified once, before its first trial: every batch resumes that run
     fp = None if st is None else trial_fingerprint(
         agent, specs, k=k, seed=seed, run=run, timeout_s=runner.get("timeout_s"),
-        retries=runner.get("retries", 0), agent_id=agent_id)
+        retries=runner.get("retries", 0), agent_id=agent_id, capture=runner.get("capture"))
 
     def run_batch(pairs: list) -> list:
         eps = run_trials(agent, specs, k=k, seed=seed, run=run, only=pairs, store=st,

@@ -26,6 +26,7 @@ from ..core import shape
 from ..errors import InvalidInput, did_you_mean
 from ..base import Episode
 from .agentid import agent_identity
+from .errorrate import MAX_ERROR_RATE as MAX_ERROR_RATE, check_errors as check_errors
 from .harness import run_trials, store_trials
 from .manifest import input_digest
 from ..scoring.metrics import final_state_match, get_checker, grade, output_match
@@ -238,6 +239,9 @@ class TrialRequest(JsonShape):
     """The checker the run's grade stage uses (None: the suite's). Each chunk grades the trials
     it stored with it (``record.trial_grader``), so that the grade stage, in the same process,
     takes that work instead of grading 20,000 episodes after the last trial."""
+    capture: Optional[str] = None
+    """``"otel"``: each trial's OpenTelemetry spans give its episode's steps and per-call cost
+    (``harness.run_trials(capture=...)``); part of the run's fingerprint when set."""
 
 
 @shape()
@@ -304,7 +308,8 @@ def request_fingerprint(request: TrialRequest) -> RunFingerprint:
                           agent_config=agent_config(agent),
                           agent_identity=agent_identity(agent, agent_id=request.agent_id),
                           suite=request.tasks.digest, k=request.k, seed=request.seed,
-                          run={f: v for f, v in request.run.items() if f != "schema_version"},
+                          run={**{f: v for f, v in request.run.items() if f != "schema_version"},
+                               **({"capture": request.capture} if request.capture else {})},
                           timeout_s=request.timeout_s, retries=request.retries)
 
 
@@ -316,7 +321,8 @@ def _trials(request: TrialRequest, only: Optional[Sequence] = None,
                       max_concurrency=max_concurrency or request.max_concurrency,
                       timeout_s=request.timeout_s,
                       retries=request.retries, store=Store(request.store), run_id=request.run_id,
-                      only=only, progress=False, fingerprint=request_fingerprint(request))
+                      only=only, progress=False, fingerprint=request_fingerprint(request),
+                      capture=request.capture)
 
 
 def _identity(st: Store, request: TrialRequest) -> tuple[RunFingerprint, str, list, list]:
@@ -471,7 +477,8 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
                        [p for p in pairs if p not in found], k=req.k, store=st,
                        run_id=req.run_id, seed=req.seed, run=RunProvenance.from_dict(req.run),
                        max_concurrency=chunk.concurrency or req.max_concurrency,
-                       timeout_s=req.timeout_s, retries=req.retries, on_stored=grade_one)
+                       timeout_s=req.timeout_s, retries=req.retries, on_stored=grade_one,
+                       capture=req.capture)
     for trial in found.values():
         grade_one(trial)
     done = {**found, **{(t.task_id, t.trial): t for t in ran}}
@@ -504,7 +511,7 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
                            k=req.k, store=st, run_id=req.run_id, seed=req.seed,
                            run=RunProvenance.from_dict(req.run),
                            max_concurrency=req.max_concurrency, timeout_s=req.timeout_s,
-                           retries=req.retries)
+                           retries=req.retries, capture=req.capture)
         have.update({(t.task_id, t.trial): t for t in ran})
     trials = [have[p] for p in wanted]
     ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))
@@ -516,32 +523,6 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
     fields = {f.name: getattr(ref, f.name) for f in dataclasses.fields(ref)}
     return EpisodesRef(**{**fields, "reused": plan.reused, "reused_from": plan.reused_from},
                        trials={t.key: t.sha256 for t in trials})
-
-
-#: The errored fraction of a run's trials above which it fails (:func:`check_errors`).
-MAX_ERROR_RATE = 0.5
-
-
-def check_errors(report: Mapping, *, max_error_rate: Optional[float] = MAX_ERROR_RATE,
-                 run_id: str = "") -> None:
-    """Raise :class:`~ek_agents.errors.TooManyErrors` when more than ``max_error_rate`` of a
-    report's trials ended in an error (an outage: the figures say nothing about the agent).
-    ``None`` never fails."""
-    if max_error_rate is None:
-        return
-    if isinstance(max_error_rate, bool) or not isinstance(max_error_rate, (int, float)) \
-            or not 0 <= max_error_rate <= 1:
-        raise InvalidInput(f"max_error_rate must be a fraction in [0, 1] (or None), got "
-                           f"{max_error_rate!r}")
-    n = report.get("n_trials") or 0
-    kinds = (report.get("detail") or {}).get("errors") or {}
-    bad = sum(v for v in kinds.values() if isinstance(v, int))
-    if n and bad / n > max_error_rate:
-        raise errors.TooManyErrors(
-            f"run {run_id!r}: {bad} of {n} trials ended in an error ({bad / n:.0%} > "
-            f"max_error_rate {max_error_rate:.0%}; {', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))}). "
-            "The manifest is written; fix the agent or its endpoint and re-run the errored "
-            "trials with --retry-errored (same run id)")
 
 
 # --------------------------------------------------------------------------- sequential batches

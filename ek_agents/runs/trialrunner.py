@@ -6,6 +6,7 @@ trials to writer threads that store them as they finish.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import inspect
 import os
@@ -17,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 from . import trials as stored_trials
+from .otelcapture import OtelCapture
 from ..base import Episode, RunProvenance, TaskSpec
 from ..core import canonical_json, construct
 from ..errors import AgentTimeout, InvalidInput, TransientAgentError
@@ -69,8 +71,9 @@ class TrialRunner:
                  retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str],
                  on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
                  segments: bool = False, summarize: Optional[Callable] = None, keep: bool = True,
-                 writer: Optional[str] = None):
+                 writer: Optional[str] = None, capture: Optional[OtelCapture] = None):
         self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
+        self.capture = capture  # otelcapture.OtelCapture: each trial's spans, or None
         self.on_stored = on_stored
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
@@ -181,7 +184,22 @@ class TrialRunner:
 
     async def _trial(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
         """Run the trial's agent call (its retries and timeout): the failed trial's episode,
-        or the agent's answer (:meth:`_episode` builds its episode)."""
+        or the agent's answer (:meth:`_episode` builds its episode). With a capture, the
+        attempts run under the trial's span and its spans come with the answer (a failed
+        trial's episode gets their steps and cost at once)."""
+        if self.capture is None:
+            return await self._attempts(task, trial)
+        trial_seed = None if self.seed is None else self.seed + trial
+        with self.capture.trial(task.task_id, trial, trial_seed) as got:
+            answer = await self._attempts(task, trial)
+            if isinstance(answer, _Answer):
+                got.record_output(answer.result)
+        if isinstance(answer, Episode):  # failed: what it spent is spent
+            return self.capture.episode(answer, got.spans, agent_episode=False, failed=True,
+                                        sampled=got.sampled)
+        return answer._replace(spans=got)
+
+    async def _attempts(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
         trial_seed = None if self.seed is None else self.seed + trial
         kwargs = {"seed": trial_seed} if self.pass_seed and trial_seed is not None else {}
         attempts = transient = 0
@@ -195,7 +213,9 @@ class TrialRunner:
             while True:
                 attempts += 1
                 try:
-                    result = await self._attempt(task, kwargs)
+                    result = await (self._attempt(task, kwargs)
+                                    if self.capture is None or not self.retries  # one attempt
+                                    else self._captured_attempt(task, kwargs, attempts))
                     break
                 except TransientAgentError as exc:
                     if transient >= self.retries:
@@ -221,8 +241,18 @@ class TrialRunner:
         (else the agent's own episode, or a failed trial)."""
         if isinstance(answer, Episode):  # a failed trial
             return answer, False
-        result, attempts, transient, elapsed = answer
+        result, attempts, transient, elapsed, spans = answer
         trial_seed = None if self.seed is None else self.seed + trial
+        if spans is not None:  # captured (otelcapture.TrialSpans): its steps and calls
+            own = isinstance(result, Episode)
+            ep = _finish(result, task, trial, self.run, trial_seed, attempts, transient,
+                         elapsed) if own else \
+                construct(Episode, task_id=task.task_id, output=result,  # as a plain answer's
+                          run=self.merged_run(trial_seed),
+                          meta={"trial": trial, "attempts": attempts, "latency_s": elapsed,
+                                **({"retries": transient} if transient else {})})
+            return self.capture.episode(ep, spans.spans, agent_episode=own, retries=transient,
+                                        latency_s=elapsed, sampled=spans.sampled), False
         if not isinstance(result, Episode):  # a plain answer: its episode built once, from
             # values made here (``output`` is typed Any: validation keeps it as is)
             return construct(Episode, task_id=task.task_id, output=result,
@@ -247,6 +277,11 @@ class TrialRunner:
         except TimeoutError:
             raise AgentTimeout(f"trial exceeded timeout_s={limit}") from None
 
+    async def _captured_attempt(self, task: TaskSpec, kwargs: dict, n: int) -> Any:
+        """:meth:`_attempt` under an attempt span of the trial's capture."""
+        with self.capture.attempt(n):
+            return await self._attempt(task, kwargs)
+
 
 class _Answer(NamedTuple):
     """An agent call's answer and how it went; the trial's episode is built from it later."""
@@ -255,6 +290,7 @@ class _Answer(NamedTuple):
     attempts: int
     transient: int
     elapsed: float
+    spans: Any = None  # the trial's otelcapture.TrialSpans, when captured
 
 
 class _Writer:
@@ -469,6 +505,7 @@ def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asynci
     suite goes on.
     """
     fut = loop.create_future()
+    ctx = contextvars.copy_context()  # the trial's context (its span, with a capture) goes along
 
     def settle(result: Any, exc: Optional[BaseException]) -> None:
         if fut.done():  # timed out and cancelled meanwhile: drop the late result
@@ -480,7 +517,7 @@ def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asynci
 
     def target() -> None:
         try:
-            result, exc = fn(), None
+            result, exc = ctx.run(fn), None
         except BaseException as e:  # noqa: BLE001 -- handed to the awaiting trial
             result, exc = None, e
         try:

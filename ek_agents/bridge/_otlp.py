@@ -1,0 +1,304 @@
+"""Spans in: OTLP/JSON lines and in-process SDK spans, read into one small record (:class:`RawSpan`).
+
+Two encodings of OTLP/JSON are read, line by line (one ``{"resourceSpans": [...]}`` object per
+line, as the OpenTelemetry Collector's file exporter writes them; a file holding a single
+pretty-printed object is read too):
+
+- the OTLP/JSON of the specification (the collector's): trace and span ids as **hex** strings;
+- protobuf's generic JSON mapping (``google.protobuf.json_format``): ids as **base64** of their
+  bytes. An id is read as hex when it is 32 (trace) / 16 (span) hex digits, else as base64.
+
+Integers may be JSON numbers or strings (the mapping writes int64 as strings). Only the
+attributes the GenAI / OpenInference readers use are kept (:func:`kept`), so memory grows with
+what matters, not with a span's payload. Bounds (each a documented skip or a
+:class:`~ek_agents.errors.BridgeError` naming the file and line):
+
+- a line that is not JSON (a truncated last line included) -> ``BridgeError`` naming the line,
+  unless ``skip_bad_lines=True`` (then counted in ``Ingest.skipped_lines``);
+- an attribute value of the wrong type (``{"intValue": "x"}``, an unknown value kind), an id
+  that is neither hex nor base64 of the right length -> ``BridgeError``;
+- a string attribute longer than :data:`MAX_ATTRIBUTE_CHARS` is cut there and counted
+  (``Ingest.truncated``), never silently: the episode's meta says so;
+- a span repeated (same trace and span id) is kept once (``Ingest.duplicates``).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Optional
+
+from ..errors import BridgeError
+from ..parsing import parse_json
+
+__all__ = ["RawSpan", "Ingest", "MAX_ATTRIBUTE_CHARS", "KEPT_PREFIXES", "kept", "spans_from_otlp",
+           "spans_from_sdk", "hex_id"]
+
+#: A string attribute longer than this is cut (and counted): 1 MiB of text.
+MAX_ATTRIBUTE_CHARS = 1 << 20
+#: Attribute keys kept from a span (prefixes); the rest of a span's attributes are dropped.
+KEPT_PREFIXES = ("gen_ai.", "llm.", "openinference.", "tool.", "input.value", "output.value",
+                 "ek.", "error.type", "exception.", "model_name")
+
+
+def kept(key: str, extra: Optional[str] = None) -> bool:
+    """Whether the reader keeps attribute ``key`` (``extra``: a grouping attribute)."""
+    return key.startswith(KEPT_PREFIXES) or key == extra
+
+
+@dataclasses.dataclass(slots=True)
+class RawSpan:
+    """One span, as the readers need it (ids as lowercase hex)."""
+
+    trace_id: str
+    span_id: str
+    parent_id: Optional[str]
+    name: str
+    start_ns: int
+    end_ns: int
+    attrs: dict
+    error: Optional[str] = None       # the status message when the status is ERROR
+    scope: str = ""
+    events: tuple = ()                # ((name, attrs), ...) of GenAI events only
+
+
+@dataclasses.dataclass
+class Ingest:
+    """What a read skipped or cut (reported in each episode's ``meta["otel"]``)."""
+
+    skipped_lines: int = 0
+    truncated: int = 0
+    duplicates: int = 0
+
+
+# --------------------------------------------------------------------------- ids
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def hex_id(value: Any, nbytes: int, where: str, what: str) -> Optional[str]:
+    """An id (hex or base64 of ``nbytes`` bytes) as lowercase hex; None for an empty one."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BridgeError(f"{where}: {what} must be a string of hex or base64, got {value!r:.60}")
+    if len(value) == 2 * nbytes and _HEX.issuperset(value):
+        out = value.lower()
+    else:
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) != nbytes:
+            raise BridgeError(f"{where}: {what} {value!r:.60} is neither {2 * nbytes} hex digits nor "
+                              f"the base64 of {nbytes} bytes; write ids as OTLP/JSON does")
+        out = raw.hex()
+    return None if out.strip("0") == "" else out
+
+
+# --------------------------------------------------------------------------- values
+
+def _int(v: Any, where: str) -> int:
+    if isinstance(v, bool):
+        raise BridgeError(f"{where}: expected an integer, got {v!r}")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit() and len(v) < 40:
+        return int(v)
+    raise BridgeError(f"{where}: expected an integer (a number or a string of digits), got {v!r:.60}")
+
+
+def _value(v: Any, where: str, ing: Ingest, depth: int = 0) -> Any:
+    if not isinstance(v, Mapping):
+        raise BridgeError(f"{where}: an attribute value must be an object like "
+                          f"{{\"stringValue\": ...}}, got {v!r:.60}")
+    if depth > 8:
+        raise BridgeError(f"{where}: attribute value nested deeper than 8 levels")
+    if not v:
+        return None
+    (kind, x), = list(v.items())[:1]
+    if kind == "stringValue":
+        if not isinstance(x, str):
+            raise BridgeError(f"{where}: stringValue must be a string, got {x!r:.60}")
+        if len(x) > MAX_ATTRIBUTE_CHARS:
+            ing.truncated += 1
+            return x[:MAX_ATTRIBUTE_CHARS]
+        return x
+    if kind == "intValue":
+        return _int(x, where)
+    if kind == "doubleValue":
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            return float(x)
+        if isinstance(x, str) and x in ("NaN", "Infinity", "-Infinity"):
+            return float(x.replace("Infinity", "inf"))
+        raise BridgeError(f"{where}: doubleValue must be a number, got {x!r:.60}")
+    if kind == "boolValue":
+        if not isinstance(x, bool):
+            raise BridgeError(f"{where}: boolValue must be true or false, got {x!r:.60}")
+        return x
+    if kind == "arrayValue":
+        vals = x.get("values", []) if isinstance(x, Mapping) else None
+        if not isinstance(vals, list):
+            raise BridgeError(f"{where}: arrayValue must be {{\"values\": [...]}}, got {x!r:.60}")
+        return tuple(_value(e, where, ing, depth + 1) for e in vals)
+    if kind == "kvlistValue":
+        vals = x.get("values", []) if isinstance(x, Mapping) else None
+        if not isinstance(vals, list):
+            raise BridgeError(f"{where}: kvlistValue must be {{\"values\": [...]}}, got {x!r:.60}")
+        return _attributes(vals, where, ing, None, depth + 1, keep_all=True)
+    if kind == "bytesValue":
+        return x
+    raise BridgeError(f"{where}: unknown attribute value kind {kind!r} (expected stringValue, "
+                      "intValue, doubleValue, boolValue, arrayValue, kvlistValue or bytesValue)")
+
+
+def _attributes(items: Any, where: str, ing: Ingest, extra: Optional[str], depth: int = 0,
+                keep_all: bool = False) -> dict:
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise BridgeError(f"{where}: attributes must be a list of {{key, value}}, got {items!r:.60}")
+    out = {}
+    for kv in items:
+        if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
+            raise BridgeError(f"{where}: an attribute must be {{\"key\": str, \"value\": ...}}, "
+                              f"got {kv!r:.60}")
+        key = kv["key"]
+        if keep_all or kept(key, extra):
+            out[key] = _value(kv.get("value", {}), f"{where} attribute {key!r}", ing, depth)
+    return out
+
+
+# --------------------------------------------------------------------------- OTLP/JSON
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    start, n = 0, 1
+    while start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        yield n, text[start:end]
+        start, n = end + 1, n + 1
+
+
+def _documents(text: str, where: str, ing: Ingest, skip_bad_lines: bool) -> Iterator[tuple[str, Any]]:
+    stripped = text.lstrip()
+    if stripped.startswith("{") and "\n" in stripped.rstrip():
+        # one pretty-printed document, or JSON lines: try the first line alone
+        first = stripped.split("\n", 1)[0]
+        try:
+            parse_json(first, where=where, error=BridgeError)
+        except BridgeError:
+            try:
+                yield where, parse_json(text, where=where, error=BridgeError)
+                return
+            except BridgeError:
+                pass  # read line by line: the error names the bad line
+    for n, line in _lines(text):
+        if not line.strip():
+            continue
+        at = f"{where}:{n}"
+        try:
+            doc = parse_json(line, where=at, error=BridgeError, nonfinite="allow")
+        except BridgeError:
+            if skip_bad_lines:
+                ing.skipped_lines += 1
+                continue
+            raise BridgeError(f"{at}: not a JSON object (a truncated or corrupt line); fix the "
+                              "file, or pass skip_bad_lines=True to skip such lines") from None
+        yield at, doc
+
+
+def spans_from_otlp(text: str, where: str, *, ing: Ingest, group_attr: Optional[str] = None,
+                    skip_bad_lines: bool = False) -> Iterator[RawSpan]:
+    """Every span of the OTLP/JSON ``text`` (see the module docstring)."""
+    for at, doc in _documents(text, where, ing, skip_bad_lines):
+        if not isinstance(doc, Mapping) or "resourceSpans" not in doc:
+            if skip_bad_lines:
+                ing.skipped_lines += 1
+                continue
+            raise BridgeError(f"{at}: expected an OTLP/JSON object {{\"resourceSpans\": [...]}}, got "
+                              f"{(sorted(doc) if isinstance(doc, Mapping) else type(doc).__name__)!r:.80}")
+        yield from _resource_spans(doc["resourceSpans"], at, ing, group_attr)
+
+
+def _list(x: Any, where: str, what: str) -> list:
+    if x is None:
+        return []
+    if not isinstance(x, list):
+        raise BridgeError(f"{where}: {what} must be a list, got {type(x).__name__}")
+    return x
+
+
+def _resource_spans(rss: Any, where: str, ing: Ingest, group_attr: Optional[str]) -> Iterator[RawSpan]:
+    for rs in _list(rss, where, "resourceSpans"):
+        if not isinstance(rs, Mapping):
+            raise BridgeError(f"{where}: each resourceSpans item must be an object")
+        for ss in _list(rs.get("scopeSpans", rs.get("instrumentationLibrarySpans")), where, "scopeSpans"):
+            if not isinstance(ss, Mapping):
+                raise BridgeError(f"{where}: each scopeSpans item must be an object")
+            scope = ss.get("scope") or ss.get("instrumentationLibrary") or {}
+            scope_name = scope.get("name", "") if isinstance(scope, Mapping) else ""
+            for sp in _list(ss.get("spans"), where, "spans"):
+                yield _otlp_span(sp, where, ing, str(scope_name), group_attr)
+
+
+def _otlp_span(sp: Any, where: str, ing: Ingest, scope: str, group_attr: Optional[str]) -> RawSpan:
+    if not isinstance(sp, Mapping):
+        raise BridgeError(f"{where}: each span must be an object, got {type(sp).__name__}")
+    trace_id = hex_id(sp.get("traceId"), 16, where, "traceId")
+    span_id = hex_id(sp.get("spanId"), 8, where, "spanId")
+    if trace_id is None or span_id is None:
+        raise BridgeError(f"{where}: a span needs a non-zero traceId and spanId, got "
+                          f"{sp.get('traceId')!r:.40} / {sp.get('spanId')!r:.40}")
+    at = f"{where} span {span_id}"
+    name = sp.get("name", "")
+    if not isinstance(name, str):
+        raise BridgeError(f"{at}: name must be a string, got {name!r:.60}")
+    status = sp.get("status") or {}
+    if not isinstance(status, Mapping):
+        raise BridgeError(f"{at}: status must be an object, got {status!r:.60}")
+    code = status.get("code", 0)
+    error = None
+    if code in (2, "STATUS_CODE_ERROR", "2"):
+        error = str(status.get("message") or "error")
+    events = []
+    for ev in _list(sp.get("events"), at, "events"):
+        if isinstance(ev, Mapping) and str(ev.get("name", "")).startswith(("gen_ai.", "exception")):
+            events.append((ev["name"], _attributes(ev.get("attributes"), at, ing, None, keep_all=True)))
+    return RawSpan(trace_id=trace_id, span_id=span_id,
+                   parent_id=hex_id(sp.get("parentSpanId"), 8, at, "parentSpanId"), name=name,
+                   start_ns=_int(sp.get("startTimeUnixNano", 0), f"{at} startTimeUnixNano"),
+                   end_ns=_int(sp.get("endTimeUnixNano", 0), f"{at} endTimeUnixNano"),
+                   attrs=_attributes(sp.get("attributes"), at, ing, group_attr), error=error,
+                   scope=scope, events=tuple(events))
+
+
+# --------------------------------------------------------------------------- SDK spans
+
+def spans_from_sdk(spans: Iterable[Any], *, ing: Ingest, group_attr: Optional[str] = None
+                   ) -> Iterator[RawSpan]:
+    """:class:`RawSpan` s of OpenTelemetry SDK ``ReadableSpan`` s (duck-typed: no import)."""
+    for s in spans:
+        ctx = s.context
+        parent = s.parent
+        attrs = {}
+        for k, v in (s.attributes or {}).items():
+            if kept(k, group_attr):
+                if isinstance(v, str) and len(v) > MAX_ATTRIBUTE_CHARS:
+                    ing.truncated += 1
+                    v = v[:MAX_ATTRIBUTE_CHARS]
+                attrs[k] = v
+        status = s.status
+        error = None
+        if status is not None and getattr(status.status_code, "name", "") == "ERROR":
+            error = status.description or "error"
+        events = tuple((e.name, dict(e.attributes or {})) for e in (s.events or ())
+                       if e.name.startswith(("gen_ai.", "exception")))
+        scope = getattr(s, "instrumentation_scope", None)
+        yield RawSpan(trace_id=f"{ctx.trace_id:032x}", span_id=f"{ctx.span_id:016x}",
+                      parent_id=None if parent is None else f"{parent.span_id:016x}",
+                      name=s.name, start_ns=s.start_time or 0, end_ns=s.end_time or 0,
+                      attrs=attrs, error=error, scope=getattr(scope, "name", "") or "",
+                      events=events)

@@ -1,0 +1,549 @@
+"""OpenTelemetry GenAI spans -> Episodes: each model call billed once, each tool call a step.
+
+The spans of one agent run (a trace, or the spans sharing an attribute) become one
+:class:`~ek_agents.base.Episode`: its trajectory (tool calls with arguments, results and
+errors, in start order) and its :class:`~ek_agents.base.Cost` made of one
+:class:`~ek_agents.base.ModelCall` per model call (``Cost.of_calls``), so a gpt-4o planner
+with a gpt-4o-mini summariser is billed at each model's rates. Spans come from a file of
+OTLP/JSON (:func:`episodes_from_otel`, ``ek-agents ingest otlp``) or from the process
+(``run_suite(..., capture="otel")``, :mod:`ek_agents.runs.otelcapture`).
+
+What is read (current and older GenAI semantic conventions, and OpenInference's keys):
+
+- a **model call** is a span with ``gen_ai.operation.name`` ``chat`` / ``text_completion`` /
+  ``generate_content`` / ``embeddings``, or ``openinference.span.kind = LLM``, or (older
+  conventions, no operation name) ``gen_ai.usage.input_tokens``/``prompt_tokens`` with a model.
+  Its model is the one that answered (``gen_ai.response.model``, OpenInference's
+  ``llm.model_name``), else the requested one (``gen_ai.request.model``); its provider
+  ``gen_ai.provider.name`` / ``gen_ai.system`` / ``llm.provider`` / ``llm.system``. Tokens:
+  ``gen_ai.usage.input_tokens`` (``prompt_tokens``, ``llm.token_count.prompt``), output
+  (``output_tokens``, ``completion_tokens``, ``llm.token_count.completion``), cached reads
+  (``gen_ai.usage.cache_read.input_tokens``, ``gen_ai.usage.details.cache_read_tokens``,
+  ``llm.token_count.prompt_details.cache_read``), cache writes (``cache_creation.input_tokens``,
+  ``llm.token_count.prompt_details.cache_write``), reasoning
+  (``gen_ai.usage.details.reasoning_tokens``, ``llm.token_count.completion_details.reasoning``).
+  Input counts are taken to include cached tokens (OpenAI's convention); a span whose cached
+  and cache-write counts exceed its input count (Anthropic's convention) has them added.
+- **Counted once.** A model-call span with model-call spans below it is not counted: what is
+  below it is (the same HTTP call reported again by a second instrumentation -- pydantic-ai's
+  ``chat`` over openai-v2's -- or the parts of an aggregate). A counted call that does not
+  report cached tokens takes them from the model-call span right above it when that span
+  reports the same call (same input and output token counts). Agent spans
+  (``invoke_agent``, ``gen_ai.aggregated_usage.*``, OpenInference ``AGENT`` / ``CHAIN``) are
+  never billed.
+- **Cached tokens unknown** (a span reports no cache-read count and no
+  ``gen_ai.usage.details.*`` at all -- openai-v2 2.4b0 does not) -> the call's
+  ``cached_known=False``: billed at full input rates, an upper bound, said so in reports.
+- a **tool call** is an ``execute_tool`` span (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``,
+  ``gen_ai.tool.call.result``) or an OpenInference ``TOOL`` span (``tool.name``,
+  ``input.value``, ``output.value``); its error is the span's ERROR status message (or
+  ``error.type``). A tool span right inside a tool span of the same name is the same call
+  reported twice and is skipped. A trace **without tool spans** (a raw SDK loop under
+  openai-v2) has its steps read from the model calls' messages (``gen_ai.output.messages``
+  ``tool_call`` parts -- recorded only with message capture on --, OpenInference's
+  ``llm.output_messages.*.tool_calls``, the older flattened ``gen_ai.completion.N.tool_calls.M.*``
+  and ``gen_ai.choice`` span events), each observation from the ``tool_call_response`` part
+  (or ``tool`` message: ``gen_ai.prompt.N.*``, ``llm.input_messages.N.*``, a
+  ``gen_ai.tool.message`` event) with the same call id.
+- **Output**: the ``ek.output`` attribute (JSON) the harness writes on its trial span; else
+  the text of the last model call's output message.
+- **Broken traces**: a span whose parent is not in its group is read as a root (counted in
+  ``meta["otel"]["orphans"]``); parent ids that form a cycle are cut (``"cycles"``); a group of
+  more than ``max_spans`` spans raises :class:`~ek_agents.errors.BridgeError` (the memory
+  bound); a token count that is not a non-negative integer raises ``BridgeError`` naming the
+  span and the attribute.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple, Optional
+
+from ..base import Cost, Episode, ModelCall, RunProvenance, Step, Trajectory
+from ..core import Provenance
+from ..errors import BridgeError
+from ..parsing import decode_text, parse_json
+from ._io import gc_paused, read_bytes, url_of
+from ._otlp import MAX_ATTRIBUTE_CHARS, Ingest, RawSpan, spans_from_otlp, spans_from_sdk
+
+__all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_spans",
+           "Ingest", "spans_from_sdk", "MAX_ATTRIBUTE_CHARS"]
+
+#: The most spans one episode (one group) may have: the memory bound of a read.
+MAX_SPANS = 50_000
+
+_LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "responses", "completion",
+                      "embeddings"})
+_INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+_OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+           "llm.token_count.completion")
+_CACHED = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+           "gen_ai.usage.details.cache_read_tokens", "gen_ai.usage.cached_tokens",
+           "llm.token_count.prompt_details.cache_read")
+_WRITE = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+          "gen_ai.usage.details.cache_write_tokens", "llm.token_count.prompt_details.cache_write")
+_REASONING = ("gen_ai.usage.details.reasoning_tokens", "gen_ai.usage.reasoning_tokens",
+              "gen_ai.usage.reasoning.output_tokens",
+              "llm.token_count.completion_details.reasoning")
+_OI_TOOLCALL = re.compile(r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(.+)$")
+_OI_INPUT = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|tool_call_id|content)$")
+# the older flattened GenAI attributes (OpenLLMetry / semconv before message JSON)
+_OLD_TOOLCALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(name|arguments|id)$")
+_OLD_INPUT = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|tool_call_id|content)$")
+
+
+class TraceParts(NamedTuple):
+    """What one group of spans says: steps, model calls, output, and what was cut or skipped."""
+
+    steps: tuple
+    calls: tuple
+    output: Any
+    has_output: bool
+    stats: dict
+    attrs: dict          # the ek.* attributes found (task_id, trial, seed)
+
+
+# --------------------------------------------------------------------------- classification
+
+def _kind(s: RawSpan) -> str:
+    a = s.attrs
+    op = a.get("gen_ai.operation.name")
+    oi = a.get("openinference.span.kind")
+    oi = oi.upper() if isinstance(oi, str) else None
+    if op in _LLM_OPS or oi == "LLM":
+        return "llm"
+    if op == "execute_tool" or oi == "TOOL":
+        return "tool"
+    if op is None and oi is None and any(k in a for k in _INPUT[:2]) and (
+            "gen_ai.request.model" in a or "gen_ai.response.model" in a):
+        return "llm"
+    return "other"
+
+
+def _count(s: RawSpan, keys: tuple) -> Optional[int]:
+    for k in keys:
+        if k in s.attrs:
+            v = s.attrs[k]
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if isinstance(v, str) and v.isdigit():
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise BridgeError(f"span {s.span_id} ({s.name!r}): {k} must be a non-negative "
+                                  f"integer, got {v!r:.60}; the producer wrote a bad token count")
+            return v
+    return None
+
+
+def _str(s: RawSpan, *keys: str) -> Optional[str]:
+    for k in keys:
+        v = s.attrs.get(k)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+class _Usage(NamedTuple):
+    inp: int
+    out: int
+    cached: Optional[int]
+    write: int
+    reasoning: int
+    details: bool
+
+
+def _usage(s: RawSpan) -> _Usage:
+    details = any(k.startswith(("gen_ai.usage.details.", "llm.token_count.prompt_details."))
+                  for k in s.attrs)
+    return _Usage(_count(s, _INPUT) or 0, _count(s, _OUTPUT) or 0, _count(s, _CACHED),
+                  _count(s, _WRITE) or 0, _count(s, _REASONING) or 0, details)
+
+
+def _model_call(s: RawSpan, above: Optional[RawSpan]) -> ModelCall:
+    u = _usage(s)
+    known = u.cached is not None or u.details
+    cached, reasoning = u.cached or 0, u.reasoning
+    if not known and above is not None:  # the same call reported by the instrumentation above
+        v = _usage(above)
+        if (v.inp, v.out) == (u.inp, u.out) and (v.cached is not None or v.details):
+            known, cached = True, v.cached or 0
+            reasoning = reasoning or v.reasoning
+    inp, out, write = u.inp, u.out, u.write
+    if cached + write > inp:  # input counted without its cache parts (Anthropic's convention)
+        inp += cached + write
+    if reasoning > out:       # output counted without its reasoning
+        out += reasoning
+    requested = _str(s, "gen_ai.request.model")
+    model = _str(s, "gen_ai.response.model", "llm.model_name") or requested or \
+        _str(s, "model_name") or (above and _str(above, "gen_ai.response.model", "llm.model_name",
+                                                 "gen_ai.request.model"))
+    if not model:
+        raise BridgeError(f"span {s.span_id} ({s.name!r}) is a model call naming no model "
+                          "(no gen_ai.response.model, gen_ai.request.model or llm.model_name); "
+                          "its dollars cannot be known")
+    return ModelCall(model, requested_model=requested,
+                     provider=_str(s, "gen_ai.provider.name", "gen_ai.system", "llm.provider",
+                                   "llm.system") or "",
+                     input_tokens=inp, output_tokens=out, cached_input_tokens=cached if known else 0,
+                     reasoning_tokens=reasoning, cache_write_tokens=write, cached_known=known,
+                     source=s.scope)
+
+
+# --------------------------------------------------------------------------- tree
+
+def _ancestry(spans: dict, kinds: dict, stats: dict) -> tuple[dict, dict, dict]:
+    """For each span: its nearest model-call ancestor, its nearest model-call-or-tool
+    ancestor, and the harness attempt (``ek.attempt`` span) it ran in, inclusive (ids or
+    None). Orphans read as roots; cycles cut. Linear time (memoised)."""
+    parent: dict = {}
+    for sid, s in spans.items():
+        p = None if s.parent_id is None else (s.trace_id, s.parent_id)
+        if p is not None and p not in spans:
+            stats["orphans"] += 1
+            p = None
+        parent[sid] = p
+    inc_llm: dict = {}   # inclusive: the span itself when it is a model call
+    inc_lt: dict = {}
+    inc_at: dict = {}
+    for start in spans:
+        if start in inc_llm:
+            continue
+        path, on_path, cur = [], set(), start
+        while cur is not None and cur not in inc_llm:
+            if cur in on_path:  # a cycle: cut its last edge (path[-1] becomes a root)
+                stats["cycles"] += 1
+                parent[path[-1]] = None
+                break
+            on_path.add(cur)
+            path.append(cur)
+            cur = parent[cur]
+        for sid in reversed(path):
+            p = parent[sid]
+            up_llm = inc_llm.get(p) if p is not None else None
+            up_lt = inc_lt.get(p) if p is not None else None
+            k = kinds[sid]
+            inc_llm[sid] = sid if k == "llm" else up_llm
+            inc_lt[sid] = sid if k in ("llm", "tool") else up_lt
+            inc_at[sid] = sid if "ek.attempt" in spans[sid].attrs else (
+                inc_at.get(p) if p is not None else None)
+    anc_llm = {sid: (inc_llm.get(parent[sid]) if parent[sid] is not None else None) for sid in spans}
+    anc_lt = {sid: (inc_lt.get(parent[sid]) if parent[sid] is not None else None) for sid in spans}
+    return anc_llm, anc_lt, inc_at
+
+
+# --------------------------------------------------------------------------- messages
+
+def _json(v: Any) -> Any:
+    """A JSON attribute's value (None when it is not JSON); the bounds of the read are the
+    attribute's (``MAX_ATTRIBUTE_CHARS``)."""
+    if isinstance(v, str):
+        try:
+            return (_LOADS or _loads())(v)
+        except (ValueError, RecursionError):  # orjson.JSONDecodeError is a ValueError
+            return None
+    return v
+
+
+_LOADS = None
+
+
+def _loads() -> Any:
+    global _LOADS
+    import orjson  # not at module level: as in ek_agents.parsing, ~30 ms of import time
+    _LOADS = orjson.loads
+    return _LOADS
+
+
+def _args(raw: Any) -> tuple[Any, Optional[str]]:
+    if raw is None:
+        return {}, None
+    if isinstance(raw, Mapping):
+        return dict(raw), None
+    if isinstance(raw, str):
+        try:
+            got = parse_json(raw, where="tool arguments", error=BridgeError)
+        except BridgeError:
+            return raw, "arguments are not valid JSON"
+        if isinstance(got, dict):
+            return got, None
+        return raw, "arguments are not a JSON object"
+    return str(raw), "arguments are not a JSON object"
+
+
+def _message_calls(s: RawSpan) -> list:
+    """``(id, name, args)`` of the tool calls a model call's output asks for."""
+    out = []
+    raw = s.attrs.get("gen_ai.output.messages")
+    msgs = _json(raw) if not isinstance(raw, str) or '"tool_call"' in raw else None
+    if isinstance(msgs, list):
+        for m in msgs:
+            for p in (m.get("parts") or []) if isinstance(m, Mapping) else []:
+                if isinstance(p, Mapping) and p.get("type") == "tool_call":
+                    out.append((p.get("id"), str(p.get("name", "")), p.get("arguments")))
+    if not out and "openinference.span.kind" in s.attrs:
+        found: dict = {}
+        for k, v in s.attrs.items():
+            m = _OI_TOOLCALL.match(k)
+            if m:
+                found.setdefault((int(m.group(1)), int(m.group(2))), {})[m.group(3)] = v
+        for key in sorted(found):
+            f = found[key]
+            out.append((f.get("id"), str(f.get("function.name", "")), f.get("function.arguments")))
+    if not out and "gen_ai.completion.0.tool_calls.0.name" in s.attrs:
+        found = {}
+        for k, v in s.attrs.items():
+            m = _OLD_TOOLCALL.match(k)
+            if m:
+                found.setdefault((int(m.group(1)), int(m.group(2))), {})[m.group(3)] = v
+        out.extend((found[k].get("id"), str(found[k].get("name", "")), found[k].get("arguments"))
+                   for k in sorted(found))
+    if not out:  # older conventions: messages as span events (gen_ai.choice)
+        for name, attrs in s.events:
+            if name == "gen_ai.choice":
+                msg = _json(attrs.get("message"))
+                calls = (msg.get("tool_calls") if isinstance(msg, Mapping) else None) or \
+                    _json(attrs.get("tool_calls")) or []
+                for c in calls if isinstance(calls, list) else []:
+                    fn = c.get("function") if isinstance(c, Mapping) else None
+                    if isinstance(fn, Mapping):
+                        out.append((c.get("id"), str(fn.get("name", "")), fn.get("arguments")))
+    return out
+
+
+def _message_results(s: RawSpan, into: dict) -> None:
+    """Tool results (by call id) sent to a model call (its input messages)."""
+    raw = s.attrs.get("gen_ai.input.messages")
+    msgs = _json(raw) if not isinstance(raw, str) or "tool_call_response" in raw else None
+    if isinstance(msgs, list):
+        for m in msgs:
+            for p in (m.get("parts") or []) if isinstance(m, Mapping) else []:
+                if isinstance(p, Mapping) and p.get("type") == "tool_call_response" and p.get("id"):
+                    into.setdefault(p["id"], p.get("response", p.get("result")))
+    for name, attrs in s.events:  # older conventions: a tool message as a span event
+        if name == "gen_ai.tool.message" and attrs.get("id"):
+            into.setdefault(attrs["id"], attrs.get("content"))
+    pattern = (_OI_INPUT if "openinference.span.kind" in s.attrs
+               else _OLD_INPUT if "gen_ai.prompt.0.role" in s.attrs else None)
+    if pattern is None:
+        return
+    found: dict = {}
+    for k, v in s.attrs.items():
+        m = pattern.match(k)
+        if m:
+            found.setdefault(int(m.group(1)), {})[m.group(2)] = v
+    for f in found.values():
+        if f.get("role") == "tool" and f.get("tool_call_id"):
+            into.setdefault(f["tool_call_id"], f.get("content"))
+
+
+def _output_text(s: RawSpan) -> Optional[str]:
+    msgs = _json(s.attrs.get("gen_ai.output.messages"))
+    if isinstance(msgs, list):
+        texts = [p.get("content") for m in msgs if isinstance(m, Mapping)
+                 for p in (m.get("parts") or []) if isinstance(p, Mapping) and p.get("type") == "text"]
+        if texts:
+            return "".join(str(t) for t in texts)
+    v = s.attrs.get("llm.output_messages.0.message.content")
+    return v if isinstance(v, str) else None
+
+
+# --------------------------------------------------------------------------- one group
+
+def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
+                where: str = "trace") -> TraceParts:
+    """Read one group of spans (one agent run): its steps, model calls, output and stats."""
+    by_id: dict = {}
+    stats = {"spans": 0, "orphans": 0, "cycles": 0, "duplicate_spans": 0, "nested_calls": 0}
+    for s in spans:
+        key = (s.trace_id, s.span_id)
+        if key in by_id:
+            stats["duplicate_spans"] += 1
+            continue
+        by_id[key] = s
+        if len(by_id) > max_spans:
+            raise BridgeError(f"{where}: more than max_spans={max_spans} spans in one episode; "
+                              "group the spans otherwise (group_by=...) or raise max_spans")
+    stats["spans"] = len(by_id)
+    kinds = {sid: _kind(s) for sid, s in by_id.items()}
+    anc_llm, anc_lt, attempt_of = _ancestry(by_id, kinds, stats)
+    attempts = [sid for sid, s in by_id.items() if "ek.attempt" in s.attrs]
+    # the steps are the last attempt's (an attempt retried after a transient error left its
+    # tool calls behind); every attempt's model calls are billed (they were spent)
+    last = max(attempts, key=lambda sid: (by_id[sid].start_ns, sid)) if len(attempts) > 1 else None
+    if attempts:
+        stats["attempts"] = len(attempts)
+    covers = {a for sid, a in anc_llm.items() if kinds[sid] == "llm" and a is not None}
+    order = sorted(by_id, key=lambda sid: (by_id[sid].start_ns, by_id[sid].end_ns, sid))
+    llms = [sid for sid in order if kinds[sid] == "llm"]
+    counted = [sid for sid in llms if sid not in covers]
+    stats["nested_calls"] = len(llms) - len(counted)
+    calls = tuple(_model_call(by_id[sid], by_id.get(anc_llm[sid]) if anc_llm[sid] else None)
+                  for sid in counted)
+    tools = []
+    for sid in order:
+        if kinds[sid] != "tool" or (last is not None and attempt_of[sid] != last):
+            continue
+        up = anc_lt[sid]
+        if up is not None and kinds[up] == "tool" and _tool_name(by_id[up]) == _tool_name(by_id[sid]):
+            stats["nested_calls"] += 1
+            continue
+        tools.append(_tool_step(by_id[sid]))
+    if not tools:
+        tools = _steps_from_messages([by_id[sid] for sid in llms],
+                                     [sid for sid in counted
+                                      if last is None or attempt_of[sid] == last], by_id, anc_llm)
+    ek = {}
+    for s in by_id.values():
+        for k, v in s.attrs.items():
+            if k.startswith("ek."):
+                ek.setdefault(k, v)
+    has_output = "ek.output" in ek
+    if has_output:
+        output = _json(ek["ek.output"]) if isinstance(ek["ek.output"], str) else ek["ek.output"]
+    else:
+        output = None
+        for sid in reversed(counted):
+            output = _output_text(by_id[sid])
+            if output is not None:
+                break
+    return TraceParts(tuple(tools), calls, output, has_output, stats, ek)
+
+
+def _tool_name(s: RawSpan) -> str:
+    name = _str(s, "gen_ai.tool.name", "tool.name")
+    if name:
+        return name
+    return s.name[len("execute_tool "):] if s.name.startswith("execute_tool ") else s.name
+
+
+def _tool_step(s: RawSpan) -> Step:
+    a = s.attrs
+    raw = a.get("gen_ai.tool.call.arguments", a.get("input.value"))
+    args, bad = _args(raw)
+    result = a.get("gen_ai.tool.call.result", a.get("output.value"))
+    error = s.error or (str(a["error.type"]) if a.get("error.type") else None) or bad
+    return Step(_tool_name(s), args, observation=result, error=error)
+
+
+def _steps_from_messages(llm_spans: list, counted: list, by_id: dict, anc_llm: dict) -> list:
+    asked = []
+    for sid in counted:
+        chain, cur = [], sid  # the counted span, then the model-call spans above it
+        while cur is not None and len(chain) < 8:
+            chain.append(by_id[cur])
+            cur = anc_llm.get(cur)
+        for s in chain:
+            found = _message_calls(s)
+            if found:
+                break
+        asked.extend(found)
+    if not asked:
+        return []
+    results: dict = {}  # the tool results the model calls were sent, by call id
+    for s in llm_spans:
+        _message_results(s, results)
+    steps, seen = [], set()
+    for cid, name, raw in asked:
+        if cid is not None and cid in seen:
+            continue
+        seen.add(cid)
+        args, bad = _args(raw)
+        steps.append(Step(name, args, observation=results.get(cid), error=bad))
+    return steps
+
+
+# --------------------------------------------------------------------------- episodes
+
+def raw_spans(source: Any, *, ing: Ingest, group_attr: Optional[str] = None,
+              skip_bad_lines: bool = False) -> tuple[Iterable[RawSpan], str]:
+    """The spans of ``source``: a path/URL of OTLP/JSON, OTLP/JSON bytes, a parsed
+    ``{"resourceSpans": ...}`` dict, or SDK ``ReadableSpan`` s."""
+    if isinstance(source, Mapping):
+        return spans_from_otlp(json.dumps(source), "<otlp>", ing=ing, group_attr=group_attr,
+                               skip_bad_lines=skip_bad_lines), "<otlp>"
+    if isinstance(source, (bytes, bytearray)):
+        text = decode_text(bytes(source), where="<otlp bytes>", error=BridgeError)
+        return spans_from_otlp(text, "<otlp bytes>", ing=ing, group_attr=group_attr,
+                               skip_bad_lines=skip_bad_lines), "<otlp bytes>"
+    if isinstance(source, (list, tuple)) and all(hasattr(s, "context") for s in source):
+        return spans_from_sdk(source, ing=ing, group_attr=group_attr), "<spans>"
+    url = url_of(source)
+    text = decode_text(read_bytes(url), where=repr(url), error=BridgeError)
+    return spans_from_otlp(text, url, ing=ing, group_attr=group_attr,
+                           skip_bad_lines=skip_bad_lines), url
+
+
+@gc_paused()
+def episodes_from_otel(source: Any, *, group_by: str = "trace", max_spans: int = MAX_SPANS,
+                       skip_bad_lines: bool = False) -> list[Episode]:
+    """Episodes from OpenTelemetry GenAI spans (OTLP/JSON file or URL, bytes, a parsed
+    document, or SDK spans), one per trace (``group_by="trace"``, the default) or per value of
+    a span attribute (``group_by="ek.task_id"``, ``"session.id"``...; a trace's spans without
+    it join the group of the trace's spans that have it). See the module docstring for what is
+    read; ``skip_bad_lines=True`` skips lines that are not OTLP/JSON (counted in
+    ``meta["otel"]["skipped_lines"]``) instead of raising.
+
+    Each episode: ``task_id`` from the ``ek.task_id`` attribute (else the group: the trace id or
+    the attribute's value), ``meta["trial"]`` from ``ek.trial``, ``run.seed`` from ``ek.seed``,
+    ``cost = Cost.of_calls(model calls)`` (None when the group has no model call), the steps,
+    the output, and ``meta["otel"]`` (spans read, orphans, cycles cut, nested calls not counted
+    again, attributes cut). Episodes come in order of their first span's start.
+    """
+    if not isinstance(group_by, str) or not group_by:
+        raise BridgeError(f"group_by must be 'trace' or a span attribute name, got {group_by!r}")
+    if isinstance(max_spans, bool) or not isinstance(max_spans, int) or max_spans < 1:
+        raise BridgeError(f"max_spans must be an int >= 1, got {max_spans!r}")
+    ing = Ingest()
+    attr = None if group_by == "trace" else group_by
+    spans, where = raw_spans(source, ing=ing, group_attr=attr, skip_bad_lines=skip_bad_lines)
+    traces: dict = {}
+    total = 0
+    for s in spans:
+        got = traces.setdefault(s.trace_id, [])
+        got.append(s)
+        total += 1
+        if attr is None and len(got) > max_spans:  # refused as it is read: memory stays bounded
+            raise BridgeError(f"{where}: trace {s.trace_id} has more than max_spans={max_spans} "
+                              "spans; group the spans otherwise (group_by=...) or raise max_spans")
+    groups: dict = {}
+    if attr is None:
+        groups = traces
+    else:
+        for tid, ss in traces.items():
+            values = {s.attrs[attr] for s in ss if attr in s.attrs}
+            if len(values) > 1:  # spans of one trace carry different values: split by span
+                for s in ss:
+                    groups.setdefault(s.attrs.get(attr, tid), []).append(s)
+            else:
+                groups.setdefault(values.pop() if values else tid, []).extend(ss)
+    out = []
+    for key, ss in groups.items():
+        if len(ss) > max_spans:
+            raise BridgeError(f"{where}: group {key!r} has {len(ss)} spans, more than "
+                              f"max_spans={max_spans}; group the spans otherwise or raise max_spans")
+        parts = trace_parts(ss, max_spans=max_spans, where=f"{where} group {key!r}")
+        first = min(s.start_ns for s in ss)
+        out.append((first, str(key), _episode(parts, str(key), ss, where, ing, group_by)))
+    out.sort(key=lambda t: (t[0], t[1]))
+    return [ep for _, _, ep in out]
+
+
+def _episode(parts: TraceParts, key: str, spans: list, where: str, ing: Ingest,
+             group_by: str) -> Episode:
+    ek = parts.attrs
+    task_id = ek.get("ek.task_id")
+    task_id = str(task_id) if task_id not in (None, "") else key
+    meta: dict = {"otel": {**parts.stats, "truncated": ing.truncated,
+                           "skipped_lines": ing.skipped_lines, "group": key,
+                           "group_by": group_by}}
+    trial = ek.get("ek.trial")
+    if isinstance(trial, int) and not isinstance(trial, bool):
+        meta["trial"] = trial
+    seed = ek.get("ek.seed")
+    run = RunProvenance(seed=seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
+    cost = Cost.of_calls(parts.calls) if parts.calls else None
+    return Episode(task_id, Trajectory(parts.steps), output=parts.output, cost=cost, run=run,
+                   provenance=Provenance(source=where, locator=f"group {key}",
+                                         meta={"format": "otlp-json"}),
+                   meta=meta)

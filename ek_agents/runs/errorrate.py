@@ -1,0 +1,47 @@
+"""When a run fails for its errors: more than ``max_error_rate`` of its trials ended in an error.
+
+Such a run's figures say nothing about the agent (an outage, a broken endpoint): the pipeline
+writes the manifest, then fails with :class:`~ek_agents.errors.TooManyErrors`. Used by the
+evaluate flow's ``check_errors`` task and by :mod:`ek_agents.localrun` (re-exported by
+:mod:`ek_agents.runs.pipeline_support`, its former home).
+
+>>> check_errors({"n_trials": 10, "detail": {"errors": {"timeout": 5}}})  # 50%: not above
+>>> check_errors({"n_trials": 10, "detail": {"errors": {"timeout": 6}}}, run_id="r1")
+Traceback (most recent call last):
+...
+ek_agents.errors.TooManyErrors: run 'r1': 6 of 10 trials ended in an error (60% > max_error_rate 50%; timeout: 6). The manifest is written; fix the agent or its endpoint and re-run the errored trials with --retry-errored (same run id)
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Optional
+
+from .. import errors
+from ..errors import InvalidInput
+
+__all__ = ["MAX_ERROR_RATE", "check_errors"]
+
+#: The errored fraction of a run's trials above which it fails (:func:`check_errors`).
+MAX_ERROR_RATE = 0.5
+
+
+def check_errors(report: Mapping, *, max_error_rate: Optional[float] = MAX_ERROR_RATE,
+                 run_id: str = "") -> None:
+    """Raise :class:`~ek_agents.errors.TooManyErrors` when more than ``max_error_rate`` of a
+    report's trials ended in an error (an outage: the figures say nothing about the agent).
+    ``None`` never fails."""
+    if max_error_rate is None:
+        return
+    if isinstance(max_error_rate, bool) or not isinstance(max_error_rate, (int, float)) \
+            or not 0 <= max_error_rate <= 1:
+        raise InvalidInput(f"max_error_rate must be a fraction in [0, 1] (or None), got "
+                           f"{max_error_rate!r}")
+    n = report.get("n_trials") or 0
+    kinds = (report.get("detail") or {}).get("errors") or {}
+    bad = sum(v for v in kinds.values() if isinstance(v, int))
+    if n and bad / n > max_error_rate:
+        raise errors.TooManyErrors(
+            f"run {run_id!r}: {bad} of {n} trials ended in an error ({bad / n:.0%} > "
+            f"max_error_rate {max_error_rate:.0%}; {', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))}). "
+            "The manifest is written; fix the agent or its endpoint and re-run the errored "
+            "trials with --retry-errored (same run id)")
