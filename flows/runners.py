@@ -14,7 +14,7 @@ RUNNERS = ("threads", "dask")
 
 
 def make_task_runner(kind: str = "threads", *, max_workers: int = 4,
-                     dask_address: Optional[str] = None) -> Any:
+                     dask_address: Optional[str] = None, processes: bool = False) -> Any:
     """A task runner for the trial chunks, always bounded.
 
     - ``"threads"``: ``ThreadPoolTaskRunner(max_workers)`` (Prefect's default pool is unbounded).
@@ -23,6 +23,9 @@ def make_task_runner(kind: str = "threads", *, max_workers: int = 4,
       (a shared one, e.g. ``s3://``).
     - ``"dask"`` without an address: a LocalCluster of ``max_workers`` threads inside this
       process (works with Prefect's ephemeral API; worker processes could not reach it).
+      ``processes=True``: a LocalCluster of ``max_workers`` worker processes, one thread
+      each (CPU-bound trials: the GIL is per process); they need a real Prefect API
+      (``PREFECT_API_URL`` in the environment) and a store every process can reach.
     """
     if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
         raise InvalidInput(f"max_workers must be an int >= 1, got {max_workers!r}")
@@ -38,6 +41,9 @@ def make_task_runner(kind: str = "threads", *, max_workers: int = 4,
                                 "pip install 'ek-agents[dask]'") from None
     if dask_address:
         return DaskTaskRunner(address=dask_address)
+    if processes:
+        return DaskTaskRunner(cluster_kwargs={"n_workers": max_workers, "threads_per_worker": 1,
+                                              "processes": True, "dashboard_address": None})
     return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": max_workers,
                                           "processes": False, "dashboard_address": None})
 

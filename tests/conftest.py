@@ -25,6 +25,7 @@ LONGEST_FIRST = [
     "tests/pipeline/test_identity_flows.py",
     "tests/pipeline/test_cli_inputs.py",
     "tests/pipeline/test_audit_trust.py",
+    "tests/pipeline/test_scale_dask.py",
     "tests/harness/test_store_faults.py",
     "tests/scoring/test_batch_scoring.py",
     "tests/fuzz/test_loaders.py",

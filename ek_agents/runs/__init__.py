@@ -7,10 +7,14 @@ library stages and their store-backed ``run_*`` steps (``stages``), baselines by
 (``baselines``), run fingerprints and the run claim (``identity``), an agent's identity by its
 code and state (``agentid``) over the canonical walk that digests them (``agentstate``), stored
 trials (``trials``), the in-process episode memo (``memo``), the manifest shapes
-(``manifest``), the audit that recomputes a run (``audit``), the judge correction of a stored
-run by people's labels and the planners over a stored run (``labelrun``), the pipeline's helpers
-(``pipeline_support``) and when a run fails for its errors (``errorrate``), and the
-OpenTelemetry capture of each trial's spans (``otelcapture``: ``capture="otel"``).
+(``manifest``), the audit that recomputes a run (``audit``, and ``streamaudit`` for a run
+streamed from its segments), the judge correction of a stored run by people's labels and the
+planners over a stored run (``labelrun``), the pipeline's helpers (``pipeline_support``) and
+when a run fails for its errors (``errorrate``), the OpenTelemetry capture of each trial's
+spans (``otelcapture``: ``capture="otel"``), and a run at scale (issue 27): trials stored in
+segments (``segments``), metrics and report streamed from them (``streaming``), the
+``evaluate-at-scale`` plan (``scalerun``; its ``summary_basis`` is reached through the module:
+the package's is ``streaming``'s).
 
 May import: every layer below it -- ``errors`` .. ``store``, ``bridge``, ``stats``, ``scoring``,
 ``cost``, ``suite``, the evaluation layer (``reporting``, ``gate``, ``sequential``)
@@ -54,6 +58,13 @@ _EXPORTS: dict[str, str] = {
                     "plan_batch", "batch_look", "collect_batches"], "pipeline_support"),
     **dict.fromkeys(["check_errors", "MAX_ERROR_RATE"], "errorrate"),
     **dict.fromkeys(["OtelCapture", "TrialSpans", "make_capture", "CAPTURES"], "otelcapture"),
+    **dict.fromkeys(["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale",
+                    "run_scale_chunk", "finish_scale", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"], "scalerun"),
+    **dict.fromkeys(["SEGMENT_TRIALS", "SEGMENT_BYTES", "ZSTD_LEVEL", "SegmentEntry", "WriterIndex",
+                    "SegmentTrial", "SegmentWriter", "RunSegments", "read_segment", "encode_segment",
+                    "decode_segment", "pack_pairs", "unpack_pairs", "new_writer_name",
+                    "iter_segments", "segment_line_doc", "owner"], "segments"),
+    **dict.fromkeys(["STREAMED", "AUDIT_SAMPLE", "segment_episodes", "audit_streamed"], "streamaudit"),
     **dict.fromkeys(["StageRef", "EpisodesRef", "SuiteRef", "GateRef", "ManifestRef", "lookup",
                     "lookup_bytes", "cached", "put_indexed", "cache_origin", "stage_output",
                     "reused_output", "write_output", "index_output", "write_doc", "write_tasks"], "stagecache"),
@@ -62,6 +73,8 @@ _EXPORTS: dict[str, str] = {
                     "sequential_stage", "regate", "gate_run", "record_suite", "record_prices",
                     "ingest_run", "ingest_suite", "run_grade", "run_metrics", "run_cost",
                     "run_gate", "run_sequential_gate", "write_gate"], "stages"),
+    **dict.fromkeys(["StreamingReport", "ExactSum", "stream_report", "segment_summarizer",
+                    "summary_basis", "merged_report"], "streaming"),
     **dict.fromkeys(["TrialRunner", "run_coroutine", "EPISODE_DEPTH"], "trialrunner"),
     **dict.fromkeys(["StoredTrial", "read_trials", "episodes_bytes", "graded_digest",
                     "EPISODES_MEMO_DOCS", "EPISODES_MEMO_EPISODES", "GRADED_MEMO_DOCS",
@@ -122,6 +135,17 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
     from .errorrate import check_errors as check_errors, MAX_ERROR_RATE as MAX_ERROR_RATE
     from .otelcapture import (OtelCapture as OtelCapture, TrialSpans as TrialSpans,
         make_capture as make_capture, CAPTURES as CAPTURES)
+    from .scalerun import (ScaleChunk as ScaleChunk, ScalePlan as ScalePlan,
+        ScaleChunkResult as ScaleChunkResult, plan_scale as plan_scale,
+        run_scale_chunk as run_scale_chunk, finish_scale as finish_scale,
+        SCALE_CHUNK as SCALE_CHUNK, held_bitmaps as held_bitmaps, LAYOUT as LAYOUT)
+    from .segments import (SEGMENT_TRIALS as SEGMENT_TRIALS, SEGMENT_BYTES as SEGMENT_BYTES,
+        ZSTD_LEVEL as ZSTD_LEVEL, SegmentEntry as SegmentEntry, WriterIndex as WriterIndex,
+        SegmentTrial as SegmentTrial, SegmentWriter as SegmentWriter, RunSegments as RunSegments,
+        read_segment as read_segment, encode_segment as encode_segment,
+        decode_segment as decode_segment, pack_pairs as pack_pairs, unpack_pairs as unpack_pairs,
+        new_writer_name as new_writer_name, iter_segments as iter_segments,
+        segment_line_doc as segment_line_doc, owner as owner)
     from .stagecache import (StageRef as StageRef, EpisodesRef as EpisodesRef,
         SuiteRef as SuiteRef, GateRef as GateRef, ManifestRef as ManifestRef, lookup as lookup,
         lookup_bytes as lookup_bytes, cached as cached, put_indexed as put_indexed,
@@ -136,6 +160,11 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         ingest_suite as ingest_suite, run_grade as run_grade, run_metrics as run_metrics,
         run_cost as run_cost, run_gate as run_gate, run_sequential_gate as run_sequential_gate,
         write_gate as write_gate)
+    from .streamaudit import (STREAMED as STREAMED, AUDIT_SAMPLE as AUDIT_SAMPLE,
+        segment_episodes as segment_episodes, audit_streamed as audit_streamed)
+    from .streaming import (StreamingReport as StreamingReport, ExactSum as ExactSum,
+        stream_report as stream_report, segment_summarizer as segment_summarizer,
+        summary_basis as summary_basis, merged_report as merged_report)
     from .trialrunner import (TrialRunner as TrialRunner, run_coroutine as run_coroutine,
         EPISODE_DEPTH as EPISODE_DEPTH)
     from .trials import (StoredTrial as StoredTrial, read_trials as read_trials,

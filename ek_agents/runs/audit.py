@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from ..base import JsonShape, RunProvenance
@@ -29,10 +30,11 @@ from ..errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInpu
 from .agentid import identity_note
 from .manifest import RunManifest, check_baseline, finite
 from ..store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
-                    sha256_hex)
+                     segment_index_prefix, segments_prefix, sha256_hex)
 from ..labels import labels_of_doc
 from . import documents, stages
 from .labelrun import labels_stage
+from .streamaudit import STREAMED, audit_streamed, segment_episodes
 
 __all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
 
@@ -101,14 +103,17 @@ def _limited(found: list[str]) -> list[str]:
     return found[:MAX_LISTED] + [f"... and {len(found) - MAX_LISTED} more differences"]
 
 
-def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] = None) -> AuditResult:
+def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] = None,
+          deep: bool = False) -> AuditResult:
     """Audit run ``run_id``, or the run that baseline ``baseline`` was promoted from (one of
     the two, never both).
 
     Raises ArtifactNotFound when the run has no manifest and BaselineError when the baseline
     does not exist or records no run (bad input: there is nothing to audit); everything else
     that does not check out -- a damaged manifest, baseline or artifact included -- is a
-    problem in the result (``passed`` False) naming it, never an exception.
+    problem in the result (``passed`` False) naming it, never an exception. ``deep``: a run
+    streamed from segments has every segment regraded (else a seeded sample, the rest merged
+    from their digest-checked summaries; every segment's bytes are checked either way).
     """
     if (run_id is None) == (baseline is None):
         raise InvalidInput(f"audit needs exactly one of a run id or a baseline name, got run_id="
@@ -134,7 +139,11 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
     except EkAgentsError as exc:  # not JSON, or a wrong shape: a damaged manifest
         problems.append(f"manifest {key} is damaged: {exc}")
         manifest = None
-    if manifest is not None:
+    if manifest is not None and manifest.parameters.get("layout") == STREAMED:
+        seen, _ = _check_bytes(store, run_id, manifest, checked, problems)
+        audit_streamed(store, run_id, manifest, seen, checked, problems, deep=deep,
+                       compare=lambda a, b, what: _limited(differences(a, b, what)))
+    elif manifest is not None:
         seen, trial_keys = _check_bytes(store, run_id, manifest, checked, problems)
         _check_artifact_set(store, run_id, manifest, checked, problems)
         try:
@@ -208,12 +217,21 @@ def _check_bytes(store: Any, run_id: str, manifest: RunManifest, checked: list,
     """Check every recorded sha256; return ``({key: bytes read}, the run's per-trial keys)``
     so that the recomputation reads nothing twice (and only bytes that checked out)."""
     recorded = manifest.artifacts
-    seen: dict[str, bytes] = {}
-    for key, sha in sorted(recorded.items()):
-        checked.append(key)
+
+    def fetch(key: str) -> Optional[bytes]:
         try:
-            data = store.read_bytes(key)
+            return store.read_bytes(key)
         except ArtifactNotFound:
+            return None
+
+    seen: dict[str, bytes] = {}
+    keys = sorted(recorded)
+    with ThreadPoolExecutor(max_workers=8) as pool:  # GETs overlap (a run's segments: hundreds)
+        fetched = pool.map(fetch, keys)
+    for key, data in zip(keys, fetched):
+        sha = recorded[key]
+        checked.append(key)
+        if data is None:
             problems.append(f"artifact {key} is missing")
             continue
         actual = sha256_hex(data)
@@ -223,7 +241,8 @@ def _check_bytes(store: Any, run_id: str, manifest: RunManifest, checked: list,
             continue
         seen[key] = data
     trial_keys = store.list(episodes_prefix(run_id))
-    for key in trial_keys:
+    for key in [*trial_keys, *store.list(segments_prefix(run_id)),
+                *store.list(segment_index_prefix(run_id))]:
         if key not in recorded:
             problems.append(f"artifact {key} is not in the manifest (added after the run, or "
                             "its entry was removed)")
@@ -274,7 +293,8 @@ def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
     recorded_report = read("report")
 
     _check_manifest_fields(run_id, manifest, tasks, recorded_report, checked, problems)
-    _check_trials(run_id, manifest, tasks, episodes, trial_keys, load, checked, problems)
+    _check_trials(run_id, manifest, tasks, episodes, trial_keys, load, checked, problems,
+                  raw=lambda key: seen[key] if key in seen else store.read_bytes(key))
 
     if inputs.check == documents.UNSTORED:
         problems.append("graded, metrics, report, results: the run was graded by a callable "
@@ -359,7 +379,8 @@ def expected_status(manifest: RunManifest) -> str:
 
 
 def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: Mapping,
-                  trial_keys: list, load: Any, checked: list, problems: list) -> None:
+                  trial_keys: list, load: Any, checked: list, problems: list,
+                  raw: Any = None) -> None:
     """Each per-trial file's key against its content, the per-trial files against
     episodes.json, and every task with exactly its trials 0..k-1 (a run of an agent)."""
     checked.append("per-trial files and trials per task")
@@ -371,6 +392,11 @@ def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: 
             problems.append(f"episodes.json: task {pair[0]!r} trial {pair[1]!r} appears twice")
         trials[pair] = e
     found = []
+    for key, ep in segment_episodes(run_id, manifest, load, raw, problems):
+        pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
+        found.append(pair)
+        problems += [f"episodes.json vs {key}: {d}" for d in
+                     _limited(differences(trials.get(pair, {}), ep, "episode"))]
     for key in trial_keys:
         try:
             ep = load(key)
@@ -385,7 +411,7 @@ def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: 
         found.append(pair)
         problems += [f"episodes.json vs {key}: {d}" for d in
                      _limited(differences(trials.get(pair, {}), ep, "episode"))]
-    if trial_keys and sorted(found, key=repr) != sorted(trials, key=repr):
+    if found and sorted(found, key=repr) != sorted(trials, key=repr):
         missing = sorted(set(trials) - set(found), key=repr)[:5]
         problems.append(f"episodes.json lists trials with no per-trial file: {missing}"
                         if missing else "per-trial files hold trials episodes.json does not list")

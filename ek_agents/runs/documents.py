@@ -23,6 +23,7 @@ from ..store import canonical_json, episodes_prefix, parse_json, read_url, run_k
 from .identity import fingerprint_key
 from .manifest import (DOCUMENTS, RunInputs, RunManifest, as_plain, check_baseline, check_document,
                        check_manifest, check_report)
+from .segments import RunSegments
 from .stagecache import EpisodesRef, ManifestRef, StageRef
 
 __all__ = ["UNSTORED", "source_digest", "episodes_doc", "episodes_doc_bytes", "episodes_of",
@@ -146,10 +147,12 @@ def results_of(report: Mapping) -> dict:
 # --------------------------------------------------------------------------- the run record
 
 def trial_digests(store: Any, run_id: str) -> dict[str, str]:
-    """``{key: sha256}`` of every per-trial episode file the harness stored for the run."""
+    """``{key: sha256}`` of every per-trial episode file the harness stored for the run, and
+    of its segments and segment index documents (``ek_agents.runs.segments``)."""
     keys = store.list(episodes_prefix(run_id))
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return dict(zip(keys, pool.map(store.digest, keys)))
+        return {**dict(zip(keys, pool.map(store.digest, keys))),
+                **RunSegments.load(store, run_id).digests()}
 
 
 def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]],
@@ -176,6 +179,8 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
     episodes = refs.get("episodes")
     known = episodes.trials if isinstance(episodes, EpisodesRef) else None
     artifacts.update(known if known is not None else trial_digests(store, run_id))
+    if known is not None:  # the segments' index documents: what says which trials count
+        artifacts.update(RunSegments.load(store, run_id).digests())
     fingerprint = None
     if store.exists(fingerprint_key(run_id)):  # a run of agent trials: what decided them
         fingerprint = store.read_json(fingerprint_key(run_id))

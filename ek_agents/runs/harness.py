@@ -82,7 +82,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                progress: Optional[bool] = None, refresh: bool = False,
                retry_errored: bool = False,
                fingerprint: Optional[identity.RunFingerprint] = None,
-               agent_id: Optional[str] = None, capture: Optional[str] = None) -> list[Episode]:
+               agent_id: Optional[str] = None, segments: bool = False,
+               capture: Optional[str] = None) -> list[Episode]:
     """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
 
     Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
@@ -113,6 +114,11 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       digested). Needed to resume a run whose agent holds state that cannot be digested (a
       live client, a lock) from another process -- or declare ``ek_config`` on the agent.
     - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
+    - ``segments=True``: the finished trials are stored a segment of a few thousand at a
+      time (``ek_agents.runs.segments``: JSON Lines, zstd, content-addressed, indexed per
+      writer), not one file each; a trial counts as stored once its segment is indexed, so a
+      killed run loses at most its unflushed segment. The default writes one file per trial at
+      ``store.episode_key`` (both layouts are read back, resumed and audited).
     - ``progress``: a rich progress bar (default: when stderr is a terminal).
     - ``capture="otel"``: each trial runs under a root span of its own and its OpenTelemetry
       spans (from the instrumentations the agent runs) give the episode its trajectory and its
@@ -126,7 +132,7 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                               retries=retries, store=store, run_id=run_id, only=only,
                               backoff_s=backoff_s, progress=progress, refresh=refresh,
                               retry_errored=retry_errored, fingerprint=fingerprint,
-                              agent_id=agent_id, capture=capture)[0]
+                              agent_id=agent_id, segments=segments, capture=capture)[0]
 
 
 def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -135,7 +141,8 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
                        run_id: Optional[str], only: Any, backoff_s: float,
                        progress: Optional[bool], refresh: bool, retry_errored: bool,
                        fingerprint: Optional[identity.RunFingerprint],
-                       agent_id: Optional[str] = None, capture: Optional[str] = None
+                       agent_id: Optional[str] = None, segments: bool = False,
+                       capture: Optional[str] = None
                        ) -> tuple[list[Episode], Optional[identity.RunReuse]]:
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -163,7 +170,7 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
         show = sys.stderr.isatty() if progress is None else bool(progress)
         runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                          timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                         store=st, run_id=run_id, capture=cap)
+                         store=st, run_id=run_id, segments=segments, capture=cap)
         ran = run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
                                                     show=show))
     merged = {**done, **ran}
@@ -175,6 +182,8 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  max_concurrency: int = 8, timeout_s: Optional[float] = None, retries: int = 0,
                  backoff_s: float = 0.5,
                  on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
+                 segments: bool = False, summarize: Optional[Callable] = None,
+                 keep: bool = True, writer: Optional[str] = None,
                  capture: Optional[str] = None) -> list[stored_trials.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
@@ -187,7 +196,12 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     writer thread that stored it (off the event loop: the chunks grade their trials there);
     ``episode`` is the episode its bytes parse back to when the harness built it from a plain
     answer (``record.PlainEpisodeJson``), else None (parse ``stored.data``). What it raises
-    fails the run as a failed write does.
+    fails the run as a failed write does. ``segments``: as :func:`run_trials` (then a
+    stored trial's ``key`` and ``sha256`` are its segment's, ``on_stored`` is called as each
+    segment is indexed); ``summarize(pairs, lines, episodes)``: a segment's summary, stored
+    in its index entry (``segments.SegmentWriter``). ``keep=False`` keeps neither the episodes
+    nor the stored trials in memory (a large chunk: returns ``[]``; ``on_stored`` still sees
+    each); ``writer``: the segment writer's name (default a fresh one).
     """
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -198,10 +212,11 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
         return []
     runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                     store=store, run_id=run_id, on_stored=on_stored,
+                     store=store, run_id=run_id, on_stored=on_stored, segments=segments,
+                     summarize=summarize, keep=keep, writer=writer,
                      capture=make_capture(capture))
     run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
-    return [runner.written[p] for p in todo]
+    return [runner.written[p] for p in todo] if keep else []
 
 
 def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -282,7 +297,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
               lease_wait_s: float = 0.0, break_lease: bool = False,
               agent_id: Optional[str] = None, labels: Any = None,
-              capture: Optional[str] = None) -> Any:
+              segments: bool = False, capture: Optional[str] = None) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -296,7 +311,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     with its sha256), so ``ek-agents report / gate / audit / promote`` work on it. An input a
     run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
     recorded as such in the manifest's inputs, and the audit says which figures it cannot
-    recompute.
+    recompute. ``segments=True`` stores the trials in segments (see :func:`run_trials`).
 
     Identity and reuse: a persisted run is one writer's (a lease on the run id, held while it
     writes: a second writer gets :class:`~ek_agents.errors.RunInUse` naming the holder, or
@@ -365,7 +380,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                 max_concurrency=max_concurrency, timeout_s=timeout_s,
                                 retries=retries, backoff_s=backoff_s, progress=progress,
                                 refresh=refresh, retry_errored=retry_errored, agent_id=agent_id,
-                                labels=labels, capture=capture)
+                                labels=labels, segments=segments, capture=capture)
     finally:
         release_lease(st, lease)
 
@@ -376,14 +391,14 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      seed: Optional[int], max_concurrency: int, timeout_s: Optional[float],
                      retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
                      retry_errored: bool, agent_id: Optional[str] = None,
-                     labels: Optional[Labels] = None,
+                     labels: Optional[Labels] = None, segments: bool = False,
                      capture: Optional[str] = None) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
     episodes, reuse = _trials_with_reuse(
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
         timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
         backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
-        fingerprint=None, agent_id=agent_id, capture=capture)
+        fingerprint=None, agent_id=agent_id, segments=segments, capture=capture)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run, labels=labels)

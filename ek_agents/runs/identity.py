@@ -19,9 +19,10 @@ from pydantic import Field
 from ..base import Episode, JsonShape
 from ..core import shape
 from ..errors import ArtifactNotFound, IntegrityError, InvalidInput, RunMismatch, UnidentifiedAgent
-from ..store import canonical_json, episode_key, episodes_prefix, run_key, sha256_hex
+from ..store import canonical_json, episode_key, episodes_prefix, parse_json, run_key, sha256_hex
 from . import agentid
 from .manifest import as_plain
+from .segments import RunSegments, iter_segments
 
 __all__ = ["EK_CONFIG", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
            "trial_matches", "errored", "fingerprint_key", "claim_run"]
@@ -196,10 +197,11 @@ def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Itera
         agentid.warn_unidentified(run_id, fingerprint.agent_identity)
     reuse = {"kept": 0, "refreshed": 0, "retried": 0, "misfiled": 0}
     kept: dict[tuple[str, int], Episode] = {}
+    segments = RunSegments.load(store, run_id)
     if refresh:
         for k in present:
             store.delete(k)
-        reuse["refreshed"] = len(present)
+        reuse["refreshed"] = len(present) + segments.remove_all()
         present = []
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(present)))) as ex:
         loaded = list(ex.map(lambda k: _stored_episode(store, k), present))
@@ -213,6 +215,8 @@ def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Itera
         else:
             reuse["kept"] += 1
             kept[by_key[k]] = ep
+    _claim_segments(store, segments, set(by_key.values()), kept, reuse,
+                    retry_errored=retry_errored)
     if first_write and kept:
         raise RunMismatch(
             f"run {run_id!r} holds {len(kept)} stored trial(s) but no fingerprint (written by an "
@@ -220,6 +224,33 @@ def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Itera
             "or refresh the run (refresh=True / --refresh) to run every trial afresh")
     store.write_json(key, fingerprint.to_dict())
     return RunReuse(**reuse), kept
+
+
+def _claim_segments(store: Any, segments: RunSegments, wanted: set, kept: dict, reuse: dict, *,
+                    retry_errored: bool) -> None:
+    """:func:`claim_run` for the run's segments: orphan segments (stored, never indexed)
+    removed; each indexed trial of ``wanted`` (not kept already from a per-trial file) loaded
+    into ``kept``, or set aside in the index -- misfiled, or errored with ``retry_errored``."""
+    for orphan in segments.orphans():
+        store.delete(orphan)
+    drop = []
+    for batch in iter_segments(store, segments, only=wanted - set(kept)):
+        for t in batch:
+            try:
+                ep: Optional[Episode] = Episode.from_dict(parse_json(t.data, t.key))
+            except (IntegrityError, InvalidInput):
+                ep = None
+            if not trial_matches(ep, *t.pair):
+                reuse["misfiled"] += 1
+                drop.append(t.pair)
+            elif retry_errored and errored(ep):
+                reuse["retried"] += 1
+                drop.append(t.pair)
+            else:
+                reuse["kept"] += 1
+                kept[t.pair] = ep
+    if drop:
+        segments.drop(drop)
 
 
 def _stored_episode(store: Any, key: str) -> Optional[Episode]:

@@ -24,6 +24,7 @@ from ..core import canonical_json, construct
 from ..errors import AgentTimeout, InvalidInput, TransientAgentError
 from ..parsing import MAX_DEPTH, check_tree
 from ..store import Store, episode_key
+from .segments import SegmentWriter
 
 def run_coroutine(factory: Callable[[], Any]) -> Any:
     try:
@@ -41,6 +42,11 @@ Pair = tuple  # (task_id, trial)
 #: Deepest episode a trial may produce: an episode sits two levels down in the run's episodes
 #: document, which must stay readable (``parsing.MAX_DEPTH``). A deeper answer fails its trial.
 EPISODE_DEPTH = MAX_DEPTH - 2
+
+#: Most finished trials a segmented run's event loop keeps ahead of its segment writer, both
+#: called and not yet handed over, and handed over and not yet taken: a killed process loses
+#: the segment being stored, the one filling, at most twice this many and the trials in flight.
+WRITER_BACKLOG = 512
 
 
 def _is_async(agent: Any) -> bool:
@@ -64,13 +70,17 @@ class TrialRunner:
                  run: Optional[RunProvenance], max_concurrency: int, timeout_s: Optional[float],
                  retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str],
                  on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
-                 capture: Optional[OtelCapture] = None):
+                 segments: bool = False, summarize: Optional[Callable] = None, keep: bool = True,
+                 writer: Optional[str] = None, capture: Optional[OtelCapture] = None):
         self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
         self.capture = capture  # otelcapture.OtelCapture: each trial's spans, or None
         self.on_stored = on_stored
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
         self.store, self.run_id = store, run_id
+        self.segments, self.summarize, self.keep = segments, summarize, keep
+        self.writer_name = writer
+        self.unbuilt = 0  # segments: trials called whose episode is not handed to the writer yet
         self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
         self.writer: Optional[_Writer] = None  # run_all's, when the run is stored
         self.is_async = _is_async(agent)
@@ -93,11 +103,15 @@ class TrialRunner:
         try:
             async with asyncio.TaskGroup() as tg:
                 if self.store is not None:
+                    segs = (SegmentWriter(self.store, self.run_id, summarize=self.summarize,
+                                          writer=self.writer_name)
+                            if self.segments else None)
                     writer = self.writer = _Writer(self.store, self.run_id, self.written,
                                                    _abort_on(tg, asyncio.get_running_loop()),
-                                                   threads=_writer_threads(self.store,
-                                                                           self.max_concurrency),
-                                                   then=self.on_stored)
+                                                   threads=1 if segs else _writer_threads(
+                                                       self.store, self.max_concurrency),
+                                                   then=self.on_stored, segments=segs,
+                                                   keep=self.keep)
                 # one task per slot, each running its next trial as soon as its agent call
                 # returns (no task per trial waiting on a semaphore: that hand-over took one
                 # more event-loop turn -- under the GIL of a busy process ~1 ms -- per trial)
@@ -123,6 +137,13 @@ class TrialRunner:
         for pair in pending:
             answer = await self._trial(self.specs[pair[0]], pair[1])
             tg.create_task(self._one(pair, answer, results, bar))
+            if self.segments and self.store is not None:
+                # segments: agent calls never run far ahead of storage (an agent that answers
+                # without awaiting never yields, so a slot would call its every trial before
+                # one is stored; a killed process loses what is called and not stored)
+                self.unbuilt += 1
+                while self.unbuilt > WRITER_BACKLOG:
+                    await asyncio.sleep(0.001)
 
     async def _one(self, pair: Pair, answer: Union[Episode, "_Answer"], results: dict,
                    bar: Any) -> None:
@@ -134,8 +155,13 @@ class TrialRunner:
         if data is None:
             ep, data = self._storable(ep, pair)
         if self.store is not None:
+            while self.writer.backlog() > WRITER_BACKLOG:  # segments: the loop never runs far
+                await asyncio.sleep(0.002)  # ahead of the writer (a kill loses what is queued)
             self.writer.put(pair, data, handed)
-        results[pair] = ep
+            if self.segments:
+                self.unbuilt -= 1
+        if self.keep:
+            results[pair] = ep
         if bar is not None:
             bar[0].advance(bar[1])
 
@@ -281,9 +307,19 @@ class _Writer:
 
     def __init__(self, store: Store, run_id: str, written: dict,
                  on_error: Callable[[BaseException], None], *, threads: int,
-                 then: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None) -> None:
+                 then: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
+                 segments: Optional[SegmentWriter] = None, keep: bool = True) -> None:
         self.store, self.run_id, self.written, self.on_error = store, run_id, written, on_error
         self.then = then
+        self.segments = segments  # one thread then: the segment buffer is that thread's
+        self.keep = keep  # False: the stored trials are handed to ``then`` only, not kept
+        if segments is not None:  # a sealed segment is stored by a thread of its own while
+            # the next one fills; one at a time (a kill loses at most the two)
+            self.sealed: queue.SimpleQueue = queue.SimpleQueue()
+            self.one_sealed = threading.Semaphore(1)
+            self.flusher = threading.Thread(target=self._flush_loop, daemon=True,
+                                            name="ek-segment-flusher")
+            self.flusher.start()
         self.error: Optional[BaseException] = None
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.threads = [threading.Thread(target=self._loop, daemon=True, name="ek-store-writer")
@@ -296,6 +332,11 @@ class _Writer:
         the episode ``data`` parses back to, when the caller knows it (handed to ``then``)."""
         self.queue.put((pair, data, episode))
 
+    def backlog(self) -> int:
+        """Trials handed over and not yet taken by a segment writer (0 without segments: the
+        per-trial writers are not throttled)."""
+        return self.queue.qsize() if self.segments is not None else 0
+
     def close(self) -> None:
         """Wait until every trial handed over is written (or skipped after a failure)."""
         for _ in self.threads:
@@ -304,6 +345,8 @@ class _Writer:
             t.join()
 
     def _loop(self) -> None:
+        if self.segments is not None:
+            return self._segment_loop()
         while (item := self.queue.get()) is not None:
             if self.error is not None:
                 continue
@@ -323,6 +366,67 @@ class _Writer:
                 if self.error is None:
                     self.error = exc
                     self.on_error(exc)
+
+    def _segment_loop(self) -> None:
+        """:meth:`_loop` of a segmented run: each trial buffered, each full segment stored
+        and indexed (``segments.SegmentWriter``), the rest at the end -- when the run is
+        cancelled too (``close`` is called from ``run_all``'s ``finally``)."""
+        while True:
+            item = self.queue.get()
+            if self.error is not None:
+                if item is None:
+                    return
+                continue
+            try:
+                if item is None:
+                    self._hand(self.segments.seal())
+                    self._hand(None)
+                    self.flusher.join()
+                    return
+                pair, data, episode = item
+                self.segments.put(pair, data, episode)
+                if self.segments.full():
+                    self._hand(self.segments.seal())
+            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
+                if self.error is None:
+                    self.error = exc
+                    self.on_error(exc)
+                if item is None:
+                    self.sealed.put(None)
+                    self.flusher.join()
+                    return
+
+    def _hand(self, sealed: Any) -> None:
+        """Hand a sealed segment (None: the end) to the flusher, once the one before is stored."""
+        if sealed is None:
+            self.sealed.put(None)
+            return
+        self.one_sealed.acquire()
+        self.sealed.put(sealed)
+
+    def _flush_loop(self) -> None:
+        while (sealed := self.sealed.get()) is not None:
+            try:
+                if self.error is None:
+                    self._stored_segment(self.segments.store_sealed(sealed), sealed.episodes)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
+                if self.error is None:
+                    self.error = exc
+                    self.on_error(exc)
+            finally:
+                self.one_sealed.release()
+
+    def _stored_segment(self, trials: list, episodes: dict) -> None:
+        if not self.keep and self.then is None:
+            return
+        for (task_id, trial), key, sha, data in trials:
+            make = construct if type(task_id) is str and type(trial) is int else _stored
+            stored = make(stored_trials.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
+                          data=data.decode("ascii"))
+            if self.keep:
+                self.written[(task_id, trial)] = stored
+            if self.then is not None:
+                self.then(stored, episodes.get((task_id, trial)))
 
 
 def _stored(cls: type, **fields: Any) -> Any:

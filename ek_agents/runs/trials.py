@@ -20,10 +20,11 @@ from ..base import Episode, JsonShape, Trajectory
 from ..core import shape
 from ..errors import ArtifactNotFound, IntegrityError, InvalidInput
 from ..scoring.metrics import grade
-from ..store import canonical_json, episode_key, parse_json, sha256_hex
+from ..store import canonical_json, episode_key, episodes_prefix, parse_json, sha256_hex
 from .documents import check_run_doc, episodes_doc_bytes, episodes_of, tasks_of, verified_bytes
 from .identity import trial_matches
 from .manifest import input_digest
+from .segments import RunSegments, iter_segments
 from .stagecache import StageRef
 
 __all__ = ["StoredTrial", "read_trials", "episodes_bytes", "graded_digest", "EPISODES_MEMO_DOCS",
@@ -72,9 +73,35 @@ def read_trials(store: Any, run_id: str, pairs: Iterable[tuple]) -> dict[tuple[s
                            data=canonical_json(doc).decode("ascii"))
 
     pairs = [(p[0], p[1]) for p in pairs]
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(pairs)))) as ex:
-        found = list(ex.map(one, pairs))
-    return {p: t for p, t in zip(pairs, found) if t is not None}
+    out = _segment_trials(store, run_id, set(pairs))
+    rest = [p for p in pairs if p not in out]
+    if not rest or not store.list(episodes_prefix(run_id)):  # no per-trial file to look for
+        return out
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(rest)))) as ex:
+        found = list(ex.map(one, rest))
+    return {**out, **{p: t for p, t in zip(rest, found) if t is not None}}
+
+
+def _segment_trials(store: Any, run_id: str, wanted: set) -> dict[tuple[str, int], StoredTrial]:
+    """:func:`read_trials` of the run's segments: the indexed trials of ``wanted``; a line
+    that is not the trial its index names is set aside (it runs again)."""
+    segments = RunSegments.load(store, run_id)
+    out, drop = {}, []
+    for batch in iter_segments(store, segments, only=wanted):
+        for t in batch:
+            try:
+                doc = parse_json(t.data, t.key)
+                ep: Optional[Episode] = Episode.from_dict(doc)
+            except (IntegrityError, InvalidInput):
+                ep = None
+            if not trial_matches(ep, *t.pair):
+                drop.append(t.pair)
+                continue
+            out[t.pair] = StoredTrial(task_id=t.pair[0], trial=t.pair[1], key=t.key,
+                                      sha256=t.sha256, data=canonical_json(doc).decode("ascii"))
+    if drop:
+        segments.drop(drop)
+    return out
 
 
 def episodes_bytes(trials: Iterable["StoredTrial"]) -> bytes:

@@ -7,7 +7,9 @@ and are never written to the store). Layout under the root::
 
     artifacts/<sha256>.json                     content-addressed JSON (put_artifact)
     runs/<run_id>/manifest.json                 a run's manifest (write_manifest)
-    runs/<run_id>/episodes/<task>/<trial>.json  one episode per finished trial (harness)
+    runs/<run_id>/episodes/<task>/<trial>.json  one episode per finished trial (older runs)
+    runs/<run_id>/segments/<sha256>.jsonl.zst   a segment of finished trials (harness, segments)
+    runs/<run_id>/segment-index/<writer>.json   one writer's segments and their trials
     runs/<run_id>/report.html                   the run's HTML report (the pipeline's publish step)
     baselines/<name>.json                       named agent baselines (save_baseline)
     reports/<name>.html                         a report comparing runs (the demo's)
@@ -58,7 +60,10 @@ from .settings import S3_PROTOCOLS, protocols_of, s3_options, split_url
 from .keys import (sha256_hex as sha256_hex, episode_key as episode_key, run_key as run_key,
     run_file_key as run_file_key, report_key as report_key, task_key as task_key,
     run_prefix as run_prefix, episodes_prefix as episodes_prefix, cache_key as cache_key,
-    artifact_key as artifact_key, baseline_key as baseline_key, validate_name as validate_name)
+    artifact_key as artifact_key, baseline_key as baseline_key, validate_name as validate_name,
+    segments_prefix as segments_prefix, segment_key as segment_key,
+    segment_sha256 as segment_sha256, segment_index_prefix as segment_index_prefix,
+    segment_index_key as segment_index_key)
 from .settings import (StoreSettings as StoreSettings)
 from .lease import (Lease as Lease, lease_key as lease_key, acquire_lease as acquire_lease,
     release_lease as release_lease, break_lease as break_lease, read_lease as read_lease)
@@ -67,7 +72,8 @@ __all__ = ["Store", "StoreSettings", "open_store", "canonical_json", "sha256_hex
            "episode_key", "run_key", "run_file_key", "report_key", "task_key", "read_url",
            "write_url", "DEFAULT_STORE", "TMP_MAX_AGE_S", "run_prefix", "episodes_prefix",
            "cache_key", "artifact_key", "baseline_key", "Lease", "lease_key", "acquire_lease",
-           "release_lease", "break_lease", "read_lease", "validate_name"]
+           "release_lease", "break_lease", "read_lease", "validate_name", "segments_prefix",
+           "segment_key", "segment_sha256", "segment_index_prefix", "segment_index_key"]
 
 #: Store used when neither ``url`` nor the ``EK_STORE`` environment variable is given.
 DEFAULT_STORE = "./.ek"

@@ -9,12 +9,14 @@ import functools
 import hashlib
 import re
 
-from typing import Any
+from typing import Any, Optional
 
 from ..errors import InvalidInput
 
 __all__ = ["validate_name", "sha256_hex", "episode_key", "run_key", "run_file_key", "report_key", "task_key",
-           "run_prefix", "episodes_prefix", "cache_key", "artifact_key", "baseline_key"]
+           "run_prefix", "episodes_prefix", "cache_key", "artifact_key", "baseline_key",
+           "segments_prefix", "segment_key", "segment_sha256", "segment_index_prefix",
+           "segment_index_key"]
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@+=,-]{0,199}")
 # Windows device names, any case, with or without an extension (CON, nul.json, com1.x.y)
@@ -95,6 +97,51 @@ def episodes_prefix(run_id: str) -> str:
     'runs/r1/episodes'
     """
     return f"{run_prefix(run_id)}/episodes"
+
+
+def segments_prefix(run_id: str) -> str:
+    """Store prefix of a run's trial segments: ``runs/<run_id>/segments``."""
+    return f"{run_prefix(run_id)}/segments"
+
+
+def segment_key(run_id: str, sha256: str) -> str:
+    """Store key of a segment of a run's trials, addressed by the sha256 of its bytes:
+    ``runs/<run_id>/segments/<sha256>.jsonl.zst`` (:mod:`ek_agents.runs.segments`).
+
+    >>> segment_key("r1", "ab" * 32)[:31]
+    'runs/r1/segments/ababababababab'
+    """
+    if not (isinstance(sha256, str) and DIGEST_PATTERN.fullmatch(sha256)):
+        raise InvalidInput(f"segment sha256 must be 64 lowercase hex digits, got {sha256!r:.80}")
+    return f"{segments_prefix(run_id)}/{sha256}.jsonl.zst"
+
+
+def segment_sha256(key: str) -> Optional[str]:
+    """The sha256 a segment key names (:func:`segment_key`), None when ``key`` is not one.
+
+    >>> segment_sha256(segment_key("r1", "ab" * 32)) == "ab" * 32, segment_sha256("runs/r1/x.json")
+    (True, None)
+    """
+    head, _, name = key.rpartition("/")
+    if not head.endswith("/segments") or not name.endswith(".jsonl.zst"):
+        return None
+    sha = name[:-len(".jsonl.zst")]
+    return sha if DIGEST_PATTERN.fullmatch(sha) else None
+
+
+def segment_index_prefix(run_id: str) -> str:
+    """Store prefix of a run's segment index: ``runs/<run_id>/segment-index``."""
+    return f"{run_prefix(run_id)}/segment-index"
+
+
+def segment_index_key(run_id: str, writer: str) -> str:
+    """Store key of one writer's part of a run's segment index:
+    ``runs/<run_id>/segment-index/<writer>.json``.
+
+    >>> segment_index_key("r1", "w1")
+    'runs/r1/segment-index/w1.json'
+    """
+    return f"{segment_index_prefix(run_id)}/{validate_name(writer, what='segment writer')}.json"
 
 
 def cache_key(stage: str, digest: str) -> str:

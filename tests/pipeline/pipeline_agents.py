@@ -64,3 +64,10 @@ async def inflight_agent(task, *, seed: int) -> str:
     finally:
         with _LOCK:
             INFLIGHT["now"] -= 1
+
+
+async def scale_agent(task, *, seed: int) -> str:
+    """A zero-latency plain agent (issue 27's scale runs): right unless ``seed`` hits the
+    task's unlucky residue, so outcomes are mixed and reproducible; counted."""
+    CALLS.append((task.task_id, seed))
+    return task.input.upper() if (seed + len(task.task_id) + hash(task.input) % 7) % 4 else "?"

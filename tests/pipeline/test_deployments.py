@@ -17,7 +17,7 @@ def test_prefect_yaml_names_real_flows_and_valid_parameters():
     spec = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())
     names = {d["name"]: d for d in spec["deployments"]}
     # two groups of the same four: the checkout on this box, and a clone on a remote worker
-    assert set(names) == LOCAL | {f"{n}-remote" for n in LOCAL}
+    assert set(names) == LOCAL | {f"{n}-remote" for n in LOCAL} | {"scale", "scale-remote"}
     assert names["nightly"]["schedules"][0]["cron"] == "0 3 * * *"
     assert names["nightly-remote"]["schedules"] == names["nightly"]["schedules"]
     assert all(names[n]["work_pool"]["name"] == "ek-agents" for n in LOCAL)

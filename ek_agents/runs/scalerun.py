@@ -1,0 +1,271 @@
+"""A run at scale (issue 27): trials in segments on a cluster, the report streamed from them.
+
+What only the ``evaluate-at-scale`` flow needs (``flows/scale.py``), beside
+:mod:`ek_agents.runs.pipeline_support`. The run is planned once from its segment index
+(:func:`plan_scale`: fingerprint checked, orphans removed, the trials no indexed segment holds
+split into chunks of whole tasks); each chunk (:func:`run_scale_chunk`, one task run on a Dask
+worker) runs its trials with ``harness.store_trials(segments=True)``, each segment graded and
+summed as it is written (``streaming.segment_summarizer``: its index entry carries the
+summary), keeping no episode; :func:`finish_scale` merges the summaries into the metrics and
+report documents (``streaming.merged_report``: memory bounded by per-task state) and records
+the manifest, which lists every segment and index document with its sha256. Nothing assumes a
+shared local disk: every byte goes through the store (``s3://`` for a real cluster).
+
+A chunk that runs again (a Prefect retry, or Dask re-running the task of a worker that died)
+first reads the segment index and skips what is stored, so a killed worker costs its unflushed
+segment, never a duplicate.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import time
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from pydantic import Field
+
+from ..base import JsonShape, RunProvenance
+from ..core import shape
+from ..errors import IntegrityError, InvalidInput, RunMismatch, UnidentifiedAgent
+from ..store import Store
+from .documents import prices_of, read_ref, record_run, tasks_of
+from .harness import store_trials
+from . import agentid
+from .identity import RunFingerprint, fingerprint_key
+from .manifest import RunInputs
+from .pipeline_support import TrialRequest, load_agent, request_fingerprint
+from .segments import SEGMENT_TRIALS, RunSegments, new_writer_name, pack_pairs, unpack_pairs
+from .stagecache import ManifestRef, StageRef, write_doc
+from .streaming import merged_report, segment_summarizer
+from .streaming import summary_basis as streaming_basis
+
+__all__ = ["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale", "run_scale_chunk",
+           "finish_scale", "summary_basis", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"]
+
+#: Trials per chunk by default: four segments. A chunk is a task run and one segment writer;
+#: its memory is bounded by its size (not the run's), and a killed worker loses at most its
+#: chunk's unflushed segment.
+SCALE_CHUNK = 4 * SEGMENT_TRIALS
+#: ``manifest.parameters["layout"]`` of a run recorded here.
+LAYOUT = "segments-streamed"
+
+
+@shape()
+class ScaleChunk(JsonShape):
+    """One chunk of a run at scale: whole tasks' missing trials, packed."""
+
+    request: TrialRequest
+    index: int
+    pairs: list = Field(default_factory=list)
+    """Its ``(task_id, trial)`` pairs, packed (``segments.pack_pairs``)."""
+    n: int = 0
+    """How many pairs."""
+    prices: Optional[StageRef] = None
+    """The run's prices document (each segment's summary prices its trials)."""
+    concurrency: int = 8
+    """Trials at once in this chunk."""
+
+
+@shape()
+class ScalePlan(JsonShape):
+    request: TrialRequest
+    chunks: tuple[ScaleChunk, ...] = ()
+    total: int = 0
+    """Trials in the run."""
+    held: int = 0
+    """Trials already stored (an indexed segment holds them)."""
+    refreshed: int = 0
+    """Stored trials removed by ``refresh``."""
+    orphans: int = 0
+    """Orphan segments removed (stored, never indexed: a writer died in between)."""
+
+
+@shape()
+class ScaleChunkResult(JsonShape):
+    index: int
+    ran: int = 0
+    """Trials run (agent calls)."""
+    skipped: int = 0
+    """Pairs already stored when the chunk started (a re-run of the chunk)."""
+    puts: int = 0
+    """PUT requests of its segment writer (segments and index rewrites)."""
+    pid: int = 0
+    host: str = ""
+    rss_mb: float = 0.0
+    """Peak resident memory of the process that ran it, MB (``ru_maxrss``)."""
+    cpu_s: float = 0.0
+    """CPU seconds its process spent while it ran (one chunk at a time per worker process)."""
+    wall_s: float = 0.0
+    """Seconds it took."""
+
+
+def summary_basis(request: TrialRequest, prices: Optional[StageRef]) -> str:
+    """What a segment's summary depends on besides its bytes: the suite, the checker and the
+    price catalog (k, the seed and the provenance only enter when the report is built)."""
+    return streaming_basis(request.tasks.digest, request.check,
+                           None if prices is None else prices.sha256)
+
+
+def held_bitmaps(segments: RunSegments, k: int) -> dict[str, bytearray]:
+    """Per task, a byte per trial: 1 when an indexed segment holds it (not dropped there).
+    ~k bytes per task, whatever the number of segments."""
+    held: dict[str, bytearray] = {}
+    for _, entry in segments.entries:
+        dropped = set(unpack_pairs(entry.dropped, entry.key)) if entry.dropped else ()
+        for pair in unpack_pairs(entry.pairs, entry.key):
+            if pair in dropped or not 0 <= pair[1] < k:
+                continue
+            row = held.get(pair[0])
+            if row is None:
+                row = held[pair[0]] = bytearray(k)
+            row[pair[1]] = 1
+    return held
+
+
+def _claim_fingerprint(st: Store, request: TrialRequest, fp: RunFingerprint) -> None:
+    """``identity.claim_run``'s identity rule, without loading any trial: the stored fingerprint
+    must be this one (RunMismatch naming the fields; UnidentifiedAgent when an agent's state
+    was not identified), unless ``refresh``."""
+    key = fingerprint_key(request.run_id)
+    first_write = not st.exists(key)
+    if not first_write and not request.refresh:
+        try:
+            stored: Optional[RunFingerprint] = RunFingerprint.from_dict(st.read_json(key))
+        except (IntegrityError, InvalidInput):
+            stored = None
+        if stored != fp:
+            diff = stored.differences(fp) if stored is not None else ["fingerprint: unreadable"]
+            unidentified = agentid.refusal(request.run_id, stored and stored.agent_identity,
+                                           fp.agent_identity)
+            if unidentified:  # never guessed: an agent it could not identify is not resumed
+                raise UnidentifiedAgent(f"{unidentified}. Differences: {'; '.join(diff)}")
+            raise RunMismatch(
+                f"run {request.run_id!r} was started with other settings, so its stored trials "
+                f"are not this run's: {'; '.join(diff)}. Use a new run id, or refresh the run "
+                "(refresh=True / --refresh) to run every trial afresh")
+    if first_write or request.refresh:
+        agentid.warn_unidentified(request.run_id, fp.agent_identity)
+    st.write_json(key, fp.to_dict())
+
+
+def plan_scale(request: TrialRequest, prices: Optional[StageRef] = None, *,
+               chunk_size: Optional[int] = None) -> ScalePlan:
+    """The run's chunks: every trial no indexed segment holds, whole tasks in suite order,
+    ``chunk_size`` (default :data:`SCALE_CHUNK`) trials a chunk. One LIST and one GET per
+    writer of the run; no trial is read."""
+    st = Store(request.store)
+    fp = request_fingerprint(request)
+    segs = RunSegments.load(st, request.run_id)
+    if not request.refresh and segs.entries and not st.exists(fingerprint_key(request.run_id)):
+        raise RunMismatch(f"run {request.run_id!r} holds stored segments but no fingerprint, so "
+                          "nothing says what produced them. Use a new run id, or refresh the run")
+    _claim_fingerprint(st, request, fp)
+    refreshed = orphans = 0
+    if request.refresh:
+        refreshed = segs.remove_all()
+    else:
+        for key in segs.orphans():
+            st.delete(key)
+            orphans += 1
+    k = request.k
+    held = held_bitmaps(segs, k)
+    ids = [t["task_id"] for t in st.read_json(request.tasks.key)["tasks"]]
+    size = chunk_size or request.chunk_size or SCALE_CHUNK
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidInput(f"chunk_size must be an int >= 1, got {size!r}")
+    per_chunk = max(1, request.max_concurrency // max(1, request.parallel_chunks))
+    chunks: list = []
+    current: list = []
+    n_held = 0
+    for tid in sorted(ids):
+        row = held.get(tid)
+        for i in range(k):
+            if row is not None and row[i]:
+                n_held += 1
+                continue
+            current.append((tid, i))
+        if len(current) >= size:
+            chunks.append(current)
+            current = []
+    if current:
+        chunks.append(current)
+    return ScalePlan(request=request, total=len(ids) * k, held=n_held, refreshed=refreshed,
+                     orphans=orphans,
+                     chunks=tuple(ScaleChunk(request=request, index=i, pairs=pack_pairs(c),
+                                             n=len(c), prices=prices, concurrency=per_chunk)
+                                  for i, c in enumerate(chunks)))
+
+
+def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
+    """Run one chunk's trials not stored yet, into segments of this writer (each graded and
+    summed as it is written); nothing is kept in memory beyond the open segment."""
+    req = chunk.request
+    t0, cpu0 = time.perf_counter(), _cpu_s()
+    st = Store(req.store)
+    pairs = unpack_pairs(chunk.pairs, f"chunk {chunk.index}")
+    # a re-run of this chunk (a Prefect retry, Dask re-running a dead worker's task) skips what
+    # its earlier attempts stored: one LIST, and a GET per earlier attempt (the plan already
+    # left out what the run's other writers hold)
+    mine = f"c{chunk.index:05d}-"
+    held = held_bitmaps(RunSegments.load(st, req.run_id, writers=mine), req.k)
+    todo = [p for p in pairs if not (p[0] in held and held[p[0]][p[1]])]
+    suite = st.read_json(req.tasks.key)
+    ids = {t for t, _ in todo}
+    tasks = {**suite, "tasks": [t for t in suite["tasks"] if t.get("task_id") in ids] or suite["tasks"]}
+    prices = prices_of(read_ref(st, chunk.prices)) if chunk.prices is not None else None
+    run = RunProvenance.from_dict(req.run)
+    summarize = segment_summarizer(tasks, k=req.k, check=req.check, prices=prices,
+                                   seed=req.seed or 0, run=run)
+    basis = summary_basis(req, chunk.prices)
+    puts = [0]
+
+    def with_basis(pairs_: list, lines: list, episodes: list) -> dict:
+        puts[0] += 2
+        return {**summarize(pairs_, lines, episodes), "basis": basis}
+
+    if todo:
+        store_trials(load_agent(req.agent), tasks_of(tasks), todo, k=req.k, store=st,
+                     run_id=req.run_id, seed=req.seed, run=run,
+                     max_concurrency=chunk.concurrency, timeout_s=req.timeout_s,
+                     retries=req.retries, segments=True, summarize=with_basis, keep=False,
+                     writer=mine + new_writer_name())
+    return ScaleChunkResult(index=chunk.index, ran=len(todo), skipped=len(pairs) - len(todo),
+                            puts=puts[0], pid=os.getpid(), host=socket.gethostname(),
+                            rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                            cpu_s=_cpu_s() - cpu0, wall_s=time.perf_counter() - t0)
+
+
+def _cpu_s() -> float:
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+def finish_scale(plan: ScalePlan, prices: Optional[StageRef],
+                 results: Sequence[ScaleChunkResult] = (), *, parameters: Optional[dict] = None,
+                 orchestrator: Optional[dict] = None) -> ManifestRef:
+    """The run's metrics and report (the segments' summaries merged: memory bounded by per-task
+    state), then its manifest listing every segment and index document with its sha256."""
+    req = plan.request
+    st = Store(req.store)
+    tasks_doc = read_ref(st, req.tasks)
+    price_table = prices_of(read_ref(st, prices)) if prices is not None else None
+    run = RunProvenance.from_dict(req.run)
+    metrics, report, counts = merged_report(
+        st, req.run_id, tasks_doc, k=req.k, check=req.check, prices=price_table,
+        seed=req.seed or 0, run=run, basis=summary_basis(req, prices))
+    if counts["trials"] != plan.total:
+        raise IntegrityError(f"run {req.run_id!r}: its segments hold {counts['trials']} of its "
+                             f"{plan.total} trials after every chunk ran; run it again (it "
+                             "resumes) or refresh it")
+    refs = {"tasks": req.tasks, "prices": prices,
+            "metrics": write_doc(st, req.run_id, "metrics", metrics.to_dict()),
+            "report": write_doc(st, req.run_id, "report", report.to_dict())}
+    return record_run(st, req.run_id, refs=refs,
+                      inputs=RunInputs(k=req.k, seed=req.seed, check=req.check, run=req.run),
+                      agent=req.agent,
+                      parameters={**(parameters or {}), "layout": LAYOUT,
+                                  "merged_segments": counts["merged"],
+                                  "read_segments": counts["read"]},
+                      orchestrator=orchestrator or {"orchestrator": "ek_agents.runs.scalerun"})
