@@ -10,8 +10,9 @@ neither Prefect nor numpy until a name that needs them is used.
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from .lazy import lazy_exports
 
 from .version import __version__ as __version__
 
@@ -127,14 +128,4 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
     from .labels import (read_labels as read_labels, plan_labels as plan_labels)
 
 
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'ek_agents' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value  # cache: the next access is a plain lookup
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -23,8 +23,9 @@ and ``ek_agents.manifest`` paths are thin re-exports of the modules here.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 #: public name -> the module of this package that defines it (names resolve lazily:
 #: importing one module of the package does not import the others)
@@ -177,14 +178,4 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         read_episodes as read_episodes)
 
 
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value  # cache: the next access is a plain lookup
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

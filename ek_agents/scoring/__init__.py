@@ -16,8 +16,9 @@ May import: ``errors``, ``core``, ``parsing``, ``base``, ``store``, ``stats``, `
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from ..lazy import lazy_exports
 
 #: public name -> the module of this package that defines it (names resolve lazily:
 #: importing one module of the package does not import the others)
@@ -96,14 +97,4 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         in_order_uniform as in_order_uniform, in_order_coded as in_order_coded)
 
 
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value  # cache: the next access is a plain lookup
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -16,8 +16,9 @@ wilson_interval`` (the documented path) resolves through the table below.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 #: public name -> the module of this package that defines it (names resolve lazily:
 #: importing one module of the package does not import the others)
@@ -74,14 +75,4 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         MAX_K_PLANNED as MAX_K_PLANNED)
 
 
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value  # cache: the next access is a plain lookup
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
