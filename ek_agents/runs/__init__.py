@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["run_suite", "run_trials", "store_trials", "build_report", "new_run_id",
                     "trial_fingerprint", "AgentGateResult"], "harness"),
     **dict.fromkeys(["EK_CONFIG", "RunFingerprint", "RunReuse", "agent_config", "agent_name",
-                    "code_digest", "trial_matches", "errored", "fingerprint_key", "claim_run"], "identity"),
+                    "code_digest", "trial_matches", "errored", "fingerprint_key", "check_fingerprint", "claim_run"], "identity"),
     **dict.fromkeys(["RunManifest", "RunInputs", "package_info", "git_sha", "input_digest",
                     "utc_now", "finite", "as_plain", "report_rows", "report_markdown",
                     "TasksDocument", "EpisodesDocument", "GateDocument", "BaselineDocument",
@@ -114,7 +114,8 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
     from .identity import (EK_CONFIG as EK_CONFIG, RunFingerprint as RunFingerprint,
         RunReuse as RunReuse, agent_config as agent_config, agent_name as agent_name,
         code_digest as code_digest, trial_matches as trial_matches, errored as errored,
-        fingerprint_key as fingerprint_key, claim_run as claim_run)
+        fingerprint_key as fingerprint_key, check_fingerprint as check_fingerprint,
+        claim_run as claim_run)
     from .manifest import (RunManifest as RunManifest, RunInputs as RunInputs,
         package_info as package_info, git_sha as git_sha, input_digest as input_digest,
         utc_now as utc_now, finite as finite, as_plain as as_plain, report_rows as report_rows,

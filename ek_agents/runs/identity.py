@@ -25,7 +25,7 @@ from .manifest import as_plain
 from .segments import RunSegments, iter_segments
 
 __all__ = ["EK_CONFIG", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
-           "trial_matches", "errored", "fingerprint_key", "claim_run"]
+           "trial_matches", "errored", "fingerprint_key", "check_fingerprint", "claim_run"]
 
 
 #: The attribute an agent declares its configuration with (see :func:`agent_config`).
@@ -158,6 +158,38 @@ def fingerprint_key(run_id: str) -> str:
     return run_key(run_id, "fingerprint")
 
 
+def check_fingerprint(store: Any, run_id: str, fingerprint: RunFingerprint, *,
+                      refresh: bool = False) -> bool:
+    """The identity rule of a (re)run, checked before anything of it is touched: run
+    ``run_id``'s stored fingerprint must be ``fingerprint`` --
+    :class:`~ek_agents.errors.RunMismatch` naming the differing fields, or
+    :class:`~ek_agents.errors.UnidentifiedAgent` when an agent's state could not be identified
+    -- unless ``refresh``. On the run's first write (or a refresh) an agent that could not be
+    identified is warned of once. Returns whether this is the run's first write; the caller
+    stores the fingerprint (``fingerprint_key``) once it has done its part."""
+    key = fingerprint_key(run_id)
+    first_write = not store.exists(key)
+    if not first_write and not refresh:
+        try:
+            stored: Optional[RunFingerprint] = RunFingerprint.from_dict(store.read_json(key))
+        except (IntegrityError, InvalidInput):
+            stored = None
+        if stored != fingerprint:
+            diff = (stored.differences(fingerprint) if stored is not None
+                    else ["fingerprint: unreadable"])
+            unidentified = agentid.refusal(run_id, stored and stored.agent_identity,
+                                           fingerprint.agent_identity)
+            if unidentified:  # never guessed: an agent it could not identify is not resumed
+                raise UnidentifiedAgent(f"{unidentified}. Differences: {'; '.join(diff)}")
+            raise RunMismatch(
+                f"run {run_id!r} was started with other settings, so its stored trials are not "
+                f"this run's: {'; '.join(diff)}. Use a new run id, or refresh the run "
+                "(refresh=True / --refresh) to run every trial afresh")
+    if first_write or refresh:
+        agentid.warn_unidentified(run_id, fingerprint.agent_identity)
+    return first_write
+
+
 def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Iterable[tuple],
               *, refresh: bool = False,
               retry_errored: bool = False) -> tuple[RunReuse, dict[tuple[str, int], Episode]]:
@@ -176,25 +208,7 @@ def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Itera
     key = fingerprint_key(run_id)
     by_key = {episode_key(run_id, tid, i): (tid, i) for tid, i in pairs}
     present = [k for k in store.list(episodes_prefix(run_id)) if k in by_key]
-    if store.exists(key):  # checked before anything is touched
-        try:
-            stored: Optional[RunFingerprint] = RunFingerprint.from_dict(store.read_json(key))
-        except (IntegrityError, InvalidInput):
-            stored = None
-        if stored != fingerprint and not refresh:
-            diff = (stored.differences(fingerprint) if stored is not None
-                    else ["fingerprint: unreadable"])
-            unidentified = agentid.refusal(run_id, stored and stored.agent_identity,
-                                           fingerprint.agent_identity)
-            if unidentified:  # never guessed: an agent it could not identify is not resumed
-                raise UnidentifiedAgent(f"{unidentified}. Differences: {'; '.join(diff)}")
-            raise RunMismatch(
-                f"run {run_id!r} was started with other settings, so its stored trials are not "
-                f"this run's: {'; '.join(diff)}. Use a new run id, or refresh the run "
-                "(refresh=True / --refresh) to run every trial afresh")
-    first_write = not store.exists(key)
-    if first_write or refresh:
-        agentid.warn_unidentified(run_id, fingerprint.agent_identity)
+    first_write = check_fingerprint(store, run_id, fingerprint, refresh=refresh)  # before anything is touched
     reuse = {"kept": 0, "refreshed": 0, "retried": 0, "misfiled": 0}
     kept: dict[tuple[str, int], Episode] = {}
     segments = RunSegments.load(store, run_id)

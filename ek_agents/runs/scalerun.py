@@ -28,12 +28,11 @@ from pydantic import Field
 
 from ..base import JsonShape, RunProvenance
 from ..core import shape
-from ..errors import IntegrityError, InvalidInput, RunMismatch, UnidentifiedAgent
+from ..errors import IntegrityError, InvalidInput, RunMismatch
 from ..store import Store
 from .documents import prices_of, read_ref, record_run, tasks_of
 from .harness import store_trials
-from . import agentid
-from .identity import RunFingerprint, fingerprint_key
+from .identity import RunFingerprint, check_fingerprint, fingerprint_key
 from .manifest import RunInputs
 from .pipeline_support import TrialRequest, load_agent, request_fingerprint
 from .segments import SEGMENT_TRIALS, RunSegments, new_writer_name, pack_pairs, unpack_pairs
@@ -124,32 +123,6 @@ def held_bitmaps(segments: RunSegments, k: int) -> dict[str, bytearray]:
     return held
 
 
-def _claim_fingerprint(st: Store, request: TrialRequest, fp: RunFingerprint) -> None:
-    """``identity.claim_run``'s identity rule, without loading any trial: the stored fingerprint
-    must be this one (RunMismatch naming the fields; UnidentifiedAgent when an agent's state
-    was not identified), unless ``refresh``."""
-    key = fingerprint_key(request.run_id)
-    first_write = not st.exists(key)
-    if not first_write and not request.refresh:
-        try:
-            stored: Optional[RunFingerprint] = RunFingerprint.from_dict(st.read_json(key))
-        except (IntegrityError, InvalidInput):
-            stored = None
-        if stored != fp:
-            diff = stored.differences(fp) if stored is not None else ["fingerprint: unreadable"]
-            unidentified = agentid.refusal(request.run_id, stored and stored.agent_identity,
-                                           fp.agent_identity)
-            if unidentified:  # never guessed: an agent it could not identify is not resumed
-                raise UnidentifiedAgent(f"{unidentified}. Differences: {'; '.join(diff)}")
-            raise RunMismatch(
-                f"run {request.run_id!r} was started with other settings, so its stored trials "
-                f"are not this run's: {'; '.join(diff)}. Use a new run id, or refresh the run "
-                "(refresh=True / --refresh) to run every trial afresh")
-    if first_write or request.refresh:
-        agentid.warn_unidentified(request.run_id, fp.agent_identity)
-    st.write_json(key, fp.to_dict())
-
-
 def plan_scale(request: TrialRequest, prices: Optional[StageRef] = None, *,
                chunk_size: Optional[int] = None) -> ScalePlan:
     """The run's chunks: every trial no indexed segment holds, whole tasks in suite order,
@@ -161,7 +134,8 @@ def plan_scale(request: TrialRequest, prices: Optional[StageRef] = None, *,
     if not request.refresh and segs.entries and not st.exists(fingerprint_key(request.run_id)):
         raise RunMismatch(f"run {request.run_id!r} holds stored segments but no fingerprint, so "
                           "nothing says what produced them. Use a new run id, or refresh the run")
-    _claim_fingerprint(st, request, fp)
+    check_fingerprint(st, request.run_id, fp, refresh=request.refresh)  # claim_run's rule, no trial read
+    st.write_json(fingerprint_key(request.run_id), fp.to_dict())
     refreshed = orphans = 0
     if request.refresh:
         refreshed = segs.remove_all()
