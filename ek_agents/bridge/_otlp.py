@@ -33,7 +33,7 @@ from ..errors import BridgeError
 from ..parsing import parse_json
 
 __all__ = ["RawSpan", "Ingest", "MAX_ATTRIBUTE_CHARS", "KEPT_PREFIXES", "kept", "spans_from_otlp",
-           "spans_from_sdk", "hex_id"]
+           "spans_from_sdk", "span_from_sdk", "hex_id"]
 
 #: A string attribute longer than this is cut (and counted): 1 MiB of text.
 MAX_ATTRIBUTE_CHARS = 1 << 20
@@ -281,24 +281,33 @@ def spans_from_sdk(spans: Iterable[Any], *, ing: Ingest, group_attr: Optional[st
                    ) -> Iterator[RawSpan]:
     """:class:`RawSpan` s of OpenTelemetry SDK ``ReadableSpan`` s (duck-typed: no import)."""
     for s in spans:
-        ctx = s.context
-        parent = s.parent
-        attrs = {}
-        for k, v in (s.attributes or {}).items():
-            if kept(k, group_attr):
-                if isinstance(v, str) and len(v) > MAX_ATTRIBUTE_CHARS:
-                    ing.truncated += 1
-                    v = v[:MAX_ATTRIBUTE_CHARS]
-                attrs[k] = v
-        status = s.status
-        error = None
-        if status is not None and getattr(status.status_code, "name", "") == "ERROR":
-            error = status.description or "error"
-        events = tuple((e.name, dict(e.attributes or {})) for e in (s.events or ())
-                       if e.name.startswith(("gen_ai.", "exception")))
-        scope = getattr(s, "instrumentation_scope", None)
-        yield RawSpan(trace_id=f"{ctx.trace_id:032x}", span_id=f"{ctx.span_id:016x}",
-                      parent_id=None if parent is None else f"{parent.span_id:016x}",
-                      name=s.name, start_ns=s.start_time or 0, end_ns=s.end_time or 0,
-                      attrs=attrs, error=error, scope=getattr(scope, "name", "") or "",
-                      events=events)
+        yield span_from_sdk(s, ing, group_attr)
+
+
+def span_from_sdk(s: Any, ing: Ingest, group_attr: Optional[str] = None) -> RawSpan:
+    """The :class:`RawSpan` of one OpenTelemetry SDK ``ReadableSpan`` (duck-typed: no import);
+    run for every span of a captured trial as it ends, so kept lean: the kept keys are picked
+    before their values are read (the SDK's attribute mapping answers each read in Python)."""
+    ctx = s.context
+    parent = s.parent
+    src = s.attributes
+    attrs = {}
+    if src:
+        for k in [k for k in src if k.startswith(KEPT_PREFIXES) or k == group_attr]:
+            v = src[k]
+            if isinstance(v, str) and len(v) > MAX_ATTRIBUTE_CHARS:
+                ing.truncated += 1
+                v = v[:MAX_ATTRIBUTE_CHARS]
+            attrs[k] = v
+    status = s.status
+    error = None
+    if status is not None and getattr(status.status_code, "name", "") == "ERROR":
+        error = status.description or "error"
+    evs = s.events
+    events = tuple((e.name, dict(e.attributes or {})) for e in evs
+                   if e.name.startswith(("gen_ai.", "exception"))) if evs else ()
+    scope = getattr(s, "instrumentation_scope", None)
+    return RawSpan(f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}",
+                   None if parent is None else f"{parent.span_id:016x}",
+                   s.name, s.start_time or 0, s.end_time or 0, attrs, error,
+                   getattr(scope, "name", "") or "", events)

@@ -61,14 +61,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
 
 from ..base import Cost, Episode, ModelCall, RunProvenance, Step, Trajectory
-from ..core import Provenance
+from ..core import Provenance, construct
 from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
 from ._io import gc_paused, read_bytes, url_of
-from ._otlp import MAX_ATTRIBUTE_CHARS, Ingest, RawSpan, spans_from_otlp, spans_from_sdk
+from ._otlp import (MAX_ATTRIBUTE_CHARS, Ingest, RawSpan, span_from_sdk, spans_from_otlp,
+                    spans_from_sdk)
 
 __all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_spans",
-           "Ingest", "spans_from_sdk", "MAX_ATTRIBUTE_CHARS"]
+           "Ingest", "RawSpan", "spans_from_sdk", "span_from_sdk", "MAX_ATTRIBUTE_CHARS"]
 
 #: The most spans one episode (one group) may have: the memory bound of a read.
 MAX_SPANS = 50_000
@@ -103,6 +104,28 @@ class TraceParts(NamedTuple):
     stats: dict
     attrs: dict          # the ek.* attributes found (task_id, trial, seed)
 
+    def cost(self, *, retries: int = 0, latency_s: Optional[float] = None) -> Optional[Cost]:
+        """``Cost.of_calls(self.calls, retries=..., latency_s=...)``, None without a model call;
+        built without validating again what :func:`trace_parts` made and checked (each
+        ModelCall's counts meet Cost's convention, so their sums do), when ``retries`` is an
+        int >= 0 and ``latency_s`` None or a float >= 0 (else through ``Cost.of_calls``)."""
+        calls = self.calls
+        if not calls:
+            return None
+        if not (type(retries) is int and retries >= 0 and (
+                latency_s is None or (type(latency_s) is float and latency_s >= 0))):
+            return Cost.of_calls(calls, retries=retries, latency_s=latency_s)
+        inp = out = cached = reasoning = write = 0
+        for c in calls:
+            inp += c.input_tokens
+            out += c.output_tokens
+            cached += c.cached_input_tokens
+            reasoning += c.reasoning_tokens
+            write += c.cache_write_tokens
+        return construct(Cost, input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
+                         reasoning_tokens=reasoning, retries=retries, latency_s=latency_s,
+                         cache_write_tokens=write, calls=calls)
+
 
 # --------------------------------------------------------------------------- classification
 
@@ -132,7 +155,7 @@ def _count(s: RawSpan, keys: tuple) -> Optional[int]:
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise BridgeError(f"span {s.span_id} ({s.name!r}): {k} must be a non-negative "
                                   f"integer, got {v!r:.60}; the producer wrote a bad token count")
-            return v
+            return v if type(v) is int else int(v)  # an int subclass (an IntEnum) as a plain int
     return None
 
 
@@ -182,12 +205,17 @@ def _model_call(s: RawSpan, above: Optional[RawSpan]) -> ModelCall:
         raise BridgeError(f"span {s.span_id} ({s.name!r}) is a model call naming no model "
                           "(no gen_ai.response.model, gen_ai.request.model or llm.model_name); "
                           "its dollars cannot be known")
-    return ModelCall(model, requested_model=requested,
-                     provider=_str(s, "gen_ai.provider.name", "gen_ai.system", "llm.provider",
-                                   "llm.system") or "",
-                     input_tokens=inp, output_tokens=out, cached_input_tokens=cached if known else 0,
-                     reasoning_tokens=reasoning, cache_write_tokens=write, cached_known=known,
-                     source=s.scope)
+    fields = dict(requested_model=requested,
+                  provider=_str(s, "gen_ai.provider.name", "gen_ai.system", "llm.provider",
+                                "llm.system") or "",
+                  input_tokens=inp, output_tokens=out, cached_input_tokens=cached if known else 0,
+                  reasoning_tokens=reasoning, cache_write_tokens=write, cached_known=bool(known),
+                  source=s.scope)
+    if type(s.scope) is not str:  # not what a reader makes: validated
+        return ModelCall(model, **fields)
+    # every value is typed and checked above (non-negative ints from _count; cached + write
+    # <= input and reasoning <= output made so just above; a non-empty model): not again
+    return construct(ModelCall, model=model, **fields)
 
 
 # --------------------------------------------------------------------------- tree
@@ -423,7 +451,15 @@ def _tool_step(s: RawSpan) -> Step:
     args, bad = _args(raw)
     result = a.get("gen_ai.tool.call.result", a.get("output.value"))
     error = s.error or (str(a["error.type"]) if a.get("error.type") else None) or bad
-    return Step(_tool_name(s), args, observation=result, error=error)
+    return _step(_tool_name(s), args, result, error)
+
+
+def _step(tool: str, args: Any, observation: Any, error: Any) -> Step:
+    """``Step(tool, args, observation=..., error=...)``; not validated again when the values
+    have Step's types (a str tool, dict or str args, a str or no error), as the readers make."""
+    if type(tool) is str and type(args) in (dict, str) and (error is None or type(error) is str):
+        return construct(Step, tool=tool, args=args, observation=observation, error=error)
+    return Step(tool, args, observation=observation, error=error)
 
 
 def _steps_from_messages(llm_spans: list, counted: list, by_id: dict, anc_llm: dict) -> list:
@@ -449,7 +485,7 @@ def _steps_from_messages(llm_spans: list, counted: list, by_id: dict, anc_llm: d
             continue
         seen.add(cid)
         args, bad = _args(raw)
-        steps.append(Step(name, args, observation=results.get(cid), error=bad))
+        steps.append(_step(name, args, results.get(cid), bad))
     return steps
 
 
@@ -542,7 +578,7 @@ def _episode(parts: TraceParts, key: str, spans: list, where: str, ing: Ingest,
         meta["trial"] = trial
     seed = ek.get("ek.seed")
     run = RunProvenance(seed=seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
-    cost = Cost.of_calls(parts.calls) if parts.calls else None
+    cost = parts.cost()
     return Episode(task_id, Trajectory(parts.steps), output=parts.output, cost=cost, run=run,
                    provenance=Provenance(source=where, locator=f"group {key}",
                                          meta={"format": "otlp-json"}),

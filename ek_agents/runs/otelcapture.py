@@ -37,12 +37,12 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from ..base import Cost, Episode, Trajectory
-from ..bridge.otel import Ingest, spans_from_sdk, trace_parts
+from ..base import Episode, Trajectory
+from ..bridge.otel import Ingest, RawSpan, span_from_sdk, spans_from_sdk, trace_parts
 from ..core import canonical_json, construct
 from ..errors import InvalidInput, MissingDependency
 
-__all__ = ["OtelCapture", "TrialSpans", "make_capture", "MAX_OUTPUT_CHARS", "CAPTURES"]
+__all__ = ["OtelCapture", "TrialSpans", "Spans", "make_capture", "MAX_OUTPUT_CHARS", "CAPTURES"]
 
 #: The largest answer (JSON characters) written on the trial span as ``ek.output``.
 MAX_OUTPUT_CHARS = 64 * 1024
@@ -69,7 +69,7 @@ class _Collector:
     """The span processor: files each ending span under its trial's trace id (if any)."""
 
     def __init__(self) -> None:
-        self.active: dict = {}
+        self.active: dict = {}  # trace id -> the trial's TrialSpans
         self.late = 0
 
     # SpanProcessor's interface (duck-typed: the SDK calls these five)
@@ -77,9 +77,9 @@ class _Collector:
         pass
 
     def on_end(self, span: Any) -> None:
-        bucket = self.active.get(span.context.trace_id)
-        if bucket is not None:
-            bucket.append(span)
+        got = self.active.get(span.context.trace_id)
+        if got is not None:
+            got.add(span)
         else:
             self.late += 1
 
@@ -125,13 +125,41 @@ def _provider_and_collector(provider: Any = None) -> tuple:
 _COLLECTOR = _Collector()
 
 
-class TrialSpans:
-    """The spans of one trial (filled while it runs; read once it ended)."""
+class Spans(list):
+    """A trial's spans as they ended, each read at once into a :class:`RawSpan` (the kept
+    attributes only: the SDK span, its attributes, events and lock are freed as it ends
+    instead of living on to the end of the trial); ``ing`` counts what was cut, ``sdk`` holds
+    the first ``keep_spans`` SDK spans themselves (for ``meta["otel"]["spans_kept"]``)."""
 
-    def __init__(self, span: Any) -> None:
+    __slots__ = ("ing", "sdk", "keep", "lock")
+
+    def __init__(self, keep: int = 0) -> None:
+        super().__init__()
+        self.ing = Ingest()
+        self.sdk: list = []
+        self.keep = keep
+        self.lock = threading.Lock()  # a sync agent's threads may end spans of one trial at once
+
+
+class TrialSpans:
+    """The spans of one trial (filled while it runs; read once it ended): ``spans`` holds them
+    as :class:`~ek_agents.bridge.otel.RawSpan` s (:class:`Spans`)."""
+
+    def __init__(self, span: Any, keep: int = 0) -> None:
         self.span = span
-        self.spans: list = []
+        self.spans = Spans(keep)
         self.sampled = bool(span.get_span_context().trace_flags.sampled)
+
+    def add(self, span: Any) -> None:
+        """File one ending SDK span (the collector's ``on_end``, in the thread that ended it)."""
+        got = self.spans
+        with got.lock:
+            if len(got.sdk) < got.keep:
+                got.sdk.append(span)
+            try:
+                got.append(span_from_sdk(span, got.ing))
+            except Exception:  # noqa: BLE001 -- never into the agent's span.end(): the span
+                got.append(span)  # itself, read with the rest (its error raised there)
 
     def record_output(self, answer: Any) -> None:
         """Write the agent's answer (its output) on the trial span, when it is small JSON."""
@@ -176,8 +204,8 @@ class OtelCapture:
         span = self.tracer.start_span(f"ek.trial {task_id}", context=self._context.Context(),
                                       attributes=attrs)
         tid = span.get_span_context().trace_id
-        got = TrialSpans(span)
-        self.collector.active[tid] = got.spans
+        got = TrialSpans(span, self.keep_spans)
+        self.collector.active[tid] = got
         token = self._context.attach(self._trace.set_span_in_context(span))
         try:
             yield got
@@ -196,20 +224,28 @@ class OtelCapture:
     def episode(self, ep: Episode, spans: list, *, agent_episode: bool, failed: bool = False,
                 retries: int = 0, latency_s: Optional[float] = None,
                 sampled: bool = True) -> Episode:
-        """``ep`` with what the trial's ``spans`` say (the rule in the module docstring)."""
-        ing = Ingest()
-        parts = trace_parts(spans_from_sdk(spans, ing=ing), where="trial")
+        """``ep`` with what the trial's ``spans`` say (the rule in the module docstring):
+        ``spans`` as a trial's :class:`TrialSpans` collected them (read as they ended), or SDK
+        ``ReadableSpan`` s."""
+        if isinstance(spans, Spans):
+            ing, sdk = spans.ing, spans.sdk
+            raws = spans if all(s.__class__ is RawSpan for s in spans) else \
+                [s if s.__class__ is RawSpan else span_from_sdk(s, ing) for s in spans]
+        else:
+            ing, sdk = Ingest(), spans
+            raws = spans_from_sdk(spans, ing=ing)
+        parts = trace_parts(raws, where="trial")
         meta = dict(ep.meta)
         meta["otel"] = {**parts.stats, "truncated": ing.truncated}
         if not sampled:
             meta["otel"]["sampled"] = False
         if self.keep_spans:
-            meta["otel"]["spans_kept"] = [_kept(s) for s in spans[:self.keep_spans]]
+            meta["otel"]["spans_kept"] = [_kept(s) for s in sdk[:self.keep_spans]]
         traj, cost = ep.trajectory, ep.cost
         if not (agent_episode and len(traj)):
             traj = construct(Trajectory, steps=parts.steps)  # Steps validated as they were made
         if cost is None and parts.calls:
-            cost = Cost.of_calls(parts.calls, retries=retries, latency_s=latency_s)
+            cost = parts.cost(retries=retries, latency_s=latency_s)
             meta.pop("retries", None)  # counted in the Cost now (the harness's rule)
         if type(ep) is not Episode:
             return ep.replace(trajectory=traj, cost=cost, meta=meta)
