@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 import threading
+import zlib
 
 from ek_agents.base import Cost, Episode, RunProvenance
 
@@ -70,4 +71,4 @@ async def scale_agent(task, *, seed: int) -> str:
     """A zero-latency plain agent (issue 27's scale runs): right unless ``seed`` hits the
     task's unlucky residue, so outcomes are mixed and reproducible; counted."""
     CALLS.append((task.task_id, seed))
-    return task.input.upper() if (seed + len(task.task_id) + hash(task.input) % 7) % 4 else "?"
+    return task.input.upper() if (seed + len(task.task_id) + zlib.crc32(task.input.encode()) % 7) % 4 else "?"

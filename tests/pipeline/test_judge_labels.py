@@ -3,6 +3,7 @@ in its manifest, verified by the audit), and the CLI's plan-labels / report / ga
 from __future__ import annotations
 
 import json
+import zlib
 
 import pytest
 
@@ -18,7 +19,8 @@ def _lenient_judge(ep, gold) -> bool:
     """Passes every right answer and half the wrong ones (decided by the trial)."""
     if ep.output == gold:
         return True
-    return hash((ep.task_id, (ep.meta or {}).get("trial"))) % 2 == 0
+    # crc32, not hash(): str hashes change with PYTHONHASHSEED, so the judge must not use them
+    return zlib.crc32(f"{ep.task_id}:{(ep.meta or {}).get('trial')}".encode()) % 2 == 0
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@ graded run's judge verdicts."""
 from __future__ import annotations
 
 import json
+import zlib
 
 import numpy as np
 import pytest
@@ -118,7 +119,7 @@ def test_build_report_and_the_gate_compare_corrected_rates():
     base_eps, base_truth = _run(tasks=40, k=6, seed=1)
     cur_eps, cur_truth = _run(tasks=40, k=6, seed=1, sens=0.95, spec=0.6)
     # the current agent is much worse in truth: flip most true successes to failures
-    cur_eps = [e.graded(e.success and (hash((e.task_id, e.meta["trial"])) % 3 == 0)) for e in cur_eps]
+    cur_eps = [e.graded(e.success and zlib.crc32(f"{e.task_id}:{e.meta['trial']}".encode()) % 3 == 0) for e in cur_eps]
     cur_truth = {(e.task_id, e.meta["trial"]): cur_truth[(e.task_id, e.meta["trial"])] and e.success
                  for e in cur_eps}
     base = build_report(base_eps, tasks, k=6, check="recorded", labels=_labels_bytes(base_eps, base_truth))
