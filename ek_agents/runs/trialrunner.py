@@ -9,8 +9,6 @@ import asyncio
 import contextvars
 import dataclasses
 import inspect
-import os
-import queue
 import threading
 import time
 from collections.abc import Mapping
@@ -23,8 +21,9 @@ from ..base import Episode, RunProvenance, TaskSpec
 from ..core import canonical_json, construct
 from ..errors import AgentTimeout, InvalidInput, TransientAgentError
 from ..parsing import MAX_DEPTH, check_tree
-from ..store import Store, episode_key
+from ..store import Store
 from .segments import SegmentWriter
+from .trialwriter import WRITER_BACKLOG, TrialWriter, abort_on, writer_threads
 
 def run_coroutine(factory: Callable[[], Any]) -> Any:
     try:
@@ -42,12 +41,6 @@ Pair = tuple  # (task_id, trial)
 #: Deepest episode a trial may produce: an episode sits two levels down in the run's episodes
 #: document, which must stay readable (``parsing.MAX_DEPTH``). A deeper answer fails its trial.
 EPISODE_DEPTH = MAX_DEPTH - 2
-
-#: Most finished trials a segmented run's event loop keeps ahead of its segment writer, both
-#: called and not yet handed over, and handed over and not yet taken: a killed process loses
-#: the segment being stored, the one filling, at most twice this many and the trials in flight.
-WRITER_BACKLOG = 512
-
 
 def _is_async(agent: Any) -> bool:
     return inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
@@ -81,8 +74,9 @@ class TrialRunner:
         self.segments, self.summarize, self.keep = segments, summarize, keep
         self.writer_name = writer
         self.unbuilt = 0  # segments: trials called whose episode is not handed to the writer yet
+        self.built: Optional[asyncio.Event] = None  # segments: set while unbuilt is low
         self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
-        self.writer: Optional[_Writer] = None  # run_all's, when the run is stored
+        self.writer: Optional[TrialWriter] = None  # run_all's, when the run is stored
         self.is_async = _is_async(agent)
         self.pass_seed = _accepts_seed(agent)
         self.merged: dict = {}  # trial seed -> the run's provenance with it (frozen: shared)
@@ -97,6 +91,8 @@ class TrialRunner:
 
     async def run_all(self, todo: list[Pair], *, total: int, already: int, show: bool) -> dict:
         self.sem = asyncio.Semaphore(self.max_concurrency)
+        self.built = asyncio.Event()
+        self.built.set()
         results: dict = {}
         bar = _progress(show, total, already)
         writer = None
@@ -106,9 +102,9 @@ class TrialRunner:
                     segs = (SegmentWriter(self.store, self.run_id, summarize=self.summarize,
                                           writer=self.writer_name)
                             if self.segments else None)
-                    writer = self.writer = _Writer(self.store, self.run_id, self.written,
-                                                   _abort_on(tg, asyncio.get_running_loop()),
-                                                   threads=1 if segs else _writer_threads(
+                    writer = self.writer = TrialWriter(self.store, self.run_id, self.written,
+                                                   abort_on(tg, asyncio.get_running_loop()),
+                                                   threads=1 if segs else writer_threads(
                                                        self.store, self.max_concurrency),
                                                    then=self.on_stored, segments=segs,
                                                    keep=self.keep)
@@ -142,8 +138,9 @@ class TrialRunner:
                 # without awaiting never yields, so a slot would call its every trial before
                 # one is stored; a killed process loses what is called and not stored)
                 self.unbuilt += 1
-                while self.unbuilt > WRITER_BACKLOG:
-                    await asyncio.sleep(0.001)
+                if self.unbuilt > WRITER_BACKLOG:  # woken by _one at half (no polling: it
+                    self.built.clear()  # took the GIL the writer threads need, measured x2-x6)
+                    await self.built.wait()
 
     async def _one(self, pair: Pair, answer: Union[Episode, "_Answer"], results: dict,
                    bar: Any) -> None:
@@ -155,11 +152,13 @@ class TrialRunner:
         if data is None:
             ep, data = self._storable(ep, pair)
         if self.store is not None:
-            while self.writer.backlog() > WRITER_BACKLOG:  # segments: the loop never runs far
-                await asyncio.sleep(0.002)  # ahead of the writer (a kill loses what is queued)
-            self.writer.put(pair, data, handed)
+            if self.writer.backlog() > WRITER_BACKLOG:  # segments: the loop never runs far
+                await asyncio.shield(self.writer.room())  # ahead of the writer (a kill loses
+            self.writer.put(pair, data, handed)  # what is queued)
             if self.segments:
                 self.unbuilt -= 1
+                if self.unbuilt <= WRITER_BACKLOG // 2:
+                    self.built.set()
         if self.keep:
             results[pair] = ep
         if bar is not None:
@@ -291,179 +290,6 @@ class _Answer(NamedTuple):
     transient: int
     elapsed: float
     spans: Any = None  # the trial's otelcapture.TrialSpans, when captured
-
-
-class _Writer:
-    """A run's trial files, stored as the trials finish by writer threads of its own.
-
-    The event loop hands each finished trial's bytes over with one queue put (no future, no
-    wake-up of the loop per write: a thread hop per trial cost ~0.1 ms of the loop's CPU) and
-    goes on with the next trial; ``written`` gets each trial's :class:`record.StoredTrial`
-    once its file is in the store (and ``then`` is called with it). The first failed write is kept in ``error`` and reported
-    once with ``on_error`` (the run then stops); later trials are not written. A trial
-    handed over but not yet written when the process dies is simply not stored: a resume
-    runs it again, as it would a trial still in flight.
-    """
-
-    def __init__(self, store: Store, run_id: str, written: dict,
-                 on_error: Callable[[BaseException], None], *, threads: int,
-                 then: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
-                 segments: Optional[SegmentWriter] = None, keep: bool = True) -> None:
-        self.store, self.run_id, self.written, self.on_error = store, run_id, written, on_error
-        self.then = then
-        self.segments = segments  # one thread then: the segment buffer is that thread's
-        self.keep = keep  # False: the stored trials are handed to ``then`` only, not kept
-        if segments is not None:  # a sealed segment is stored by a thread of its own while
-            # the next one fills; one at a time (a kill loses at most the two)
-            self.sealed: queue.SimpleQueue = queue.SimpleQueue()
-            self.one_sealed = threading.Semaphore(1)
-            self.flusher = threading.Thread(target=self._flush_loop, daemon=True,
-                                            name="ek-segment-flusher")
-            self.flusher.start()
-        self.error: Optional[BaseException] = None
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.threads = [threading.Thread(target=self._loop, daemon=True, name="ek-store-writer")
-                        for _ in range(threads)]
-        for t in self.threads:
-            t.start()
-
-    def put(self, pair: Pair, data: bytes, episode: Optional[Episode] = None) -> None:
-        """Store ``data`` as trial ``pair``'s file (on a writer thread, soon); ``episode``:
-        the episode ``data`` parses back to, when the caller knows it (handed to ``then``)."""
-        self.queue.put((pair, data, episode))
-
-    def backlog(self) -> int:
-        """Trials handed over and not yet taken by a segment writer (0 without segments: the
-        per-trial writers are not throttled)."""
-        return self.queue.qsize() if self.segments is not None else 0
-
-    def close(self) -> None:
-        """Wait until every trial handed over is written (or skipped after a failure)."""
-        for _ in self.threads:
-            self.queue.put(None)
-        for t in self.threads:
-            t.join()
-
-    def _loop(self) -> None:
-        if self.segments is not None:
-            return self._segment_loop()
-        while (item := self.queue.get()) is not None:
-            if self.error is not None:
-                continue
-            (task_id, trial), data, episode = item
-            key = episode_key(self.run_id, task_id, trial)
-            try:
-                sha = self.store.write_bytes(key, data)
-                # every field is a str/int made here: not validated again (0.3 s per 20,000
-                # trials on the GIL the event loops need); any other pair goes through the class
-                make = construct if type(task_id) is str and type(trial) is int else _stored
-                stored = self.written[(task_id, trial)] = make(
-                    stored_trials.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
-                    data=data.decode("ascii"))
-                if self.then is not None:
-                    self.then(stored, episode)
-            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
-                if self.error is None:
-                    self.error = exc
-                    self.on_error(exc)
-
-    def _segment_loop(self) -> None:
-        """:meth:`_loop` of a segmented run: each trial buffered, each full segment stored
-        and indexed (``segments.SegmentWriter``), the rest at the end -- when the run is
-        cancelled too (``close`` is called from ``run_all``'s ``finally``)."""
-        while True:
-            item = self.queue.get()
-            if self.error is not None:
-                if item is None:
-                    return
-                continue
-            try:
-                if item is None:
-                    self._hand(self.segments.seal())
-                    self._hand(None)
-                    self.flusher.join()
-                    return
-                pair, data, episode = item
-                self.segments.put(pair, data, episode)
-                if self.segments.full():
-                    self._hand(self.segments.seal())
-            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
-                if self.error is None:
-                    self.error = exc
-                    self.on_error(exc)
-                if item is None:
-                    self.sealed.put(None)
-                    self.flusher.join()
-                    return
-
-    def _hand(self, sealed: Any) -> None:
-        """Hand a sealed segment (None: the end) to the flusher, once the one before is stored."""
-        if sealed is None:
-            self.sealed.put(None)
-            return
-        self.one_sealed.acquire()
-        self.sealed.put(sealed)
-
-    def _flush_loop(self) -> None:
-        while (sealed := self.sealed.get()) is not None:
-            try:
-                if self.error is None:
-                    self._stored_segment(self.segments.store_sealed(sealed), sealed.episodes)
-            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
-                if self.error is None:
-                    self.error = exc
-                    self.on_error(exc)
-            finally:
-                self.one_sealed.release()
-
-    def _stored_segment(self, trials: list, episodes: dict) -> None:
-        if not self.keep and self.then is None:
-            return
-        for (task_id, trial), key, sha, data in trials:
-            make = construct if type(task_id) is str and type(trial) is int else _stored
-            stored = make(stored_trials.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
-                          data=data.decode("ascii"))
-            if self.keep:
-                self.written[(task_id, trial)] = stored
-            if self.then is not None:
-                self.then(stored, episodes.get((task_id, trial)))
-
-
-def _stored(cls: type, **fields: Any) -> Any:
-    return cls(**fields)
-
-
-def _writer_threads(store: Store, max_concurrency: int) -> int:
-    """Writer threads for a run's trial files: one or two for a local disk (a write is ~0.1 ms
-    of CPU and an fsync), as many as asyncio's default executor has for a remote store (a
-    PUT waits on the network), never more than trials in flight."""
-    per_store = 2 if store.local else min(32, (os.cpu_count() or 1) + 4)
-    return max(1, min(per_store, max_concurrency))
-
-
-def _abort_on(tg: asyncio.TaskGroup, loop: asyncio.AbstractEventLoop
-              ) -> Callable[[BaseException], None]:
-    """A callback for another thread: fail the task group ``tg`` (running on ``loop``) with
-    ``exc``, so that its trials are cancelled and ``exc`` is what the run raises. Once the
-    group has finished (every trial done, writes still pending) the caller raises it itself."""
-
-    async def fail(exc: BaseException) -> None:
-        raise exc
-
-    def abort(exc: BaseException) -> None:
-        failing = fail(exc)
-        try:
-            tg.create_task(failing)
-        except RuntimeError:  # finished or already shutting down: the run reports the error
-            failing.close()
-
-    def from_thread(exc: BaseException) -> None:
-        try:
-            loop.call_soon_threadsafe(abort, exc)
-        except RuntimeError:  # the loop is closed: the run is over, close() reports it
-            pass
-
-    return from_thread
 
 
 def _cancelling() -> bool:
