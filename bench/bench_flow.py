@@ -51,8 +51,12 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   ``collect-episodes`` assembles the episodes document from those bytes and the manifest takes
   the digests computed as the files were written.
 - Prefect's teardown: the sync flow engine joins its heartbeat thread, which sleeps in 1 s
-  steps: the call returns 0.1-1.0 s after the flow run reached Completed (the ``flow-run``
-  phase). An ``async def`` flow is not joined (0.03-0.2 s) but would make ``evaluate_agent(...)``
+  steps from the flow run's start: the call returns up to 1 s after the flow run reached
+  Completed (the ``flow-run`` phase) -- 0.1-0.25 s after the 20,000-trial run, ~0.75 s after
+  the cache hit (Completed ~0.45 s in, the next tick at ~1.2 s). Both rows are printed with
+  the heartbeat as Prefect ships it (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` 180 s) and off
+  (``None``, what ``ek-agents run`` sets on its own temporary server: nobody watches for
+  zombies there). An ``async def`` flow is not joined but would make ``evaluate_agent(...)``
   return a coroutine to every sync caller (bench/PROFILE-flow.md, fifth pass), so it stays sync.
 - After the trials: ``grade`` takes the graded document the chunks made (same bytes; the
   episodes document is still read and verified), metrics and cost take the graded episodes
@@ -201,28 +205,39 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 def flow_rows(trials: int, tmp: Path) -> dict:
+    """The evaluate flow and its cache-hit re-run, each with Prefect's flow-run heartbeat as
+    Prefect ships it (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` 180 s: the sync engine joins the
+    heartbeat thread after the run is Completed, waiting for its next 1 s tick) and with it off
+    (``None``: what ``ek-agents run`` does on its own temporary server)."""
     k = 40 if trials >= 400 else 1
     suite = write_suite(tmp / "flow-suite.jsonl", max(1, trials // k))
     home = tmp / "prefect-server"
     home.mkdir()
     proc, url, t_start = start_server(home)
+    ideal = trials * AGENT_S / CONCURRENCY
+    rows: dict = {"flow_trials": trials, "prefect_server_start_s": t_start, "flow_ideal_s": ideal}
     try:
-        args = ["flow", suite, str(k), str(tmp / "flow-store")]
-        first = _child_json(args + ["bench-flow-run"], _env(home, url))
-        # the same inputs again as a new run (what a re-run gets: evaluate_agent makes a run id)
-        again = _child_json(args + ["bench-flow-rerun"], _env(home, url))
+        for beat in ("on", "off"):
+            args = ["flow", suite, str(k), str(tmp / f"flow-store-{beat}")]
+            first = _child_json(args + [f"bench-flow-run-{beat}", beat], _env(home, url))
+            # the same inputs again as a new run (what a re-run gets: evaluate_agent makes a run id)
+            again = _child_json(args + [f"bench-flow-rerun-{beat}", beat], _env(home, url))
+            ends = [sum(r["phases"].get("flow-run", (0.0, 0.0))) for r in (first, again)]
+            print(f"  evaluate-agent flow, {trials:,} trials, heartbeat {beat} (API up; server start-up "
+                  f"{t_start:.1f} s apart): {first['s']:.2f} s vs ideal {ideal:.2f} s "
+                  f"(x{first['s'] / ideal:.3f}); identical re-run (cache hit) {again['s']:.2f} s "
+                  f"(x{again['s'] / first['s']:.3f} of the first); the flow runs were Completed at "
+                  f"{ends[0]:.2f} s / {ends[1]:.2f} s")
+            print(f"    first run: {first['cpu_s']:.1f} s CPU; phases (start, s): {first['phases']}")
+            print(f"    cache hit: {again['cpu_s']:.1f} s CPU; phases (start, s): {again['phases']}")
+            tag = "" if beat == "on" else "_heartbeat_off"
+            rows.update({f"flow_s{tag}": first["s"], f"flow_vs_ideal{tag}": first["s"] / ideal,
+                         f"flow_cache_hit_s{tag}": again["s"],
+                         f"flow_cache_hit_vs_first{tag}": again["s"] / first["s"],
+                         f"flow_phases_s{tag}": first["phases"], f"flow_cpu_s{tag}": first["cpu_s"]})
     finally:
         stop_server(proc)
-    ideal = trials * AGENT_S / CONCURRENCY
-    print(f"  evaluate-agent flow, {trials:,} trials (API up; server start-up {t_start:.1f} s apart): "
-          f"{first['s']:.2f} s vs ideal {ideal:.2f} s (x{first['s'] / ideal:.2f}); identical re-run "
-          f"(cache hit) {again['s']:.2f} s (x{again['s'] / first['s']:.3f} of the first)")
-    print(f"    first run: {first['cpu_s']:.1f} s CPU; phases (start, s): {first['phases']}")
-    print(f"    cache hit: {again['cpu_s']:.1f} s CPU; phases (start, s): {again['phases']}")
-    return {"flow_trials": trials, "prefect_server_start_s": t_start, "flow_s": first["s"], "flow_ideal_s": ideal,
-            "flow_vs_ideal": first["s"] / ideal, "flow_cache_hit_s": again["s"],
-            "flow_cache_hit_vs_first": again["s"] / first["s"], "flow_phases_s": first["phases"],
-            "flow_cpu_s": first["cpu_s"]}
+    return rows
 
 
 def import_rows(repeat: int = 5) -> dict:
@@ -256,11 +271,15 @@ def _child(args: list) -> None:
         suite, k, store, run_id = args[1], int(args[2]), args[3], args[4]
         from ek_agents_pipeline.flows.evaluate import evaluate_agent
 
-        t0 = time.perf_counter()
-        started = datetime.datetime.now(datetime.timezone.utc)
-        evaluate_agent(suite=suite, agent="bench.bench_flow:sleep_agent", k=k, store=store, run_id=run_id,
-                       max_concurrency=CONCURRENCY)
-        s = time.perf_counter() - t0
+        from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+        beat = {} if len(args) < 6 or args[5] == "on" else {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+        with temporary_settings(updates=beat):
+            t0 = time.perf_counter()
+            started = datetime.datetime.now(datetime.timezone.utc)
+            evaluate_agent(suite=suite, agent="bench.bench_flow:sleep_agent", k=k, store=store,
+                           run_id=run_id, max_concurrency=CONCURRENCY)
+            s = time.perf_counter() - t0
         print(json.dumps({"s": s, "phases": _phases(started, run_id), "cpu_s": _cpu_s()}))
 
 

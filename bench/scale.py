@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import signal
 import subprocess
@@ -126,6 +127,10 @@ def _killer(store: str, run_id: str, k: int, suite: str, killed: dict) -> None:
             continue
         if held >= half:
             break
+    # the index is rewritten right after a segment is stored, so a kill at once could land
+    # between two of a worker's chunks (nothing in flight): wait a seeded 0.1-0.6 s more, into
+    # the next segment's trials
+    time.sleep(0.1 + 0.5 * random.Random(SEED).random())
     me = psutil.Process()
     workers = [p for p in me.children(recursive=True)
                if "multiprocessing" in " ".join(p.cmdline()) and "resource_tracker" not in " ".join(p.cmdline())]
@@ -223,6 +228,9 @@ class Services:
 
 
 def run_child(mode: str, args: list, env: dict) -> dict:
+    # each child starts with no dirty pages of the one before: the plain loop leaves ~300 MB of
+    # un-synced JSON lines, and the next process's first fsync would pay for writing them back
+    os.sync()
     proc = subprocess.run([sys.executable, "-m", "bench.scale", "--child", mode, json.dumps(args)],
                           env=env, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode:
@@ -372,8 +380,9 @@ def main(argv: list[str] | None = None) -> dict:
                   f"{'failed: ' + killed['error'] if killed['error'] else 'completed (Dask re-ran the chunk)'}"
                   f"{'' if resumed is None else f'; resumed in {resumed[chr(115)]:.1f} s'}: "
                   f"lost {n - state['held']}, duplicated {state['duplicates']}, re-executed "
-                  f"~{total_calls - n:,} trials (<1,024 undercount: the killed process's last "
-                  f"count) = {(total_calls - n) / 4096:.2f} segments' worth (goal <= 2)")
+                  f"{total_calls - n:,} trials (agent calls counted exactly, the killed worker's "
+                  f"too, less the {n:,} trials) = {(total_calls - n) / 4096:.2f} segments' worth "
+                  f"(goal <= 2)")
     finally:
         svc.close()
     if not a.no_flow20k:
@@ -381,8 +390,7 @@ def main(argv: list[str] | None = None) -> dict:
 
         ftmp = Path(tempfile.mkdtemp(prefix="ek-bench-scale-flow-"))
         rows = flow_rows(20_000, ftmp)
-        fig.update(flow20k_vs_ideal=rows["flow_vs_ideal"],
-                   flow20k_cache_hit_vs_first=rows["flow_cache_hit_vs_first"])
+        fig.update({f"flow20k_{key[5:]}": v for key, v in rows.items() if "vs_" in key})
     (ROOT / "bench" / "last-scale.json").write_text(json.dumps(fig, indent=1, default=str) + "\n")
     return fig
 
