@@ -111,10 +111,9 @@ def held_bitmaps(segments: RunSegments, k: int) -> dict[str, bytearray]:
     """Per task, a byte per trial: 1 when an indexed segment holds it (not dropped there).
     ~k bytes per task, whatever the number of segments."""
     held: dict[str, bytearray] = {}
-    for _, entry in segments.entries:
-        dropped = set(unpack_pairs(entry.dropped, entry.key)) if entry.dropped else ()
-        for pair in unpack_pairs(entry.pairs, entry.key):
-            if pair in dropped or not 0 <= pair[1] < k:
+    for _, _, live in segments.live():
+        for pair in live:
+            if not 0 <= pair[1] < k:
                 continue
             row = held.get(pair[0])
             if row is None:

@@ -365,23 +365,30 @@ class RunSegments:
         """Every stored trial -> the entry of the segment that holds it (the first in writer
         order when two do: see :meth:`duplicates`)."""
         out: dict = {}
-        for _, entry in self.entries:
-            dropped = set(unpack_pairs(entry.dropped, entry.key)) if entry.dropped else ()
-            for p in unpack_pairs(entry.pairs, entry.key):
-                if p not in dropped and p not in out:
+        for _, entry, held in self.live():
+            for p in held:
+                if p not in out:
                     out[p] = entry
         return out
+
+    def live(self) -> Iterator[tuple[int, SegmentEntry, list[Pair]]]:
+        """``(position in`` :attr:`entries` ``, entry, its trials that still count)`` of each
+        indexed segment: its pairs less those it has dropped (a trial two segments hold is in
+        both; the first holds it)."""
+        for pos, (_, entry) in enumerate(self.entries):
+            held = unpack_pairs(entry.pairs, entry.key)
+            if entry.dropped:
+                dropped = set(unpack_pairs(entry.dropped, entry.key))
+                held = [p for p in held if p not in dropped]
+            yield pos, entry, held
 
     def owners(self, k: int) -> dict[str, "array"]:
         """Per task, for each trial ``0..k-1`` the position in :attr:`entries` of the segment that
         holds it (the first in writer order), -1 when none: what :meth:`pairs` says, in ~8 bytes
         per trial instead of a dict entry (a million trials: 8 MB, not ~200 MB)."""
         out: dict[str, array] = {}
-        for pos, (_, entry) in enumerate(self.entries):
-            dropped = set(unpack_pairs(entry.dropped, entry.key)) if entry.dropped else ()
-            for pair in unpack_pairs(entry.pairs, entry.key):
-                if pair in dropped:
-                    continue
+        for pos, _, held in self.live():
+            for pair in held:
                 row = out.get(pair[0])
                 if row is None:
                     row = out[pair[0]] = array("q", [-1]) * max(k, pair[1] + 1)
@@ -395,11 +402,8 @@ class RunSegments:
         """Trials that more than one segment holds (counted once each)."""
         seen: set = set()
         dup: set = set()
-        for _, entry in self.entries:
-            dropped = set(unpack_pairs(entry.dropped, entry.key)) if entry.dropped else ()
-            for p in unpack_pairs(entry.pairs, entry.key):
-                if p in dropped:
-                    continue
+        for _, _, held in self.live():
+            for p in held:
                 (dup if p in seen else seen).add(p)
         return len(dup)
 
