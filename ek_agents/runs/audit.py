@@ -34,6 +34,7 @@ from ..store import (baseline_key, episode_key, episodes_prefix, parse_json, run
 from ..labels import labels_of_doc
 from . import documents, stages
 from .labelrun import labels_stage
+from .segments import stored_pair
 from .streamaudit import STREAMED, audit_streamed, segment_episodes
 
 __all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
@@ -387,20 +388,23 @@ def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: 
     trials: dict = {}
     ingested = bool(manifest.source.get("kind"))
     for e in episodes["episodes"]:
-        pair = (e.get("task_id"), (e.get("meta") or {}).get("trial"))
+        pair = stored_pair(e)
         if pair in trials and not ingested:  # a recorded source may not number its trials
             problems.append(f"episodes.json: task {pair[0]!r} trial {pair[1]!r} appears twice")
         trials[pair] = e
     found = []
-    for key, ep in segment_episodes(run_id, manifest, load, raw, problems):
-        pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
+
+    def compare(key: str, pair: tuple, ep: Mapping) -> None:
         found.append(pair)
-        problems += [f"episodes.json vs {key}: {d}" for d in
-                     _limited(differences(trials.get(pair, {}), ep, "episode"))]
+        problems.extend(f"episodes.json vs {key}: {d}" for d in
+                        _limited(differences(trials.get(pair, {}), ep, "episode")))
+
+    for key, ep in segment_episodes(run_id, manifest, load, raw, problems):
+        compare(key, stored_pair(ep), ep)
     for key in trial_keys:
         try:
             ep = load(key)
-            pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
+            pair = stored_pair(ep)
             where = episode_key(run_id, pair[0], pair[1])
         except (EkAgentsError, AttributeError, TypeError) as exc:
             problems.append(f"artifact {key} is not a stored trial: {exc}")
@@ -408,9 +412,7 @@ def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: 
         if where != key:
             problems.append(f"artifact {key} holds task {pair[0]!r} trial {pair[1]!r}, whose key "
                             f"is {where} (a misfiled trial)")
-        found.append(pair)
-        problems += [f"episodes.json vs {key}: {d}" for d in
-                     _limited(differences(trials.get(pair, {}), ep, "episode"))]
+        compare(key, pair, ep)
     if found and sorted(found, key=repr) != sorted(trials, key=repr):
         missing = sorted(set(trials) - set(found), key=repr)[:5]
         problems.append(f"episodes.json lists trials with no per-trial file: {missing}"

@@ -71,7 +71,7 @@ from ..store import (Store, parse_json, segment_index_key, segment_index_prefix,
 __all__ = ["SEGMENT_TRIALS", "SEGMENT_BYTES", "ZSTD_LEVEL", "SegmentEntry", "WriterIndex",
            "SegmentTrial", "SegmentWriter", "RunSegments", "read_segment", "encode_segment",
            "decode_segment", "pack_pairs", "unpack_pairs", "new_writer_name", "iter_segments",
-           "segment_line_doc", "owner"]
+           "segment_line_doc", "stored_pair", "owner"]
 
 #: Most trials in one segment: ~0.5 PUT per 1,000 trials (segment + index), and at most this
 #: many trials lost by a writer killed just before its flush.
@@ -508,5 +508,12 @@ def iter_segments(store: Store, segments: RunSegments, *, only: Optional[set] = 
 def segment_line_doc(trial: SegmentTrial) -> Any:
     """One segment line parsed (DocumentError naming the segment and trial when it is not JSON)."""
     return parse_json(trial.data, f"{trial.key} trial {trial.pair!r}")
+
+
+def stored_pair(doc: Any) -> Pair:
+    """The ``(task_id, trial)`` a stored episode document names (a segment line, a per-trial
+    file, an entry of an episodes document); AttributeError when it is not an object whose
+    ``meta`` is an object or null."""
+    return (doc.get("task_id"), (doc.get("meta") or {}).get("trial"))
 
 

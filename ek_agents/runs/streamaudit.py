@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Optional
 
 import orjson
 
@@ -22,7 +22,7 @@ from ..errors import EkAgentsError
 from ..store import parse_json, run_key, segment_index_prefix
 from .documents import check_run_doc, prices_of, results_of
 from .manifest import RunManifest, finite
-from .segments import RunSegments, owner, read_segment
+from .segments import RunSegments, SegmentTrial, owner, read_segment, segment_line_doc, stored_pair
 from .streaming import StreamingReport, summary_basis
 
 __all__ = ["STREAMED", "AUDIT_SAMPLE", "segment_episodes", "audit_streamed"]
@@ -34,15 +34,10 @@ def segment_episodes(run_id: str, manifest: RunManifest, load: Any, raw: Any,
     its manifest's segment index documents say), each line checked against the trial its index
     names; the segments' bytes were checked against the manifest already (``load`` reads the
     checked bytes)."""
-    index_keys = [k for k in manifest.artifacts if k.startswith(segment_index_prefix(run_id) + "/")]
-    if not index_keys:
+    segments = _segment_index(run_id, manifest, load, problems)
+    if segments is None:
         return []
     out = []
-    try:
-        segments = RunSegments.from_docs(None, run_id, [load(k) for k in sorted(index_keys)])
-    except (EkAgentsError, KeyError, TypeError, ValueError) as exc:
-        problems.append(f"segment index of run {run_id!r} is damaged: {exc}")
-        return []
     held = segments.pairs()
     for _, entry in segments.entries:
         try:
@@ -53,18 +48,43 @@ def segment_episodes(run_id: str, manifest: RunManifest, load: Any, raw: Any,
         for t in trials:
             if held.get(t.pair) is not entry:
                 continue
-            label = f"{entry.key} trial {t.pair!r}"
-            try:
-                ep = parse_json(t.data, label)
-                pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
-            except (EkAgentsError, AttributeError, TypeError) as exc:
-                problems.append(f"{label} is not a stored trial: {exc}")
+            named = _named_pair(t, problems)
+            if named is None:
                 continue
+            ep, pair = named
+            label = f"{entry.key} trial {t.pair!r}"
             if pair != t.pair:
                 problems.append(f"{label} holds task {pair[0]!r} trial {pair[1]!r} (a misfiled "
                                 "trial)")
             out.append((label, ep))
     return out
+
+
+def _segment_index(run_id: str, manifest: RunManifest, load: Any,
+                   problems: list) -> Optional[RunSegments]:
+    """The run's segment index from the index documents its manifest lists (``load`` reads the
+    checked bytes); None, the damage said in ``problems``, when one is not such a document."""
+    keys = sorted(k for k in manifest.artifacts if k.startswith(segment_index_prefix(run_id) + "/"))
+    try:
+        return RunSegments.from_docs(None, run_id, [load(k) for k in keys])
+    except (EkAgentsError, KeyError, TypeError, ValueError) as exc:
+        problems.append(f"segment index of run {run_id!r} is damaged: {exc}")
+        return None
+
+
+def _named_pair(t: SegmentTrial, problems: list, *, fast: bool = False) -> Optional[tuple]:
+    """``(the line parsed, the trial it names)``; None, said in ``problems``, when the line is
+    not a stored trial. ``fast``: parsed by orjson as it is, a plain parser (no object hooks,
+    ~1 us a line), only the pair read; the strict parser words the message."""
+    try:
+        try:
+            ep = orjson.loads(t.data) if fast else segment_line_doc(t)
+        except orjson.JSONDecodeError:
+            ep = segment_line_doc(t)
+        return ep, stored_pair(ep)
+    except (EkAgentsError, AttributeError, TypeError) as exc:
+        problems.append(f"{t.key} trial {t.pair!r} is not a stored trial: {exc}")
+        return None
 
 
 #: ``manifest.parameters["layout"]`` of a run whose report was streamed from its segments
@@ -96,12 +116,8 @@ def audit_streamed(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
     prices_key = run_key(run_id, "prices")
     prices = prices_of(load(prices_key, "prices")) if prices_key in seen else None
     inputs = manifest.inputs
-    index_keys = sorted(k for k in manifest.artifacts
-                        if k.startswith(segment_index_prefix(run_id) + "/"))
-    try:
-        segments = RunSegments.from_docs(None, run_id, [load(k) for k in index_keys])
-    except (EkAgentsError, KeyError, TypeError, ValueError) as exc:
-        problems.append(f"segment index of run {run_id!r} is damaged: {exc}")
+    segments = _segment_index(run_id, manifest, load, problems)
+    if segments is None:
         return
     owners = segments.owners(inputs.k)  # bounded: a few bytes per trial
     basis = summary_basis(manifest.suite.get("digest") or "", inputs.check,
@@ -124,15 +140,10 @@ def audit_streamed(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
         mine = [t for t in trials if owner(owners, t.pair) == i]
         for t in mine:
             lines += 1
-            try:  # orjson: a plain parser (no object hooks), ~1 us a line; the message by ours
-                try:
-                    ep = orjson.loads(t.data)
-                except orjson.JSONDecodeError:
-                    ep = parse_json(t.data, f"{entry.key} trial {t.pair!r}")
-                pair = (ep.get("task_id"), (ep.get("meta") or {}).get("trial"))
-            except (EkAgentsError, AttributeError, TypeError) as exc:
-                problems.append(f"{entry.key} trial {t.pair!r} is not a stored trial: {exc}")
+            named = _named_pair(t, problems, fast=True)
+            if named is None:
                 continue
+            pair = named[1]
             if pair != t.pair:
                 problems.append(f"misfiled trial: {entry.key} trial {t.pair!r} holds task "
                                 f"{pair[0]!r} trial {pair[1]!r}")

@@ -36,7 +36,8 @@ from ..scoring.metrics import grade, is_errored
 from ..reporting import ReliabilityReport, reliability, run_provenance
 from ..stats.bootstrap import cluster_bootstrap_ratio
 from ..store import canonical_json, parse_json, sha256_hex
-from .segments import RunSegments, iter_segments, owner, read_segment, unpack_pairs
+from .segments import (RunSegments, iter_segments, owner, read_segment, segment_line_doc,
+                       unpack_pairs)
 
 __all__ = ["StreamingReport", "ExactSum", "stream_report", "segment_summarizer", "summary_basis",
            "merged_report"]
@@ -230,8 +231,7 @@ class StreamingReport:
         the episode's JSON) and add them."""
         eps = []
         for t in trials:
-            doc = parse_json(t.data, f"{t.key} trial {t.pair!r}")
-            ep = Episode.from_dict(doc)
+            ep = Episode.from_dict(segment_line_doc(t))
             if ep.task_id != t.pair[0] or ep.meta.get("trial") != t.pair[1]:
                 self.misfiled.append(f"{t.key} trial {t.pair!r} holds task {ep.task_id!r} "
                                      f"trial {ep.meta.get('trial')!r}")
