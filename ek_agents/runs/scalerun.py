@@ -37,7 +37,7 @@ from .manifest import RunInputs
 from .pipeline_support import TrialRequest, load_agent, request_fingerprint
 from .segments import SEGMENT_TRIALS, RunSegments, new_writer_name, pack_pairs, unpack_pairs
 from .stagecache import ManifestRef, StageRef, write_doc
-from .streaming import merged_report, segment_summarizer
+from .streaming import STREAMED, merged_report, segment_summarizer
 from .streaming import summary_basis as streaming_basis
 
 __all__ = ["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale", "run_scale_chunk",
@@ -47,8 +47,8 @@ __all__ = ["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale", "run_sca
 #: its memory is bounded by its size (not the run's), and a killed worker loses at most its
 #: chunk's unflushed segment.
 SCALE_CHUNK = 4 * SEGMENT_TRIALS
-#: ``manifest.parameters["layout"]`` of a run recorded here.
-LAYOUT = "segments-streamed"
+#: ``manifest.parameters["layout"]`` of a run recorded here (``streaming.STREAMED``).
+LAYOUT = STREAMED
 
 
 @shape()

@@ -23,7 +23,7 @@ from ..store import parse_json, run_key, segment_index_prefix
 from .documents import check_run_doc, prices_of, results_of
 from .manifest import RunManifest, finite
 from .segments import RunSegments, SegmentTrial, owner, read_segment, segment_line_doc, stored_pair
-from .streaming import StreamingReport, summary_basis
+from .streaming import STREAMED, StreamingReport, summary_basis
 
 __all__ = ["STREAMED", "AUDIT_SAMPLE", "segment_episodes", "audit_streamed"]
 
@@ -85,11 +85,6 @@ def _named_pair(t: SegmentTrial, problems: list, *, fast: bool = False) -> Optio
     except (EkAgentsError, AttributeError, TypeError) as exc:
         problems.append(f"{t.key} trial {t.pair!r} is not a stored trial: {exc}")
         return None
-
-
-#: ``manifest.parameters["layout"]`` of a run whose report was streamed from its segments
-#: (``scalerun.LAYOUT``): it has no episodes or graded document.
-STREAMED = "segments-streamed"
 
 
 def audit_streamed(store: Any, run_id: str, manifest: RunManifest, seen: Mapping,

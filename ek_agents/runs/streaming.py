@@ -40,7 +40,12 @@ from .segments import (RunSegments, iter_segments, owner, read_segment, segment_
                        unpack_pairs)
 
 __all__ = ["StreamingReport", "ExactSum", "stream_report", "segment_summarizer", "summary_basis",
-           "merged_report"]
+           "merged_report", "STREAMED"]
+
+#: ``manifest.parameters["layout"]`` of a run whose report was streamed from its segments
+#: (``scalerun.LAYOUT``; the audit recomputes it so: ``streamaudit``): it has no episodes or
+#: graded document.
+STREAMED = "segments-streamed"
 
 _TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens",
            "reasoning_tokens")
