@@ -316,6 +316,7 @@ class RunSegments:
                  writers: Mapping[str, WriterIndex]) -> None:
         self.store, self.run_id = store, run_id
         self.writers = dict(sorted(writers.items()))
+        self.read_sha256: dict[str, str] = {}  # index key -> sha256 of the bytes load() read
         self.entries: list[tuple[str, SegmentEntry]] = [
             (w, e) for w, idx in self.writers.items() for e in idx.segments]
 
@@ -337,11 +338,13 @@ class RunSegments:
         whose names start with it (a chunk's earlier attempts)."""
         found = writers
         writers = {}
+        shas = {}
         for key in store.list(segment_index_prefix(run_id)):
             if found and not key.rpartition("/")[2].startswith(found):
                 continue
             try:
-                idx = WriterIndex.from_dict(parse_json(store.read_bytes(key), key))
+                data = store.read_bytes(key)
+                idx = WriterIndex.from_dict(parse_json(data, key))
             except ArtifactNotFound:  # removed meanwhile (a refresh)
                 continue
             except (InvalidInput, ValueError) as exc:
@@ -352,7 +355,10 @@ class RunSegments:
                                     f"{run_id!r} (copied from another run); remove it or "
                                     "refresh the run")
             writers[idx.writer] = idx
-        return cls(store, run_id, writers)
+            shas[key] = sha256_hex(data)
+        out = cls(store, run_id, writers)
+        out.read_sha256 = shas
+        return out
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -431,7 +437,8 @@ class RunSegments:
                     n += len(mine)
                     changed = True
             if changed:
-                self.store.write_json(segment_index_key(self.run_id, writer), idx.to_dict())
+                key = segment_index_key(self.run_id, writer)
+                self.read_sha256[key] = self.store.write_json(key, idx.to_dict())
         self.entries = [(w, e) for w, idx in self.writers.items() for e in idx.segments]
         return n
 
@@ -440,16 +447,18 @@ class RunSegments:
         n = len(self.pairs())
         for key in [*self.store.list(segments_prefix(self.run_id)), *self.index_keys]:
             self.store.delete(key)
-        self.writers, self.entries = {}, []
+        self.writers, self.entries, self.read_sha256 = {}, [], {}
         return n
 
     def digests(self) -> dict[str, str]:
         """``{key: sha256}`` of every indexed segment and every index document (what a
-        manifest lists); the index documents are read and hashed, the segments named by
+        manifest lists); each index document hashed as :meth:`load` read it (the entries
+        listed are those bytes'; one not read here is read and hashed), the segments named by
         their keys (verified whenever read)."""
         out = {e.key: e.sha256 for _, e in self.entries}
         for key in self.index_keys:
-            out[key] = self.store.digest(key)
+            sha = self.read_sha256.get(key)
+            out[key] = sha if sha is not None else self.store.digest(key)
         return out
 
 
