@@ -108,18 +108,11 @@ class TrialWriter:
             key = episode_key(self.run_id, task_id, trial)
             try:
                 sha = self.store.write_bytes(key, data)
-                # every field is a str/int made here: not validated again (0.3 s per 20,000
-                # trials on the GIL the event loops need); any other pair goes through the class
-                make = construct if type(task_id) is str and type(trial) is int else _stored
-                stored = self.written[(task_id, trial)] = make(
-                    stored_trials.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
-                    data=data.decode("ascii"))
+                stored = self.written[(task_id, trial)] = _stored(task_id, trial, key, sha, data)
                 if self.then is not None:
                     self.then(stored, episode)
             except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
-                if self.error is None:
-                    self.error = exc
-                    self.on_error(exc)
+                self._fail(exc)
 
     def _segment_loop(self) -> None:
         """:meth:`_loop` of a segmented run: each trial buffered, each full segment stored
@@ -144,9 +137,7 @@ class TrialWriter:
                 if self.segments.full():
                     self._hand(self.segments.seal())
             except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
-                if self.error is None:
-                    self.error = exc
-                    self.on_error(exc)
+                self._fail(exc)
                 if item is None:
                     self.sealed.put(None)
                     self.flusher.join()
@@ -166,9 +157,7 @@ class TrialWriter:
                 if self.error is None:
                     self._stored_segment(self.segments.store_sealed(sealed), sealed.episodes)
             except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
-                if self.error is None:
-                    self.error = exc
-                    self.on_error(exc)
+                self._fail(exc)
             finally:
                 self.one_sealed.release()
 
@@ -176,16 +165,29 @@ class TrialWriter:
         if not self.keep and self.then is None:
             return
         for (task_id, trial), key, sha, data in trials:
-            make = construct if type(task_id) is str and type(trial) is int else _stored
-            stored = make(stored_trials.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
-                          data=data.decode("ascii"))
+            stored = _stored(task_id, trial, key, sha, data)
             if self.keep:
                 self.written[(task_id, trial)] = stored
             if self.then is not None:
                 self.then(stored, episodes.get((task_id, trial)))
 
+    def _fail(self, exc: BaseException) -> None:
+        """Keep the run's first failure and report it (once) with ``on_error``."""
+        if self.error is None:
+            self.error = exc
+            self.on_error(exc)
 
-def _stored(cls: type, **fields: Any) -> Any:
+
+def _stored(task_id: Any, trial: Any, key: str, sha: str, data: bytes) -> stored_trials.StoredTrial:
+    """A stored trial's record. Every field is a str/int made here: not validated again
+    (0.3 s per 20,000 trials on the GIL the event loops need); any other pair goes through
+    the class."""
+    make = construct if type(task_id) is str and type(trial) is int else _validated
+    return make(stored_trials.StoredTrial, task_id=task_id, trial=trial, key=key, sha256=sha,
+                data=data.decode("ascii"))
+
+
+def _validated(cls: type, **fields: Any) -> Any:
     return cls(**fields)
 
 
