@@ -242,24 +242,22 @@ class TrialRunner:
             return answer, False
         result, attempts, transient, elapsed, spans = answer
         trial_seed = None if self.seed is None else self.seed + trial
+        own = isinstance(result, Episode)
+        ep = (_finish(result, task, trial, self.run, trial_seed, attempts, transient, elapsed)
+              if own else self._plain(task, trial, result, trial_seed, attempts, transient, elapsed))
         if spans is not None:  # captured (otelcapture.TrialSpans): its steps and calls
-            own = isinstance(result, Episode)
-            ep = _finish(result, task, trial, self.run, trial_seed, attempts, transient,
-                         elapsed) if own else \
-                construct(Episode, task_id=task.task_id, output=result,  # as a plain answer's
-                          run=self.merged_run(trial_seed),
-                          meta={"trial": trial, "attempts": attempts, "latency_s": elapsed,
-                                **({"retries": transient} if transient else {})})
             return self.capture.episode(ep, spans.spans, agent_episode=own, retries=transient,
                                         latency_s=elapsed, sampled=spans.sampled), False
-        if not isinstance(result, Episode):  # a plain answer: its episode built once, from
-            # values made here (``output`` is typed Any: validation keeps it as is)
-            return construct(Episode, task_id=task.task_id, output=result,
-                             run=self.merged_run(trial_seed),
-                             meta={"trial": trial, "attempts": attempts, "latency_s": elapsed,
-                                   **({"retries": transient} if transient else {})}), True
-        return _finish(result, task, trial, self.run, trial_seed, attempts, transient,
-                       elapsed), False
+        return ep, not own
+
+    def _plain(self, task: TaskSpec, trial: int, result: Any, trial_seed: Optional[int],
+               attempts: int, transient: int, elapsed: float) -> Episode:
+        """A plain answer's episode, built once from values made here (``output`` is typed
+        Any: validation keeps it as is)."""
+        return construct(Episode, task_id=task.task_id, output=result,
+                         run=self.merged_run(trial_seed),
+                         meta={"trial": trial, "attempts": attempts, "latency_s": elapsed,
+                               **({"retries": transient} if transient else {})})
 
     async def _attempt(self, task: TaskSpec, kwargs: dict) -> Any:
         limit = self.timeout_s
