@@ -36,8 +36,7 @@ from ..scoring.metrics import grade, is_errored
 from ..reporting import ReliabilityReport, reliability, run_provenance
 from ..stats.bootstrap import cluster_bootstrap_ratio
 from ..store import canonical_json, parse_json, sha256_hex
-from .segments import (RunSegments, iter_segments, owner, read_segment, segment_line_doc,
-                       unpack_pairs)
+from .segments import RunSegments, iter_segments, owned, owner, read_segment, segment_line_doc
 
 __all__ = ["StreamingReport", "ExactSum", "stream_report", "segment_summarizer", "summary_basis",
            "merged_report", "STREAMED"]
@@ -408,10 +407,11 @@ def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
     acc = StreamingReport(tasks, k=k, check=check, prices=prices, seed=seed, run=run)
     segs = RunSegments.load(store, run_id)
     owners = segs.owners(k)  # bounded: a few bytes per trial, not a dict of every pair
+    held = owned(owners)
     read: list = []
     merged = 0
     for pos, (_, entry) in enumerate(segs.entries):
-        mine = sum(owner(owners, p) == pos for p in unpack_pairs(entry.pairs, entry.key))
+        mine = held[pos]
         if not mine:
             continue
         if (summaries and entry.summary is not None and mine == entry.n
