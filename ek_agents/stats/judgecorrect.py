@@ -73,7 +73,7 @@ from pydantic import Field
 from ..core import shape
 from ..errors import InvalidInput, did_you_mean
 from .clustered import clustered_rate
-from .intervals import normal_quantile, t_quantile, wilson_interval
+from .intervals import normal_quantile, t_quantile, wilson_interval, wilson_score
 
 __all__ = ["JudgeCorrectedRate", "judge_corrected_rate", "JUDGE_METHODS", "DISAGREEMENT_PSEUDOCOUNT",
            "DF_CAP", "rate_quantile", "rate_doc", "rate_of_doc"]
@@ -201,13 +201,7 @@ def _wilson_at(est: float, var: float, q: float, n_floor: int) -> tuple[float, f
     if var <= 0.0:
         return (p, p)
     pq = p * (1.0 - p)
-    n_eff = pq / var if pq > 0.0 else float(max(n_floor, 1))
-    q2 = q * q
-    den = 1.0 + q2 / n_eff
-    center = (p + q2 / (2.0 * n_eff)) / den
-    half = q * math.sqrt(pq / n_eff + q2 / (4.0 * n_eff * n_eff)) / den
-    lo = 0.0 if p <= 0.0 else min(max(center - half, 0.0), 1.0)
-    return (lo, 1.0 if p >= 1.0 else min(max(center + half, 0.0), 1.0))
+    return wilson_score(p, pq / var if pq > 0.0 else float(max(n_floor, 1)), z=q)
 
 
 def rate_quantile(level: float, df: float) -> float:
