@@ -222,26 +222,27 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
     a = ALPHA / m
     tids = _paired_tasks(cur, base, paired, label)
 
-    # success rate: paired per-task differences, else Newcombe
-    p_c, p_b = cur.n_success / cur.n_trials, base.n_success / base.n_trials
-    if tids is not None:
-        col = lambda rep, f: [rep.per_task[t][f] for t in tids]  # noqa: E731
-        pd = stats.paired_difference(col(cur, "c"), col(cur, "n"), col(base, "c"), col(base, "n"))
-        lo, hi = pd.lower(a), pd.upper(a)
-        method = (f"paired per-task differences over {pd.n_tasks} tasks (cluster-robust "
-                  f"standard error, t with {pd.df} df)")
-    else:
-        pd = None
-        lo, hi = stats.newcombe_difference(cur.n_success, cur.n_trials, base.n_success, base.n_trials, z=z)
-        method = "Newcombe score interval on the difference (unpaired)"
+    # success rate: the judge-corrected rates when both runs carry labels, else paired per-task
+    # differences, else Newcombe
     corrected = corrected_check(cur.detail.get("judge_corrected"), base.detail.get("judge_corrected"),
                                 alpha=a, warnings=warnings)
-    if corrected is not None:  # both runs carry labels: the judge-corrected rates decide
+    if corrected is not None:
         p_c, p_b, diff, (lo, hi), method = corrected
         checks.append(_check("success rate (judge-corrected rates compared)", p_c, p_b, diff, (lo, hi), -tolerance,
                              level, regressed=hi < -tolerance, worse=diff < -tolerance,
                              method=method))
     else:
+        p_c, p_b = cur.n_success / cur.n_trials, base.n_success / base.n_trials
+        if tids is not None:
+            col = lambda rep, f: [rep.per_task[t][f] for t in tids]  # noqa: E731
+            pd = stats.paired_difference(col(cur, "c"), col(cur, "n"), col(base, "c"), col(base, "n"))
+            lo, hi = pd.lower(a), pd.upper(a)
+            method = (f"paired per-task differences over {pd.n_tasks} tasks (cluster-robust "
+                      f"standard error, t with {pd.df} df)")
+        else:
+            pd = None
+            lo, hi = stats.newcombe_difference(cur.n_success, cur.n_trials, base.n_success, base.n_trials, z=z)
+            method = "Newcombe score interval on the difference (unpaired)"
         checks.append(_check("success rate", p_c, p_b, p_c - p_b, (lo, hi), -tolerance, level,
                              regressed=hi < -tolerance, worse=p_c - p_b < -tolerance,
                              method=method, paired=pd))
