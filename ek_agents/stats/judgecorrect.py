@@ -295,10 +295,11 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
         sensitivity=n11 / ny if ny else None, sensitivity_n=ny,
         specificity=n00 / (n - ny) if n - ny else None, specificity_n=n - ny)
     judge_total, m = nh + hu, n + nu
-
-    if method == "clt":
+    if method == "clt" or not grouped:  # ppi_py's power-tuned weight
         lam = _ppi_lam(n, nu, n11, ny, nh, hu)
         est = lam * ubar + (ny - lam * nh) / n
+
+    if method == "clt":
         r = [a - lam * b for a, b in zip(y, h)]
         rbar = sum(r) / n
         var_r = math.fsum((x - rbar) ** 2 for x in r) / n  # numpy std: ddof = 0
@@ -316,8 +317,6 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
             judge_ci=jci, se=se, df=None, **common)
 
     if not grouped:
-        lam = _ppi_lam(n, nu, n11, ny, nh, hu)
-        est = lam * ubar + (ny - lam * nh) / n
         var, df = _iid_score_var(n, nu, (n11, n10, n01, n00), lam, ubar)
         q = rate_quantile(level, df)
         return JudgeCorrectedRate(
@@ -326,7 +325,8 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
                         "within the judge's verdict strata (0.03 pseudo-trials per disagreement "
                         "cell), t quantile with Satterthwaite df",
             lam=lam, n_groups=None, n_labeled_groups=None, judge_rate=judge_total / m,
-            judge_ci=wilson_interval(judge_total, m, z=_z(level)), se=math.sqrt(var),
+            judge_ci=wilson_interval(judge_total, m, z=rate_quantile(level, math.inf)),
+            se=math.sqrt(var),
             df=None if not math.isfinite(df) else df, **common)
 
     lg = _group_ids("labeled_groups", labeled_groups, n)
@@ -345,10 +345,6 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
         lam=1.0 if nu else 0.0, n_groups=g, n_labeled_groups=gl, judge_rate=judge_total / m,
         judge_ci=_judge_ci_grouped(h, u, lg, ug, level), se=math.sqrt(var),
         df=None if not math.isfinite(df) else df, influence=infl, **common)
-
-
-def _z(level: float) -> float:
-    return normal_quantile(1.0 - (1.0 - level) / 2.0)
 
 
 def _judge_ci_grouped(h: list, u: list, lg: Any, ug: Any, level: float) -> tuple[float, float]:
