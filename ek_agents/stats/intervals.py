@@ -276,6 +276,3 @@ def t_quantile(q: float, df: int) -> float:
         if abs(step) < 1e-12 * max(1.0, abs(t)):
             break
     return t
-
-
-# -- task-clustered estimates (Miller 2024, "Adding Error Bars to Evals") ------------------
