@@ -66,6 +66,7 @@ from . import stats
 from .base import NonFiniteJson, RunProvenance
 from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput
+from .modelcosts import upper_bound_reason
 from .stats.correctedrates import corrected_check
 from .reporting import ReliabilityReport
 
@@ -360,9 +361,9 @@ def _cost_inputs(cur: Mapping, base: Mapping, warnings: list) -> Optional[tuple]
                         "(infinite means no success; the success-rate check covers that)")
         return None
     for side, doc in (("now", cur), ("in the baseline", base)):  # cost.cost_report's mark
-        if doc.get("upper_bound"):
-            warnings.append(f"cost per success {side} is an upper bound, not an exact figure: "
-                            f"{doc.get('upper_bound_reason') or 'some calls did not report cached tokens'}")
+        reason = upper_bound_reason(doc)
+        if reason is not None:
+            warnings.append(f"cost per success {side} is an upper bound, not an exact figure: {reason}")
     return float(c), float(b), cur.get("cost_per_success_ci"), base.get("cost_per_success_ci")
 
 
