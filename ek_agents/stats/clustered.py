@@ -4,14 +4,14 @@ grouped in tasks with a cluster-robust interval, and the success-interval method
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ..core import shape
 from ..errors import InvalidInput, did_you_mean
 from .intervals import Z95, normal_quantile, t_quantile, whole_count, wilson_interval, wilson_score
 
-__all__ = ["ClusteredRate", "clustered_rate", "CI_METHODS", "success_interval"]
+__all__ = ["ClusteredRate", "clustered_rate", "CI_METHODS", "success_interval", "cr1_variance"]
 
 @shape()
 class ClusteredRate:
@@ -42,6 +42,18 @@ CI_METHODS: tuple[str, ...] = ("clustered", "wilson")
 def _z_two_sided(level: float) -> float:
     """z of a two-sided ``level`` interval; the spec's 1.96 at 95% (so Wilson stays as it was)."""
     return Z95 if level == 0.95 else normal_quantile(1.0 - (1.0 - level) / 2.0)
+
+
+def cr1_variance(influences: Collection[float]) -> float:
+    """The cluster-robust (CR1) variance of an estimate from its per-task influences ``psi_i``:
+    ``G/(G-1) * sum_i psi_i^2`` over the ``G`` tasks; ``inf`` with fewer than two tasks (one
+    task cannot show the between-task spread).
+
+    >>> cr1_variance([0.1, -0.1]), cr1_variance([0.3])
+    (0.04000000000000001, inf)
+    """
+    g = len(influences)
+    return g / (g - 1) * math.fsum(v * v for v in influences) if g > 1 else math.inf
 
 
 def _task_counts(fn: str, successes: Sequence[Any], trials: Sequence[Any]) -> list[tuple[int, int]]:

@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 from ..core import shape
 from ..errors import InvalidInput
+from .clustered import cr1_variance
 from .intervals import normal_quantile, t_quantile
 from .judgecorrect import DF_CAP, JudgeCorrectedRate, rate_of_doc, rate_quantile
 
@@ -129,7 +130,7 @@ def _cluster_cost(rate: JudgeCorrectedRate, per_task: Mapping[str, Sequence[floa
     rate (from the rate's per-task influences, which already carry their ``G/(G-1)``)."""
     g = len(per_task)
     psi = {t: (d - k * cbar) / n for t, (d, k) in per_task.items()}
-    v_c = g / (g - 1) * math.fsum(v * v for v in psi.values()) if g > 1 else math.inf
+    v_c = cr1_variance(psi.values())
     cov = 0.0
     if rate.influence and g > 1:
         cov = math.sqrt(g / (g - 1)) * math.fsum(psi[t] * rate.influence.get(t, 0.0) for t in psi)

@@ -72,7 +72,7 @@ from pydantic import Field
 
 from ..core import shape
 from ..errors import InvalidInput, did_you_mean
-from .clustered import clustered_rate
+from .clustered import clustered_rate, cr1_variance
 from .intervals import normal_quantile, t_quantile, wilson_interval, wilson_score
 
 __all__ = ["JudgeCorrectedRate", "judge_corrected_rate", "JUDGE_METHODS", "DISAGREEMENT_PSEUDOCOUNT",
@@ -381,17 +381,16 @@ def _clustered(y: list, h: list, u: list, lg: list, ug: list) -> tuple:
     tasks = set(psi_l) | set(psi_u)
     infl = {str(t): psi_l.get(t, 0.0) + psi_u.get(t, 0.0) for t in tasks}
     if set(psi_l).isdisjoint(psi_u):
-        vl = gl / (gl - 1) * math.fsum(v * v for v in psi_l.values()) if gl > 1 else math.inf
+        vl = cr1_variance(psi_l.values())
         if gu > 1:
-            vu = gu / (gu - 1) * math.fsum(v * v for v in psi_u.values())
+            vu = cr1_variance(psi_u.values())
         else:  # one unlabeled task (or none): its trials as independent draws
             vu = ubar * (1.0 - ubar) / nu if nu else 0.0
         var = vl + vu
         denom = (vl * vl / (gl - 1) if gl > 1 else 0.0) + (vu * vu / (gu - 1) if gu > 1 else 0.0)
         df = var * var / denom if denom > 0 and math.isfinite(var) else float(max(gl - 1, 1))
     else:  # labeled and unlabeled trials share tasks: one sandwich, df from the labeled tasks
-        g = len(tasks)
-        var = g / (g - 1) * math.fsum(v * v for v in infl.values()) if g > 1 else math.inf
+        var = cr1_variance(infl.values())
         df = float(max(gl - 1, 1))
     # the influences, rescaled so that their squares sum to the variance used
     scale = math.sqrt(var / math.fsum(v * v for v in infl.values())) \
