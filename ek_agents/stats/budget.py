@@ -214,7 +214,7 @@ def _width(c: PilotComponents, g: int, k: int, extra_var: float = 0.0, n_labels:
     if g < 2 or unlabeled <= 0:
         return math.inf
     return 2.0 * _t(0.975, g - 1) * math.sqrt((c.between + c.within / (k * unlabeled)) / g
-                                                      + extra_var)
+                                              + extra_var)
 
 
 def _cps_width(c: CostComponents, g: int, k: int, extra_rel: float = 0.0) -> float:
