@@ -33,7 +33,7 @@ from ek_agents.stats.bootstrap import cluster_bootstrap_ratio
 from ek_agents.stats.budget import plan_budget
 from ek_agents.stats.judgecorrect import judge_corrected_rate
 
-from bench.bench_judge import _fitted_p, judge_verdicts, pilot_report
+from bench.bench_judge import fitted_p, judge_verdicts, pilot_report
 
 
 def priced_pilot(rng: np.random.Generator, *, tasks: int = 40, k: int = 5, a: float = 1.2,
@@ -107,7 +107,7 @@ def labels_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.15,
     groups = np.repeat(np.arange(g), k)
     widths = []
     for _ in range(runs):
-        p = _fitted_p(rng, plan.components, g)
+        p = fitted_p(rng, plan.components, g)
         truth = rng.random(g * k) < np.repeat(p, k)
         verdict = judge_verdicts(rng, truth, judge.sensitivity, judge.specificity)
         lab = np.zeros(g * k, bool)

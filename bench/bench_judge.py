@@ -31,7 +31,10 @@ import time
 
 import numpy as np
 
-from ek_agents.stats.correctedrates import corrected_difference
+from ek_agents.stats.bootstrap import paired_difference
+from ek_agents.stats.budget import plan_budget
+from ek_agents.stats.clustered import clustered_rate
+from ek_agents.stats.correctedrates import corrected_difference, cost_per_corrected_success
 from ek_agents.stats.judgecorrect import judge_corrected_rate
 
 RATES = (0.3, 0.6, 0.9)
@@ -147,8 +150,6 @@ def cost_coverage(sims: int = 1000, *, seed: int = 3) -> float:
     """Coverage of the true cost per success (``E[cost per trial] / E[p]``) by the Fieller
     interval of ``cost_per_corrected_success``: 100 tasks x k = 10, p ~ Beta(1.2, 0.8), a
     lenient judge (0.95, 0.70), 20 tasks labeled, per-task cost higher on harder tasks."""
-    from ek_agents.stats.correctedrates import cost_per_corrected_success
-
     rng = np.random.default_rng(seed)
     pp = rng.beta(1.2, 0.8, 2_000_000)
     truth = float(np.exp(np.log(0.01) + (1 - pp)).mean() / pp.mean())
@@ -166,6 +167,55 @@ def cost_coverage(sims: int = 1000, *, seed: int = 3) -> float:
                                        groups=np.r_[ids[m].ravel(), ids[~m].ravel()].tolist())
         hit += c.ci[0] <= truth <= c.ci[1]
     return hit / sims
+
+
+# -- the budget planner ----------------------------------------------------------------------
+
+def pilot_report(rng: np.random.Generator, *, tasks: int = 40, k: int = 5, a: float = 1.2,
+                 b: float = 0.8, dollars_per_trial: float = 0.03) -> dict:
+    """A pilot run's report document: per-task counts and the measured cost per trial."""
+    c = rng.binomial(k, rng.beta(a, b, tasks))
+    return {"per_task": {f"t{i}": {"n": k, "c": int(ci)} for i, ci in enumerate(c)},
+            "cost": {"mean_dollars": dollars_per_trial}}
+
+
+def fitted_p(rng: np.random.Generator, comp, g: int) -> np.ndarray:
+    """Per-task success from the Beta with the pilot's mean and between-task variance."""
+    m, v = comp.mean, comp.between
+    if v <= 0:
+        return np.full(g, m)
+    conc = max(m * (1 - m) / v - 1.0, 1e-3)
+    return rng.beta(m * conc, (1 - m) * conc, g)
+
+
+def planner_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.12, power: float = 0.8,
+                       drop: float = 0.1, max_tasks: int = 300) -> dict:
+    """A pilot, a plan for ``width`` and one for ``power`` against ``drop``; each plan run
+    ``runs`` times from the pilot's fitted distribution: the mean width of the reported
+    (task-clustered) interval, and the paired gate's detection rate."""
+    rng = np.random.default_rng(seed)
+    pilot = pilot_report(rng)
+    pw = plan_budget(pilot, target_width=width, max_tasks=max_tasks)
+    comp = pw.components
+    widths = []
+    for _ in range(runs):
+        p = fitted_p(rng, comp, pw.n_tasks)
+        c = rng.binomial(pw.k, p)
+        lo, hi = clustered_rate(c.tolist(), [pw.k] * pw.n_tasks).ci
+        widths.append(hi - lo)
+    pp = plan_budget(pilot, power=power, drop=drop, max_tasks=max_tasks)
+    hits = 0
+    scale = 1.0 - drop / comp.mean
+    for _ in range(runs):
+        p = fitted_p(rng, comp, pp.n_tasks)
+        a = rng.binomial(pp.k, p)
+        b = rng.binomial(pp.k, np.clip(p * scale, 0, 1))
+        d = paired_difference(b.tolist(), [pp.k] * pp.n_tasks, a.tolist(), [pp.k] * pp.n_tasks)
+        hits += d.upper(0.025) < 0
+    return {"width_target": width, "width_plan": f"{pw.n_tasks}x{pw.k}",
+            "width_mean": float(np.mean(widths)), "width_ratio": float(np.mean(widths)) / width,
+            "power_target": power, "power_plan": f"{pp.n_tasks}x{pp.k}", "power_achieved": hits / runs,
+            "width_sentence": pw.sentence, "power_sentence": pp.sentence}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -250,54 +300,3 @@ def main(argv: list[str] | None = None) -> dict:
 if __name__ == "__main__":
     main()
 
-
-# -- the budget planner ----------------------------------------------------------------------
-
-def pilot_report(rng: np.random.Generator, *, tasks: int = 40, k: int = 5, a: float = 1.2,
-                 b: float = 0.8, dollars_per_trial: float = 0.03) -> dict:
-    """A pilot run's report document: per-task counts and the measured cost per trial."""
-    c = rng.binomial(k, rng.beta(a, b, tasks))
-    return {"per_task": {f"t{i}": {"n": k, "c": int(ci)} for i, ci in enumerate(c)},
-            "cost": {"mean_dollars": dollars_per_trial}}
-
-
-def _fitted_p(rng: np.random.Generator, comp, g: int) -> np.ndarray:
-    """Per-task success from the Beta with the pilot's mean and between-task variance."""
-    m, v = comp.mean, comp.between
-    if v <= 0:
-        return np.full(g, m)
-    conc = max(m * (1 - m) / v - 1.0, 1e-3)
-    return rng.beta(m * conc, (1 - m) * conc, g)
-
-
-def planner_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.12, power: float = 0.8,
-                       drop: float = 0.1, max_tasks: int = 300) -> dict:
-    """A pilot, a plan for ``width`` and one for ``power`` against ``drop``; each plan run
-    ``runs`` times from the pilot's fitted distribution: the mean width of the reported
-    (task-clustered) interval, and the paired gate's detection rate."""
-    from ek_agents.stats.budget import plan_budget
-    from ek_agents.stats import clustered_rate, paired_difference
-
-    rng = np.random.default_rng(seed)
-    pilot = pilot_report(rng)
-    pw = plan_budget(pilot, target_width=width, max_tasks=max_tasks)
-    comp = pw.components
-    widths = []
-    for _ in range(runs):
-        p = _fitted_p(rng, comp, pw.n_tasks)
-        c = rng.binomial(pw.k, p)
-        lo, hi = clustered_rate(c.tolist(), [pw.k] * pw.n_tasks).ci
-        widths.append(hi - lo)
-    pp = plan_budget(pilot, power=power, drop=drop, max_tasks=max_tasks)
-    hits = 0
-    scale = 1.0 - drop / comp.mean
-    for _ in range(runs):
-        p = _fitted_p(rng, comp, pp.n_tasks)
-        a = rng.binomial(pp.k, p)
-        b = rng.binomial(pp.k, np.clip(p * scale, 0, 1))
-        d = paired_difference(b.tolist(), [pp.k] * pp.n_tasks, a.tolist(), [pp.k] * pp.n_tasks)
-        hits += d.upper(0.025) < 0
-    return {"width_target": width, "width_plan": f"{pw.n_tasks}x{pw.k}",
-            "width_mean": float(np.mean(widths)), "width_ratio": float(np.mean(widths)) / width,
-            "power_target": power, "power_plan": f"{pp.n_tasks}x{pp.k}", "power_achieved": hits / runs,
-            "width_sentence": pw.sentence, "power_sentence": pp.sentence}

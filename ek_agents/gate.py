@@ -66,6 +66,7 @@ from . import stats
 from .base import NonFiniteJson, RunProvenance
 from .core import shape
 from .errors import BaselineError, IncomparableRuns, InvalidInput
+from .modelcosts import upper_bound_reason
 from .stats.correctedrates import corrected_check
 from .reporting import ReliabilityReport
 
@@ -222,26 +223,27 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
     a = ALPHA / m
     tids = _paired_tasks(cur, base, paired, label)
 
-    # success rate: paired per-task differences, else Newcombe
-    p_c, p_b = cur.n_success / cur.n_trials, base.n_success / base.n_trials
-    if tids is not None:
-        col = lambda rep, f: [rep.per_task[t][f] for t in tids]  # noqa: E731
-        pd = stats.paired_difference(col(cur, "c"), col(cur, "n"), col(base, "c"), col(base, "n"))
-        lo, hi = pd.lower(a), pd.upper(a)
-        method = (f"paired per-task differences over {pd.n_tasks} tasks (cluster-robust "
-                  f"standard error, t with {pd.df} df)")
-    else:
-        pd = None
-        lo, hi = stats.newcombe_difference(cur.n_success, cur.n_trials, base.n_success, base.n_trials, z=z)
-        method = "Newcombe score interval on the difference (unpaired)"
+    # success rate: the judge-corrected rates when both runs carry labels, else paired per-task
+    # differences, else Newcombe
     corrected = corrected_check(cur.detail.get("judge_corrected"), base.detail.get("judge_corrected"),
                                 alpha=a, warnings=warnings)
-    if corrected is not None:  # both runs carry labels: the judge-corrected rates decide
+    if corrected is not None:
         p_c, p_b, diff, (lo, hi), method = corrected
         checks.append(_check("success rate (judge-corrected rates compared)", p_c, p_b, diff, (lo, hi), -tolerance,
                              level, regressed=hi < -tolerance, worse=diff < -tolerance,
                              method=method))
     else:
+        p_c, p_b = cur.n_success / cur.n_trials, base.n_success / base.n_trials
+        if tids is not None:
+            col = lambda rep, f: [rep.per_task[t][f] for t in tids]  # noqa: E731
+            pd = stats.paired_difference(col(cur, "c"), col(cur, "n"), col(base, "c"), col(base, "n"))
+            lo, hi = pd.lower(a), pd.upper(a)
+            method = (f"paired per-task differences over {pd.n_tasks} tasks (cluster-robust "
+                      f"standard error, t with {pd.df} df)")
+        else:
+            pd = None
+            lo, hi = stats.newcombe_difference(cur.n_success, cur.n_trials, base.n_success, base.n_trials, z=z)
+            method = "Newcombe score interval on the difference (unpaired)"
         checks.append(_check("success rate", p_c, p_b, p_c - p_b, (lo, hi), -tolerance, level,
                              regressed=hi < -tolerance, worse=p_c - p_b < -tolerance,
                              method=method, paired=pd))
@@ -359,9 +361,9 @@ def _cost_inputs(cur: Mapping, base: Mapping, warnings: list) -> Optional[tuple]
                         "(infinite means no success; the success-rate check covers that)")
         return None
     for side, doc in (("now", cur), ("in the baseline", base)):  # cost.cost_report's mark
-        if doc.get("upper_bound"):
-            warnings.append(f"cost per success {side} is an upper bound, not an exact figure: "
-                            f"{doc.get('upper_bound_reason') or 'some calls did not report cached tokens'}")
+        reason = upper_bound_reason(doc)
+        if reason is not None:
+            warnings.append(f"cost per success {side} is an upper bound, not an exact figure: {reason}")
     return float(c), float(b), cur.get("cost_per_success_ci"), base.get("cost_per_success_ci")
 
 

@@ -1,8 +1,8 @@
 """Reports for people: the stored-run summary, the HTML / Markdown report and its plots.
 
 Owns reading stored runs into rows (``runsummary``), the self-contained HTML and Markdown
-report of one or more runs (``htmlreport``) and its plots (``reportplots``, matplotlib, the
-``[plot]`` extra, imported lazily).
+report of one or more runs (``htmlreport``) and its plots (``reportplots``: inline SVG drawn
+there, no plotting library).
 
 May import: every layer below it, ``runs`` included (see ``ek_agents.layers``). The
 documented ``ek_agents.htmlreport.write_report`` path is a thin re-export of

@@ -15,10 +15,11 @@ from typing import Any, Optional
 from ..labels import Labels, LabelPlan, labels_doc, labels_of_doc, plan_labels, read_labels
 from ..reporting import ReliabilityReport, with_labels
 from ..stats.budget import BudgetPlan, plan_budget
+from ..stats.intervals import Z95
 from ..stats.judgecorrect import rate_of_doc
 from ..store import run_key
 from .baselines import load_baseline
-from .documents import (UNSTORED, episodes_of, read_manifest, read_ref, read_run_doc, tasks_of)
+from .documents import UNSTORED, episodes_of, read_manifest, read_ref, read_run_doc, tasks_of
 from .manifest import report_markdown
 from .stagecache import StageRef, write_doc
 from .stages import gate_run, regate
@@ -52,10 +53,17 @@ def stored_run(store: Any, run_id: str) -> tuple[Any, dict, list, dict]:
 
 def report_with_labels(store: Any, run_id: str, labels: Any) -> tuple[dict, dict]:
     """``(manifest, report)`` of a stored run with the judge correction from ``labels``."""
+    manifest, _, labeled, _ = _labeled_run(store, run_id, labels)
+    return manifest.to_dict(), labeled
+
+
+def _labeled_run(store: Any, run_id: str, labels: Any) -> tuple[Any, dict, dict, dict]:
+    """``(manifest, report, the report with the judge correction from labels, graded)`` of a
+    stored run, each document read once."""
     manifest, report, graded, tasks = stored_run(store, run_id)
     check = manifest.inputs.check
-    return manifest.to_dict(), labels_stage(report, graded, labels, tasks,
-                                            check=None if check == UNSTORED else check)
+    labeled = labels_stage(report, graded, labels, tasks, check=None if check == UNSTORED else check)
+    return manifest, report, labeled, graded
 
 
 def labeled_report_text(store: Any, run_id: str, labels: Any, *, as_json: bool = False) -> str:
@@ -72,8 +80,8 @@ def labels_for_width(report: Mapping, width: float, *, disagreement: float = 0.1
     judge's disagreement rate with people (``disagreement``; 0.15 when not measured yet).
     None when the run's trials alone are already wider than ``width``."""
     lo, hi = report.get("success_ci") or (0.0, 1.0)
-    v_run = ((hi - lo) / (2 * 1.96)) ** 2
-    v_target = (width / (2 * 1.96)) ** 2
+    v_run = ((hi - lo) / (2 * Z95)) ** 2
+    v_target = (width / (2 * Z95)) ** 2
     if v_target <= v_run:
         return None
     return max(10, int(-(-disagreement // (v_target - v_run))))
@@ -81,17 +89,21 @@ def labels_for_width(report: Mapping, width: float, *, disagreement: float = 0.1
 
 def plan_run_labels(store: Any, run_id: str, n: int, *, path: Optional[str], seed: int = 0) -> LabelPlan:
     """:func:`~ek_agents.labels.plan_labels` of a stored run (its graded trials and tasks)."""
-    _, _, graded, tasks = stored_run(store, run_id)
-    return plan_labels(episodes_of(graded), n, seed=seed, path=path,
-                       tasks=tasks_of(tasks))
+    return _plan_stored(stored_run(store, run_id), n, path=path, seed=seed)
+
+
+def _plan_stored(run: tuple, n: int, *, path: Optional[str], seed: int) -> LabelPlan:
+    _, _, graded, tasks = run
+    return plan_labels(episodes_of(graded), n, seed=seed, path=path, tasks=tasks_of(tasks))
 
 
 def plan_labels_lines(store: Any, run_id: str, n: int, *, path: str, seed: int = 0,
                       width: float = 0.1) -> list[str]:
     """What ``ek-agents plan-labels`` does and prints: :func:`plan_run_labels` written to
     ``path``, then how many labels a corrected interval ``width`` wide needs."""
-    plan = plan_run_labels(store, run_id, n, path=path, seed=seed)
-    need = labels_for_width(stored_run(store, run_id)[1], width)
+    run = stored_run(store, run_id)
+    plan = _plan_stored(run, n, path=path, seed=seed)
+    need = labels_for_width(run[1], width)
     return [f"wrote {len(plan.trials)} trials of {plan.n_tasks} tasks to label to {path}: set each "
             f"line's \"gold\" to true or false, then `ek-agents report {run_id} --labels {path}`",
             f"a 95% interval {width:g} wide on the corrected success needs about {need} labels "
@@ -103,14 +115,11 @@ def plan_labels_lines(store: Any, run_id: str, n: int, *, path: str, seed: int =
 
 def plan_run(store: Any, run_id: str, *, labels: Any = None, **goal: Any) -> BudgetPlan:
     """:func:`~ek_agents.stats.budget.plan_budget` from a stored run as the pilot (with ``labels``:
-    its judge correction too)."""
-    manifest, report, graded, tasks = stored_run(store, run_id)
-    rate = None
-    if labels is not None:
-        check = manifest.inputs.check
-        doc = labels_stage(report, graded, labels, tasks,
-                           check=None if check == UNSTORED else check)
-        rate = rate_of_doc(doc["detail"]["judge_corrected"]["rate"])
+    its judge correction too; without, only the run's manifest and report are read)."""
+    if labels is None:
+        return plan_budget(read_run_doc(store, read_manifest(store, run_id), "report"), **goal)
+    _, report, labeled, _ = _labeled_run(store, run_id, labels)
+    rate = rate_of_doc(labeled["detail"]["judge_corrected"]["rate"])
     return plan_budget(report, labels=rate, **goal)
 
 
@@ -121,11 +130,12 @@ def gate_with_labels(store: Any, run_id: str, baseline: str, labels: Any, *, tol
     says why not otherwise). ``labels=None``: ``stages.gate_run`` itself."""
     if labels is None:
         return gate_run(store, run_id, baseline, tolerance=tolerance, cost_tolerance=cost_tolerance)
-    manifest, report = report_with_labels(store, run_id, labels)
-    graded = store.read_json(run_key(run_id, "graded")) if manifest.get("sequential") else None
-    return regate(report, graded, load_baseline(store, baseline), manifest.get("gate"),
-                         k=(manifest.get("inputs") or {}).get("k", 1), tolerance=tolerance,
-                         cost_tolerance=cost_tolerance, baseline_name=baseline)
+    stored, _, report, graded = _labeled_run(store, run_id, labels)
+    manifest = stored.to_dict()
+    return regate(report, graded if manifest.get("sequential") else None,
+                  load_baseline(store, baseline), manifest.get("gate"),
+                  k=(manifest.get("inputs") or {}).get("k", 1), tolerance=tolerance,
+                  cost_tolerance=cost_tolerance, baseline_name=baseline)
 
 
 def run_labels(store: Any, run_id: str, path: Any) -> StageRef:

@@ -27,8 +27,9 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["bootstrap_ci", "bootstrap_mean_cis", "VECTORIZED_STATISTICS",
                     "cluster_bootstrap_ratio", "PairedDifference", "paired_difference",
                     "paired_bootstrap_ratio_difference"], "bootstrap"),
-    **dict.fromkeys(["ClusteredRate", "clustered_rate", "CI_METHODS", "success_interval"], "clustered"),
-    **dict.fromkeys(["pass_at_k", "pass_hat_k", "wilson_interval", "newcombe_difference",
+    **dict.fromkeys(["ClusteredRate", "clustered_rate", "CI_METHODS", "success_interval",
+                    "cr1_variance"], "clustered"),
+    **dict.fromkeys(["pass_at_k", "pass_hat_k", "wilson_interval", "wilson_score", "newcombe_difference",
                     "difference_upper_bound", "normal_quantile", "Z95", "t_quantile", "whole_count"], "intervals"),
     **dict.fromkeys(["trials_for_power", "tasks_for_power", "obrien_fleming_spending",
                     "group_sequential_bounds"], "power"),
@@ -53,9 +54,11 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         paired_difference as paired_difference,
         paired_bootstrap_ratio_difference as paired_bootstrap_ratio_difference)
     from .clustered import (ClusteredRate as ClusteredRate, clustered_rate as clustered_rate,
-        CI_METHODS as CI_METHODS, success_interval as success_interval)
+        CI_METHODS as CI_METHODS, success_interval as success_interval,
+        cr1_variance as cr1_variance)
     from .intervals import (pass_at_k as pass_at_k, pass_hat_k as pass_hat_k,
-        wilson_interval as wilson_interval, newcombe_difference as newcombe_difference,
+        wilson_interval as wilson_interval, wilson_score as wilson_score,
+        newcombe_difference as newcombe_difference,
         difference_upper_bound as difference_upper_bound, normal_quantile as normal_quantile,
         Z95 as Z95, t_quantile as t_quantile, whole_count as whole_count)
     from .power import (trials_for_power as trials_for_power, tasks_for_power as tasks_for_power,

@@ -60,6 +60,7 @@ within 10% (the two outside over-deliver: narrower than promised) (``bench/bench
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from statistics import NormalDist
@@ -199,14 +200,21 @@ def pilot_components(pilot: Any) -> PilotComponents:
                            dollars_per_trial=float(dpt) if isinstance(dpt, (int, float)) else None)
 
 
+@functools.lru_cache(maxsize=4096)
+def _t(q: float, df: int) -> float:
+    """``t_quantile(q, df)``, once per ``(q, df)``: a plan's search asks for the same few
+    thousand quantiles at every k (Newton steps on an O(df) series each)."""
+    return t_quantile(q, df)
+
+
 def _width(c: PilotComponents, g: int, k: int, extra_var: float = 0.0, n_labels: int = 0) -> float:
     """Expected 95% width on the success rate; with ``n_labels`` of the ``g k`` trials labeled
     (at random), the judge's part is over the ``g k - n_labels`` unlabeled trials only."""
     unlabeled = 1.0 - n_labels / (g * k)
     if g < 2 or unlabeled <= 0:
         return math.inf
-    return 2.0 * t_quantile(0.975, g - 1) * math.sqrt((c.between + c.within / (k * unlabeled)) / g
-                                                      + extra_var)
+    return 2.0 * _t(0.975, g - 1) * math.sqrt((c.between + c.within / (k * unlabeled)) / g
+                                              + extra_var)
 
 
 def _cps_width(c: CostComponents, g: int, k: int, extra_rel: float = 0.0) -> float:
@@ -214,7 +222,7 @@ def _cps_width(c: CostComponents, g: int, k: int, extra_rel: float = 0.0) -> flo
     if g < 2:
         return math.inf
     rel_var = (c.between + c.within / k) / (g * (c.success_per_trial * c.cost_per_success) ** 2)
-    return 2.0 * t_quantile(0.975, g - 1) * math.sqrt(rel_var + extra_rel)
+    return 2.0 * _t(0.975, g - 1) * math.sqrt(rel_var + extra_rel)
 
 
 def _power(c: PilotComponents, g: int, k: int, drop: float, alpha: float = 0.025) -> float:
@@ -227,7 +235,7 @@ def _power(c: PilotComponents, g: int, k: int, drop: float, alpha: float = 0.025
     if var_d <= 0:
         return 1.0
     # the usual approximation Phi(D / se - t_{1-alpha, G-1}) of the noncentral t's tail
-    return NormalDist().cdf(drop / math.sqrt(var_d) - t_quantile(1.0 - alpha, g - 1))
+    return NormalDist().cdf(drop / math.sqrt(var_d) - _t(1.0 - alpha, g - 1))
 
 
 def plan_budget(pilot: Any, *, target_width: Optional[float] = None, power: Optional[float] = None,

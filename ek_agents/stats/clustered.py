@@ -4,14 +4,14 @@ grouped in tasks with a cluster-robust interval, and the success-interval method
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ..core import shape
 from ..errors import InvalidInput, did_you_mean
-from .intervals import Z95, normal_quantile, t_quantile, whole_count, wilson_interval
+from .intervals import Z95, normal_quantile, t_quantile, whole_count, wilson_interval, wilson_score
 
-__all__ = ["ClusteredRate", "clustered_rate", "CI_METHODS", "success_interval"]
+__all__ = ["ClusteredRate", "clustered_rate", "CI_METHODS", "success_interval", "cr1_variance"]
 
 @shape()
 class ClusteredRate:
@@ -44,14 +44,16 @@ def _z_two_sided(level: float) -> float:
     return Z95 if level == 0.95 else normal_quantile(1.0 - (1.0 - level) / 2.0)
 
 
-def _wilson_p(p: float, n: float, z: float) -> tuple[float, float]:
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    center = (p + z2 / (2.0 * n)) / denom
-    half = z * math.sqrt(max(p * (1.0 - p), 0.0) / n + z2 / (4.0 * n * n)) / denom
-    lo = 0.0 if p <= 0.0 else min(max(center - half, 0.0), 1.0)
-    hi = 1.0 if p >= 1.0 else min(max(center + half, 0.0), 1.0)
-    return (lo, hi)
+def cr1_variance(influences: Collection[float]) -> float:
+    """The cluster-robust (CR1) variance of an estimate from its per-task influences ``psi_i``:
+    ``G/(G-1) * sum_i psi_i^2`` over the ``G`` tasks; ``inf`` with fewer than two tasks (one
+    task cannot show the between-task spread).
+
+    >>> cr1_variance([0.1, -0.1]), cr1_variance([0.3])
+    (0.04000000000000001, inf)
+    """
+    g = len(influences)
+    return g / (g - 1) * math.fsum(v * v for v in influences) if g > 1 else math.inf
 
 
 def _task_counts(fn: str, successes: Sequence[Any], trials: Sequence[Any]) -> list[tuple[int, int]]:
@@ -120,7 +122,7 @@ def clustered_rate(successes: Sequence[int], trials: Sequence[int], *, level: fl
                              "task-clustered: a single task cannot show the between-task "
                              "spread; reporting (0, 1)")
     n_eff = n_tot / deff
-    return ClusteredRate(p, se, _wilson_p(p, n_eff, t_quantile(q, g - 1)), g, n_tot, deff, n_eff,
+    return ClusteredRate(p, se, wilson_score(p, n_eff, z=t_quantile(q, g - 1)), g, n_tot, deff, n_eff,
                          g - 1, "task-clustered: Wilson at the effective sample size N / design "
                                 "effect, t quantile with n_tasks - 1 df")
 

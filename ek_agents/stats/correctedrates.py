@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 from ..core import shape
 from ..errors import InvalidInput
+from .clustered import cr1_variance
 from .intervals import normal_quantile, t_quantile
 from .judgecorrect import DF_CAP, JudgeCorrectedRate, rate_of_doc, rate_quantile
 
@@ -90,7 +91,6 @@ def cost_per_corrected_success(rate: JudgeCorrectedRate, costs: Optional[Sequenc
                            "unknown cost is not 0 (price the trial or leave cost out)")
     dollars = math.fsum(cs)
     cbar = dollars / trials
-    cov = 0.0
     if groups is not None:
         gs = list(groups)
         if len(gs) != trials:
@@ -100,15 +100,11 @@ def cost_per_corrected_success(rate: JudgeCorrectedRate, costs: Optional[Sequenc
             e = per.setdefault(str(t), [0.0, 0.0])
             e[0] += c
             e[1] += 1
-        g = len(per)
-        psi_c = {t: (e[0] - e[1] * cbar) / trials for t, e in per.items()}
-        v_c = g / (g - 1) * math.fsum(v * v for v in psi_c.values()) if g > 1 else math.inf
-        if rate.influence and g > 1:  # rate.influence already carries its G/(G-1)
-            cov = math.sqrt(g / (g - 1)) * math.fsum(psi_c[t] * rate.influence.get(t, 0.0)
-                                                     for t in psi_c)
+        v_c, cov = _cluster_cost(rate, per, cbar, trials)
         how = "cluster-robust over tasks, with the cost-rate covariance"
     else:
         v_c = math.fsum((c - cbar) ** 2 for c in cs) / (trials - 1) / trials if trials > 1 else 0.0
+        cov = 0.0
         how = "trials independent, cost and rate independent"
     return _fieller(rate, cbar, v_c, cov, dollars, trials, how)
 
@@ -122,21 +118,37 @@ def _cost_from_totals(rate: JudgeCorrectedRate, totals: Mapping[str, Mapping[str
         raise InvalidInput("cost_per_corrected_success: task_totals hold no priced trial (or a "
                            "non-finite cost); price the run (prices=...) first")
     cbar = math.fsum(d for d, _ in rows.values()) / n
-    g = len(rows)
-    psi = {t: (d - k * cbar) / n for t, (d, k) in rows.items()}
-    v_c = g / (g - 1) * math.fsum(v * v for v in psi.values()) if g > 1 else math.inf
+    v_c, cov = _cluster_cost(rate, rows, cbar, n)
+    return _fieller(rate, cbar, v_c, cov, cbar * trials, trials,
+                    f"cluster-robust over {len(rows)} tasks, with the cost-rate covariance")
+
+
+def _cluster_cost(rate: JudgeCorrectedRate, per_task: Mapping[str, Sequence[float]], cbar: float,
+                  n: int) -> tuple[float, float]:
+    """``(var, cov)`` of the mean cost per trial ``cbar`` over ``n`` trials from per-task
+    ``(dollars, trials)``: its CR1 variance over tasks and its covariance with the corrected
+    rate (from the rate's per-task influences, which already carry their ``G/(G-1)``)."""
+    g = len(per_task)
+    psi = {t: (d - k * cbar) / n for t, (d, k) in per_task.items()}
+    v_c = cr1_variance(psi.values())
     cov = 0.0
     if rate.influence and g > 1:
         cov = math.sqrt(g / (g - 1)) * math.fsum(psi[t] * rate.influence.get(t, 0.0) for t in psi)
-    return _fieller(rate, cbar, v_c, cov, cbar * trials, trials,
-                    f"cluster-robust over {g} tasks, with the cost-rate covariance")
+    return v_c, cov
+
+
+def _spread(rate: JudgeCorrectedRate) -> tuple[float, float]:
+    """``(q, var)``: the quantile of ``rate``'s interval (:func:`rate_quantile` at its level and
+    df) and the variance its half-width implies, ``((hi - lo) / (2 q))^2`` -- so what divides or
+    compares corrected rates carries the score interval's small-sample care over."""
+    q = rate_quantile(rate.level, rate.df if rate.df is not None else math.inf)
+    return q, ((rate.ci[1] - rate.ci[0]) / (2.0 * q)) ** 2
 
 
 def _fieller(rate: JudgeCorrectedRate, cbar: float, v_c: float, cov: float, dollars: float,
              trials: int, how: str) -> CorrectedCostPerSuccess:
     theta = rate.estimate
-    q = rate_quantile(rate.level, rate.df if rate.df is not None else math.inf)
-    v_t = ((rate.ci[1] - rate.ci[0]) / (2.0 * q)) ** 2
+    q, v_t = _spread(rate)
     est = cbar / theta if theta > 0 else math.inf
     q2 = q * q
     a = theta * theta - q2 * v_t
@@ -193,12 +205,7 @@ def corrected_difference(current: JudgeCorrectedRate, baseline: JudgeCorrectedRa
     if not 0.0 < alpha < 0.5:
         raise InvalidInput(f"corrected_difference: alpha must be in (0, 0.5), got {alpha!r}")
     d = current.estimate - baseline.estimate
-
-    def var_of(r: JudgeCorrectedRate) -> float:
-        q = rate_quantile(r.level, r.df if r.df is not None else math.inf)
-        return ((r.ci[1] - r.ci[0]) / (2.0 * q)) ** 2
-
-    vc, vb = var_of(current), var_of(baseline)
+    vc, vb = _spread(current)[1], _spread(baseline)[1]
     dfc = current.df if current.df is not None else math.inf
     dfb = baseline.df if baseline.df is not None else math.inf
     ic, ib = current.influence, baseline.influence

@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 from ..errors import InsufficientTrials, InvalidInput
 
-__all__ = ["pass_at_k", "pass_hat_k", "wilson_interval", "newcombe_difference",
+__all__ = ["pass_at_k", "pass_hat_k", "wilson_interval", "wilson_score", "newcombe_difference",
            "difference_upper_bound", "normal_quantile", "Z95", "t_quantile", "whole_count"]
 
 #: The two-sided 95% normal quantile the spec uses as the default ``z``.
@@ -133,13 +133,25 @@ def wilson_interval(successes: int, n: int, *, z: float = Z95) -> tuple[float, f
         raise InvalidInput(f"wilson_interval: z must be > 0, got {z!r}")
     if n == 0:
         return (0.0, 1.0)
-    p = c / n
+    return wilson_score(c / n, n, z=z)
+
+
+def wilson_score(p: float, n: float, *, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``p`` in [0, 1] seen on ``n > 0`` trials, where
+    ``n`` may be fractional (an effective sample size: the task-clustered and the
+    judge-corrected intervals use it so); the quantile ``z`` may be a t quantile. The bounds
+    are exactly 0.0 at ``p == 0`` and exactly 1.0 at ``p == 1``. :func:`wilson_interval` is
+    this at ``p = successes / n``.
+
+    >>> wilson_score(0.0, 10) == wilson_interval(0, 10)
+    True
+    """
     z2 = z * z
     denom = 1.0 + z2 / n
     center = (p + z2 / (2.0 * n)) / denom
     half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denom
-    lo = 0.0 if c == 0 else min(max(center - half, 0.0), 1.0)
-    hi = 1.0 if c == n else min(max(center + half, 0.0), 1.0)
+    lo = 0.0 if p <= 0.0 else min(max(center - half, 0.0), 1.0)
+    hi = 1.0 if p >= 1.0 else min(max(center + half, 0.0), 1.0)
     return (lo, hi)
 
 
@@ -264,6 +276,3 @@ def t_quantile(q: float, df: int) -> float:
         if abs(step) < 1e-12 * max(1.0, abs(t)):
             break
     return t
-
-
-# -- task-clustered estimates (Miller 2024, "Adding Error Bars to Evals") ------------------

@@ -72,8 +72,8 @@ from pydantic import Field
 
 from ..core import shape
 from ..errors import InvalidInput, did_you_mean
-from .clustered import clustered_rate
-from .intervals import normal_quantile, t_quantile, wilson_interval
+from .clustered import clustered_rate, cr1_variance
+from .intervals import normal_quantile, t_quantile, wilson_interval, wilson_score
 
 __all__ = ["JudgeCorrectedRate", "judge_corrected_rate", "JUDGE_METHODS", "DISAGREEMENT_PSEUDOCOUNT",
            "DF_CAP", "rate_quantile", "rate_doc", "rate_of_doc"]
@@ -201,13 +201,7 @@ def _wilson_at(est: float, var: float, q: float, n_floor: int) -> tuple[float, f
     if var <= 0.0:
         return (p, p)
     pq = p * (1.0 - p)
-    n_eff = pq / var if pq > 0.0 else float(max(n_floor, 1))
-    q2 = q * q
-    den = 1.0 + q2 / n_eff
-    center = (p + q2 / (2.0 * n_eff)) / den
-    half = q * math.sqrt(pq / n_eff + q2 / (4.0 * n_eff * n_eff)) / den
-    lo = 0.0 if p <= 0.0 else min(max(center - half, 0.0), 1.0)
-    return (lo, 1.0 if p >= 1.0 else min(max(center + half, 0.0), 1.0))
+    return wilson_score(p, pq / var if pq > 0.0 else float(max(n_floor, 1)), z=q)
 
 
 def rate_quantile(level: float, df: float) -> float:
@@ -301,10 +295,11 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
         sensitivity=n11 / ny if ny else None, sensitivity_n=ny,
         specificity=n00 / (n - ny) if n - ny else None, specificity_n=n - ny)
     judge_total, m = nh + hu, n + nu
-
-    if method == "clt":
+    if method == "clt" or not grouped:  # ppi_py's power-tuned weight
         lam = _ppi_lam(n, nu, n11, ny, nh, hu)
         est = lam * ubar + (ny - lam * nh) / n
+
+    if method == "clt":
         r = [a - lam * b for a, b in zip(y, h)]
         rbar = sum(r) / n
         var_r = math.fsum((x - rbar) ** 2 for x in r) / n  # numpy std: ddof = 0
@@ -322,8 +317,6 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
             judge_ci=jci, se=se, df=None, **common)
 
     if not grouped:
-        lam = _ppi_lam(n, nu, n11, ny, nh, hu)
-        est = lam * ubar + (ny - lam * nh) / n
         var, df = _iid_score_var(n, nu, (n11, n10, n01, n00), lam, ubar)
         q = rate_quantile(level, df)
         return JudgeCorrectedRate(
@@ -332,7 +325,8 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
                         "within the judge's verdict strata (0.03 pseudo-trials per disagreement "
                         "cell), t quantile with Satterthwaite df",
             lam=lam, n_groups=None, n_labeled_groups=None, judge_rate=judge_total / m,
-            judge_ci=wilson_interval(judge_total, m, z=_z(level)), se=math.sqrt(var),
+            judge_ci=wilson_interval(judge_total, m, z=rate_quantile(level, math.inf)),
+            se=math.sqrt(var),
             df=None if not math.isfinite(df) else df, **common)
 
     lg = _group_ids("labeled_groups", labeled_groups, n)
@@ -351,10 +345,6 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
         lam=1.0 if nu else 0.0, n_groups=g, n_labeled_groups=gl, judge_rate=judge_total / m,
         judge_ci=_judge_ci_grouped(h, u, lg, ug, level), se=math.sqrt(var),
         df=None if not math.isfinite(df) else df, influence=infl, **common)
-
-
-def _z(level: float) -> float:
-    return normal_quantile(1.0 - (1.0 - level) / 2.0)
 
 
 def _judge_ci_grouped(h: list, u: list, lg: Any, ug: Any, level: float) -> tuple[float, float]:
@@ -391,17 +381,16 @@ def _clustered(y: list, h: list, u: list, lg: list, ug: list) -> tuple:
     tasks = set(psi_l) | set(psi_u)
     infl = {str(t): psi_l.get(t, 0.0) + psi_u.get(t, 0.0) for t in tasks}
     if set(psi_l).isdisjoint(psi_u):
-        vl = gl / (gl - 1) * math.fsum(v * v for v in psi_l.values()) if gl > 1 else math.inf
+        vl = cr1_variance(psi_l.values())
         if gu > 1:
-            vu = gu / (gu - 1) * math.fsum(v * v for v in psi_u.values())
+            vu = cr1_variance(psi_u.values())
         else:  # one unlabeled task (or none): its trials as independent draws
             vu = ubar * (1.0 - ubar) / nu if nu else 0.0
         var = vl + vu
         denom = (vl * vl / (gl - 1) if gl > 1 else 0.0) + (vu * vu / (gu - 1) if gu > 1 else 0.0)
         df = var * var / denom if denom > 0 and math.isfinite(var) else float(max(gl - 1, 1))
     else:  # labeled and unlabeled trials share tasks: one sandwich, df from the labeled tasks
-        g = len(tasks)
-        var = g / (g - 1) * math.fsum(v * v for v in infl.values()) if g > 1 else math.inf
+        var = cr1_variance(infl.values())
         df = float(max(gl - 1, 1))
     # the influences, rescaled so that their squares sum to the variance used
     scale = math.sqrt(var / math.fsum(v * v for v in infl.values())) \

@@ -46,8 +46,6 @@ def trials_for_power(p_a: float, p_b: float, *, alpha: float = 0.05, power: floa
     return max(1, math.ceil(num * num / (delta * delta) - 1e-9))
 
 
-# -- bootstrap ---------------------------------------------------------------------------
-
 def tasks_for_power(se: float, n_tasks: int, effect: float, *, alpha: float = 0.025,
                     power: float = 0.8) -> int:
     """Tasks per run for a one-sided paired test at ``alpha`` to detect ``effect`` with
@@ -90,8 +88,6 @@ def group_sequential_bounds(fractions: Sequence[float], alpha: float = 0.025) ->
     >>> [round(c, 2) for c in group_sequential_bounds([0.5, 1.0])]
     [2.96, 1.97]
     """
-    import numpy as np
-
     ts = [float(t) for t in fractions]
     if not ts or any(not 0 < t <= 1 for t in ts) or any(b <= a for a, b in zip(ts, ts[1:])) \
             or abs(ts[-1] - 1.0) > 1e-12:
