@@ -283,6 +283,9 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
     if grouped and (labeled_groups is None or (unlabeled_groups is None and nu)):
         raise InvalidInput("judge_corrected_rate: give both labeled_groups and unlabeled_groups "
                            "(each trial's task id), or neither")
+    if grouped:  # checked whatever the method: a list of the wrong length is refused, never cut
+        lg = _group_ids("labeled_groups", labeled_groups, n)
+        ug = _group_ids("unlabeled_groups", [] if unlabeled_groups is None else unlabeled_groups, nu)
     level = 1.0 - alpha
     n11 = sum(1 for a, b in zip(y, h) if a and b)
     n10 = sum(1 for a, b in zip(y, h) if a and not b)
@@ -308,7 +311,7 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
         z = normal_quantile(1.0 - alpha / 2.0)
         jci = wilson_interval(judge_total, m, z=z)
         if grouped:
-            jci = _judge_ci_grouped(h, u, labeled_groups, unlabeled_groups, level)
+            jci = _judge_ci_grouped(h, u, lg, ug, level)
         return JudgeCorrectedRate(
             estimate=est, ci=(est - z * se, est + z * se), method="clt",
             description="ppi_py's PPI++ CLT interval (power-tuned weight, normal quantile, "
@@ -329,8 +332,6 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
             se=math.sqrt(var),
             df=None if not math.isfinite(df) else df, **common)
 
-    lg = _group_ids("labeled_groups", labeled_groups, n)
-    ug = _group_ids("unlabeled_groups", unlabeled_groups if unlabeled_groups is not None else [], nu)
     est, var, df, g, gl, infl = _clustered(y, h, u, lg, ug)
     iid_var, _ = _iid_score_var(n, nu, (n11, n10, n01, n00), 1.0 if nu else 0.0, ubar)
     var = max(var, iid_var)

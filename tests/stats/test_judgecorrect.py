@@ -160,3 +160,20 @@ def test_every_trial_labeled_with_groups_is_the_labels_alone():
     y = [1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1]
     r = judge_corrected_rate(y, [1] * 12, [], labeled_groups=list("aabbccddeeff"), unlabeled_groups=[])
     assert r.estimate == pytest.approx(sum(y) / 12) and r.lam == 0.0 and r.ci[0] < r.estimate < r.ci[1]
+
+
+@pytest.mark.parametrize("method", ["score", "clt"])
+def test_task_groups_of_the_wrong_length_are_refused_by_either_method(method):
+    """A group list shorter than its verdicts is refused (naming the list and the fix) by the
+    clt method too, which does not use the groups for its interval: it used to zip them
+    silently against the verdicts for the judge's interval."""
+    gold, judged, unlab = [1, 0, 1, 1, 0, 1], [1, 0, 1, 0, 0, 1], [1, 1, 0, 1]
+    with pytest.raises(InvalidInput, match="labeled_groups has 5 entries for 6 trials"):
+        judge_corrected_rate(gold, judged, unlab, labeled_groups=list("aabbc"),
+                             unlabeled_groups=list("abcc"), method=method)
+    with pytest.raises(InvalidInput, match="unlabeled_groups has 3 entries for 4 trials"):
+        judge_corrected_rate(gold, judged, unlab, labeled_groups=list("aabbcc"),
+                             unlabeled_groups=list("abc"), method=method)
+    ok = judge_corrected_rate(gold, judged, unlab, labeled_groups=list("aabbcc"),
+                              unlabeled_groups=list("abcc"), method=method)
+    assert ok.ci[0] <= ok.estimate <= ok.ci[1]  # (the clt interval is not clipped to [0, 1])
