@@ -7,7 +7,7 @@ Everything runs against real services started here: a Prefect server (``prefect 
 on a free 127.0.0.1 port), moto's S3 server (a subprocess on 127.0.0.1), and the
 ``evaluate-at-scale`` flow's ``LocalCluster`` of worker processes. The agent is zero-latency
 (``bench/scale_agent.py``: an ``async def`` returning a plain answer). Each measured run is a
-process of its own (its peak RSS is its own ``ru_maxrss``; a Dask worker's is reported by the
+process of its own (its peak RSS is its own ``VmHWM``, ``scalerun.peak_rss_mb``; a Dask worker's is reported by the
 chunks it ran). Figures printed:
 
 - the plain loop: build the Episode, grade it, write a JSON line (no store, no Prefect), at
@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import signal
 import subprocess
 import sys
@@ -52,7 +51,9 @@ def write_suite(path: Path, n_tasks: int) -> str:
 
 
 def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from ek_agents.runs.scalerun import peak_rss_mb  # (the children's, after their imports)
+
+    return peak_rss_mb()
 
 
 # -- the children ---------------------------------------------------------------------------
