@@ -72,7 +72,7 @@ from ..store import (Store, parse_json, segment_index_key, segment_index_prefix,
 __all__ = ["SEGMENT_TRIALS", "SEGMENT_BYTES", "ZSTD_LEVEL", "SegmentEntry", "WriterIndex",
            "SegmentTrial", "SegmentWriter", "RunSegments", "read_segment", "encode_segment",
            "decode_segment", "pack_pairs", "unpack_pairs", "new_writer_name", "iter_segments",
-           "segment_line_doc", "stored_pair", "owner", "owned"]
+           "segment_line_doc", "stored_pair", "owner", "owned", "Pair"]
 
 #: Most trials in one segment: ~0.5 PUT per 1,000 trials (segment + index), and at most this
 #: many trials lost by a writer killed just before its flush.

@@ -22,7 +22,7 @@ from ..core import canonical_json, construct
 from ..errors import AgentTimeout, InvalidInput, TransientAgentError
 from ..parsing import MAX_DEPTH, check_tree
 from ..store import Store
-from .segments import SegmentWriter
+from .segments import Pair, SegmentWriter
 from .trialwriter import WRITER_BACKLOG, TrialWriter, abort_on, writer_threads
 
 def run_coroutine(factory: Callable[[], Any]) -> Any:
@@ -36,7 +36,6 @@ def run_coroutine(factory: Callable[[], Any]) -> Any:
 
 __all__ = ["TrialRunner", "run_coroutine", "EPISODE_DEPTH"]
 
-Pair = tuple  # (task_id, trial)
 
 #: Deepest episode a trial may produce: an episode sits two levels down in the run's episodes
 #: document, which must stay readable (``parsing.MAX_DEPTH``). A deeper answer fails its trial.

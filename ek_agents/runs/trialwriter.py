@@ -14,11 +14,10 @@ from . import trials as stored_trials
 from ..base import Episode
 from ..core import construct
 from ..store import Store, episode_key
-from .segments import SegmentWriter
+from .segments import Pair, SegmentWriter
 
 __all__ = ["TrialWriter", "WRITER_BACKLOG", "abort_on", "writer_threads"]
 
-Pair = tuple  # (task_id, trial)
 
 #: Most finished trials a segmented run's event loop keeps ahead of its segment writer, both
 #: called and not yet handed over, and handed over and not yet taken: a killed process loses
