@@ -200,7 +200,9 @@ def test_every_import_points_down_the_declared_layers():
     assert upward_imports() == []
 
 
-def _top_level_closure() -> dict[str, set[str]]:
+def top_level_closure() -> dict[str, set[str]]:
+    """Every ek_agents module -> the ek_agents modules it imports at module level, transitively
+    (tests/pipeline/storewalk.py orders its walk by it)."""
     direct = {m: set() for m in MODULES}
     for mod, path in MODULES.items():
         for src, names, top, _ in _imports(path):
@@ -224,7 +226,7 @@ def test_function_level_imports_are_listed_and_dodge_no_cycle():
     """A function-level import of an ek_agents module is listed in ``layers.LAZY_IMPORTS`` with
     its measured reason (or sits in a module that documents its own: ``DOCUMENTED_LAZY``), and
     moving it to the top of its module would make no cycle (it is not there to dodge one)."""
-    deps = _top_level_closure()
+    deps = top_level_closure()
     unlisted, dodging, seen = [], [], set()
     for mod, path in MODULES.items():
         me = _rel(mod)
