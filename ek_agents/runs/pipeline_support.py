@@ -370,7 +370,7 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
         if hit is not None:
             return hit
     origin, found = None, None
-    if not request.refresh:
+    if request.retry_errored and not request.refresh:  # else a hit was served just above
         found = lookup(st, "episodes", digest)
         origin = cache_origin(st, "episodes", digest) if found is not None else None
         if found is not None and not any(e.get("meta", {}).get("error")
@@ -499,7 +499,8 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
     store, each once. A trial found nowhere is run now (as ``harness.run_trials`` would)."""
     req = plan.request
     st = Store(req.store)
-    ids = sorted(t["task_id"] for t in st.read_json(req.tasks.key)["tasks"])
+    suite = st.read_json(req.tasks.key)
+    ids = sorted(t["task_id"] for t in suite["tasks"])
     wanted = [(t, i) for t in ids for i in range(req.k)]
     have = {(t.task_id, t.trial): t for c in chunks for t in c.trials}
     missing = [p for p in wanted if p not in have]
@@ -507,7 +508,7 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
         have.update(read_trials(st, req.run_id, missing))
         missing = [p for p in wanted if p not in have]
     if missing:
-        ran = store_trials(load_agent(req.agent), tasks_of(st.read_json(req.tasks.key)), missing,
+        ran = store_trials(load_agent(req.agent), tasks_of(suite), missing,
                            k=req.k, store=st, run_id=req.run_id, seed=req.seed,
                            run=RunProvenance.from_dict(req.run),
                            max_concurrency=req.max_concurrency, timeout_s=req.timeout_s,
