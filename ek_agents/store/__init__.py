@@ -201,6 +201,33 @@ class Store:
                              "gone (was the store deleted while writing?)") from None
         return sha256_hex(data)
 
+    def write_if_absent(self, key: str, data: bytes) -> bool:
+        """Write ``data`` at ``key`` only if nothing is there (an exclusive create: the
+        writer lease, ``store.lease``); False when something is."""
+        path = self._path(key)
+        try:
+            if self._local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                try:
+                    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                except FileExistsError:
+                    return False
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                return True
+            try:
+                self.fs.pipe_file(path, data, mode="create")
+            except FileExistsError:
+                return False
+            except OSError as exc:  # s3fs: 412 Precondition Failed on an existing key
+                if "PreconditionFailed" in str(exc) or "412" in str(exc) or "ConditionalRequestConflict" in str(exc):
+                    return False
+                raise
+            self.fs.invalidate_cache(path)
+            return True
+        except OSError as exc:
+            raise StoreError(f"cannot create {key!r} in store {self.url!r}: {exc}") from None
+
     def read_bytes(self, key: str) -> bytes:
         """The bytes stored at ``key`` (ArtifactNotFound when absent)."""
         path = self._path(key)
