@@ -32,7 +32,7 @@ from .trials import graded_digest, read_episodes, remember_episodes, take_graded
 
 __all__ = ["grade_stage", "graded_episodes", "metrics_stage", "metrics_report", "cost_stage",
            "cost_report_doc", "gate_stage", "guarded_gate", "sequential_stage", "regate",
-           "gate_run", "regate_run", "record_suite", "record_prices", "ingest_run", "ingest_suite", "run_grade",
+           "gate_run", "record_suite", "record_prices", "ingest_run", "ingest_suite", "run_grade",
            "run_metrics", "run_cost", "run_gate", "run_sequential_gate", "write_gate"]
 
 # --------------------------------------------------------------------------- the stages
@@ -134,15 +134,6 @@ def gate_run(store: Any, run_id: str, baseline: str, *, tolerance: float = 0.0,
     the run's report is a verified read (:func:`run_report`); a sequentially gated run is gated
     sequentially again (:func:`regate`)."""
     manifest, report = run_report(store, run_id)
-    return regate_run(store, run_id, manifest, report, baseline, tolerance=tolerance,
-                      cost_tolerance=cost_tolerance)
-
-
-def regate_run(store: Any, run_id: str, manifest: Mapping, report: Mapping, baseline: str, *,
-               tolerance: float = 0.0, cost_tolerance: float = 0.0) -> dict:
-    """:func:`regate` of stored run ``run_id`` from its ``manifest`` and ``report`` (as read,
-    or corrected: ``labelrun.gate_with_labels``) against the named baseline: its graded
-    episodes are read only for a sequentially gated run, ``k`` is the manifest's."""
     graded = store.read_json(run_key(run_id, "graded")) if manifest.get("sequential") else None
     return regate(report, graded, load_baseline(store, baseline), manifest.get("gate"),
                   k=(manifest.get("inputs") or {}).get("k", 1), tolerance=tolerance,
