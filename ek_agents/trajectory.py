@@ -4,7 +4,5 @@ New code imports from the home module; this file only re-exports its public name
 (see docs/ARCHITECTURE.md)."""
 from __future__ import annotations
 
-from .scoring.trajectory import (TrajectoryMetric as TrajectoryMetric, SCHEMES as SCHEMES,
-    trajectory_distance as trajectory_distance, trajectory_distances as trajectory_distances)
-
-__all__ = ["TrajectoryMetric", "SCHEMES", "trajectory_distance", "trajectory_distances"]
+from .scoring.trajectory import *  # noqa: F403 -- the names of the home's __all__
+from .scoring.trajectory import __all__ as __all__

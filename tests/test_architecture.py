@@ -5,6 +5,7 @@ key spelled outside the store, one library call per pipeline task."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -45,11 +46,18 @@ def _is_type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """``path`` parsed, once for all the checks (none of them changes a tree)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
 def _imports(path: Path) -> list[tuple[str, list[str], bool, ast.stmt]]:
     """``(source module, imported names, at module level, node)`` of every import in ``path``
-    (an ``if TYPE_CHECKING:`` block counts as neither: nothing runs there)."""
+    (an ``if TYPE_CHECKING:`` block counts as neither: nothing runs there); read once a file."""
     name = _module_name(path)
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     found: list = []
 
     def visit(node: ast.AST, top: bool) -> None:
@@ -133,7 +141,7 @@ def test_no_module_imports_another_modules_private_names():
             for n in names:
                 if n.startswith("_") and not n.startswith("__") and f"{src}.{n}" not in MODULES:
                     found.add((mod, src, n))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
                     and not node.attr.startswith("__") and isinstance(node.value, ast.Name)
                     and node.value.id in modules_here and modules_here[node.value.id] != mod):
@@ -200,7 +208,9 @@ def test_every_import_points_down_the_declared_layers():
     assert upward_imports() == []
 
 
-def _top_level_closure() -> dict[str, set[str]]:
+def top_level_closure() -> dict[str, set[str]]:
+    """Every ek_agents module -> the ek_agents modules it imports at module level, transitively
+    (tests/pipeline/storewalk.py orders its walk by it)."""
     direct = {m: set() for m in MODULES}
     for mod, path in MODULES.items():
         for src, names, top, _ in _imports(path):
@@ -224,7 +234,7 @@ def test_function_level_imports_are_listed_and_dodge_no_cycle():
     """A function-level import of an ek_agents module is listed in ``layers.LAZY_IMPORTS`` with
     its measured reason (or sits in a module that documents its own: ``DOCUMENTED_LAZY``), and
     moving it to the top of its module would make no cycle (it is not there to dodge one)."""
-    deps = _top_level_closure()
+    deps = top_level_closure()
     unlisted, dodging, seen = [], [], set()
     for mod, path in MODULES.items():
         me = _rel(mod)
@@ -266,7 +276,7 @@ def test_no_store_key_is_spelled_outside_the_store():
     for path in _sources(PACKAGE, *PIPELINE) + [ROOT / "ek_agents" / "cli.py"]:
         if path.is_relative_to(PACKAGE / "store"):  # the store package owns the layout (store/keys.py)
             continue
-        for line, text in _string_parts(ast.parse(path.read_text(encoding="utf-8"))):
+        for line, text in _string_parts(_tree(path)):
             if any(p in text for p in KEY_PREFIXES):
                 spelled.append(f"{path.relative_to(ROOT)}:{line}: {text!r}")
     assert spelled == []
@@ -275,7 +285,7 @@ def test_no_store_key_is_spelled_outside_the_store():
 def _task_functions() -> list[tuple[str, ast.FunctionDef, dict[str, str]]]:
     out = []
     for path in _sources(ROOT / "tasks"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         origin: dict[str, str] = {}
         for node in tree.body:
             if isinstance(node, ast.ImportFrom):

@@ -182,9 +182,11 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
     if known is not None:  # the segments' index documents: what says which trials count
         artifacts.update(RunSegments.load(store, run_id).digests())
     fingerprint = None
-    if store.exists(fingerprint_key(run_id)):  # a run of agent trials: what decided them
-        fingerprint = store.read_json(fingerprint_key(run_id))
-        artifacts[fingerprint_key(run_id)] = store.digest(fingerprint_key(run_id))
+    fingerprint_at = fingerprint_key(run_id)
+    if store.exists(fingerprint_at):  # a run of agent trials: what decided them (read once)
+        data = store.read_bytes(fingerprint_at)
+        fingerprint = parse_json(data, fingerprint_at)
+        artifacts[fingerprint_at] = sha256_hex(data)
     tasks = read_ref(store, refs["tasks"])
     report = read_ref(store, refs["report"])
     manifest = RunManifest.build(

@@ -314,9 +314,12 @@ def request_fingerprint(request: TrialRequest) -> RunFingerprint:
 
 
 def _trials(request: TrialRequest, only: Optional[Sequence] = None,
-            max_concurrency: Optional[int] = None) -> list:
-    return run_trials(load_agent(request.agent),
-                      tasks_of(Store(request.store).read_json(request.tasks.key)), k=request.k,
+            max_concurrency: Optional[int] = None, tasks: Optional[Mapping] = None) -> list:
+    """``harness.run_trials`` of the request (``only`` its pairs); ``tasks``: the run's tasks
+    document when the caller has read it already."""
+    if tasks is None:
+        tasks = Store(request.store).read_json(request.tasks.key)
+    return run_trials(load_agent(request.agent), tasks_of(tasks), k=request.k,
                       seed=request.seed, run=RunProvenance.from_dict(request.run),
                       max_concurrency=max_concurrency or request.max_concurrency,
                       timeout_s=request.timeout_s,
@@ -370,7 +373,7 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
         if hit is not None:
             return hit
     origin, found = None, None
-    if not request.refresh:
+    if request.retry_errored and not request.refresh:  # else a hit was served just above
         found = lookup(st, "episodes", digest)
         origin = cache_origin(st, "episodes", digest) if found is not None else None
         if found is not None and not any(e.get("meta", {}).get("error")
@@ -499,7 +502,8 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
     store, each once. A trial found nowhere is run now (as ``harness.run_trials`` would)."""
     req = plan.request
     st = Store(req.store)
-    ids = sorted(t["task_id"] for t in st.read_json(req.tasks.key)["tasks"])
+    suite = st.read_json(req.tasks.key)
+    ids = sorted(t["task_id"] for t in suite["tasks"])
     wanted = [(t, i) for t in ids for i in range(req.k)]
     have = {(t.task_id, t.trial): t for c in chunks for t in c.trials}
     missing = [p for p in wanted if p not in have]
@@ -507,7 +511,7 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
         have.update(read_trials(st, req.run_id, missing))
         missing = [p for p in wanted if p not in have]
     if missing:
-        ran = store_trials(load_agent(req.agent), tasks_of(st.read_json(req.tasks.key)), missing,
+        ran = store_trials(load_agent(req.agent), tasks_of(suite), missing,
                            k=req.k, store=st, run_id=req.run_id, seed=req.seed,
                            run=RunProvenance.from_dict(req.run),
                            max_concurrency=req.max_concurrency, timeout_s=req.timeout_s,
@@ -530,9 +534,14 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
 # task, run through the same chunks; after each batch the gate looks; the run stops once it
 # has decided (``ek_agents.sequential``).
 
-def _batch_pairs(request: TrialRequest, batches: int) -> list:
-    ids = [t["task_id"] for t in Store(request.store).read_json(request.tasks.key)["tasks"]]
+def _batch_pairs(tasks: Mapping, batches: int) -> list:
+    """The pairs of the first ``batches`` batches of a run with the tasks document ``tasks``."""
+    ids = [t["task_id"] for t in tasks["tasks"]]
     return [(t, j) for j in range(batches) for t in ids]
+
+
+def _tasks_doc(request: TrialRequest) -> Mapping:
+    return Store(request.store).read_json(request.tasks.key)
 
 
 def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
@@ -541,7 +550,7 @@ def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
     if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < request.k:
         raise InvalidInput(f"plan_batch: batch must be in 0..{request.k - 1} (k={request.k}), "
                            f"got {batch!r}")
-    ids = [t for t, _ in _batch_pairs(request, 1)]
+    ids = [t for t, _ in _batch_pairs(_tasks_doc(request), 1)]
     chunks = plan_chunks(ids, k=1, chunk_size=request.chunk_size,
                          slots=_slots(request))
     return tuple(TrialChunk(request=request, index=batch * len(chunks) + i,
@@ -562,7 +571,7 @@ def batch_look(request: TrialRequest, baseline: str, look: int, *, check: Option
     check_baseline_comparable(request.run, doc)
     base = baseline_task_counts(doc.get("report") or {})
     tasks = st.read_json(request.tasks.key)
-    graded = grade(_trials(request, only=_batch_pairs(request, look)), tasks_of(tasks),
+    graded = grade(_trials(request, only=_batch_pairs(tasks, look), tasks=tasks), tasks_of(tasks),
                    check=check if check is not None else tasks.get("checker"))
     counts: dict = {}
     for ep in graded:
@@ -577,5 +586,6 @@ def collect_batches(request: TrialRequest, batches: int) -> StageRef:
     """The stored trials of the first ``batches`` batches -> the run's episodes document. Not
     indexed in the stage cache: which trials ran depends on the baseline, so a later run with
     the same inputs must not take these for its full set."""
-    episodes = _trials(request, only=_batch_pairs(request, batches))
+    tasks = _tasks_doc(request)
+    episodes = _trials(request, only=_batch_pairs(tasks, batches), tasks=tasks)
     return write_doc(Store(request.store), request.run_id, "episodes", episodes_doc(episodes))

@@ -180,25 +180,21 @@ def reused_output(store: Any, run_id: str, stage: str, digest: str) -> Optional[
 def write_output(store: Any, run_id: str, stage: str, digest: str, made: Any) -> StageRef:
     """A stage's freshly computed output ``made`` (the document, or its canonical JSON bytes
     already) indexed under ``digest`` in the stage cache and written as the run's ``stage``
-    document."""
+    document (its canonical JSON made once, for the artifact and the run's copy)."""
+    data = made if isinstance(made, bytes) else canonical_json(as_plain(made))
+    artifact = put_indexed(store, stage, digest, data, run_id)
     key = run_key(run_id, stage)
-    doc = made if isinstance(made, bytes) else as_plain(made)
-    artifact = put_indexed(store, stage, digest, doc, run_id)
-    sha = store.write_bytes(key, doc) if isinstance(doc, bytes) else store.write_json(key, doc)
-    return StageRef(stage=stage, key=key, sha256=sha, artifact=artifact, input_digest=digest,
-                    cached=False)
+    return StageRef(stage=stage, key=key, sha256=store.write_bytes(key, data), artifact=artifact,
+                    input_digest=digest, cached=False)
 
 
 def index_output(store: Any, run_id: str, stage: str, digest: str, doc: Any) -> StageRef:
     """Store ``doc`` as what ``digest`` produced in run ``run_id`` (replacing any older entry
     of the stage cache under that digest: a refreshed or retried run's episodes are the newest
     production of those inputs) and write it as the run's ``stage`` document. ``doc`` may be
-    its canonical JSON bytes already (:func:`episodes_bytes`)."""
-    data = doc if isinstance(doc, bytes) else canonical_json(as_plain(doc))
-    sha = put_indexed(store, stage, digest, data, run_id)
-    key = run_key(run_id, stage)
-    return StageRef(stage=stage, key=key, sha256=store.write_bytes(key, data), artifact=sha,
-                    input_digest=digest, cached=False)
+    its canonical JSON bytes already (:func:`episodes_bytes`). The same write as
+    :func:`write_output`: ``put_indexed`` always replaces the index entry."""
+    return write_output(store, run_id, stage, digest, doc)
 
 
 def write_doc(store: Any, run_id: str, name: str, doc: Any) -> StageRef:

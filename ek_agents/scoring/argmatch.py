@@ -121,6 +121,11 @@ class CallComparer:
         """The call weight of ``tool`` under this comparer's grammar (``node_cost``)."""
         return self._tool(tool)[0]
 
+    def required(self, tool: str) -> tuple:
+        """The names of ``tool``'s required arguments under this comparer's grammar (none for
+        a tool the grammar does not declare)."""
+        return self._tool(tool)[3]
+
     def _canon(self, s: str) -> Any:
         c = self._cache.get(s)
         if c is None:

@@ -76,7 +76,7 @@ class _Matcher:
     def set_group(self, P: list, G: list) -> None:
         """Bound the group's total mismatch, so one inexact pair outweighs any mismatch sum."""
         cmp, tool = self.cmp, self.pv[P[0]].tool
-        req = sum(cmp.arg_weight(tool, a) for a in cmp._tool(tool)[3])
+        req = sum(cmp.arg_weight(tool, a) for a in cmp.required(tool))
         self._big = 1.0 + sum(cmp.pred_mass(self.pv[i]) + req for i in P) + sum(self.gv[j].mass for j in G) \
             + sum(cmp.arg_weight(tool, a) for j in G for a in self.gv[j].specs)
 

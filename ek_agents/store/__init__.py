@@ -201,6 +201,33 @@ class Store:
                              "gone (was the store deleted while writing?)") from None
         return sha256_hex(data)
 
+    def write_if_absent(self, key: str, data: bytes) -> bool:
+        """Write ``data`` at ``key`` only if nothing is there (an exclusive create: the
+        writer lease, ``store.lease``); False when something is."""
+        path = self._path(key)
+        try:
+            if self._local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                try:
+                    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                except FileExistsError:
+                    return False
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                return True
+            try:
+                self.fs.pipe_file(path, data, mode="create")
+            except FileExistsError:
+                return False
+            except OSError as exc:  # s3fs: 412 Precondition Failed on an existing key
+                if "PreconditionFailed" in str(exc) or "412" in str(exc) or "ConditionalRequestConflict" in str(exc):
+                    return False
+                raise
+            self.fs.invalidate_cache(path)
+            return True
+        except OSError as exc:
+            raise StoreError(f"cannot create {key!r} in store {self.url!r}: {exc}") from None
+
     def read_bytes(self, key: str) -> bytes:
         """The bytes stored at ``key`` (ArtifactNotFound when absent)."""
         path = self._path(key)
@@ -273,20 +300,20 @@ class Store:
         ``obj`` may be its canonical JSON bytes already."""
         data = obj if isinstance(obj, bytes) else canonical_json(obj)
         digest = sha256_hex(data)
-        key = f"artifacts/{digest}.json"
+        key = artifact_key(digest)
         if not self.exists(key):
             self.write_bytes(key, data)
         return digest
 
     def get_artifact(self, digest: str) -> Any:
         """Load and verify the artifact ``digest`` (IntegrityError if its bytes changed)."""
-        return parse_json(self.get_artifact_bytes(digest), f"artifacts/{digest}.json")
+        return parse_json(self.get_artifact_bytes(digest), artifact_key(digest))
 
     def get_artifact_bytes(self, digest: str) -> bytes:
         """The verified bytes of the artifact ``digest`` (IntegrityError if they changed)."""
         if not isinstance(digest, str) or not DIGEST_PATTERN.fullmatch(digest):
             raise InvalidInput(f"artifact digest must be 64 lowercase hex characters, got {digest!r}")
-        key = f"artifacts/{digest}.json"
+        key = artifact_key(digest)
         data = self.read_bytes(key)
         actual = sha256_hex(data)
         if actual != digest:
@@ -310,11 +337,11 @@ class Store:
 
     def save_baseline(self, name: str, data: Any) -> str:
         """Write ``baselines/<name>.json``; return its sha256."""
-        return self.write_json(f"baselines/{self.validate_name(name, what='baseline name')}.json", data)
+        return self.write_json(baseline_key(name), data)
 
     def load_baseline(self, name: str) -> Optional[dict]:
         """The baseline ``name``, or None when there is none."""
-        key = f"baselines/{self.validate_name(name, what='baseline name')}.json"
+        key = baseline_key(name)
         try:
             return self.read_json(key)
         except ArtifactNotFound:

@@ -72,7 +72,7 @@ def run_key(run_id: str, name: str) -> str:
     >>> run_key("r1", "manifest")
     'runs/r1/manifest.json'
     """
-    return f"runs/{validate_name(run_id, what='run id')}/{name}.json"
+    return f"{run_prefix(run_id)}/{name}.json"
 
 
 def run_file_key(run_id: str, filename: str) -> str:

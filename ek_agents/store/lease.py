@@ -83,33 +83,6 @@ def _lease_doc(lease: Lease) -> bytes:
                            "pid": lease.pid, "acquired_at": lease.acquired_at})
 
 
-def _create_exclusive(store: "Store", key: str, data: bytes) -> bool:
-    """Write ``data`` at ``key`` only if nothing is there; False when something is."""
-    path = store._path(key)
-    try:
-        if store._local:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                return False
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            return True
-        try:
-            store.fs.pipe_file(path, data, mode="create")
-        except FileExistsError:
-            return False
-        except OSError as exc:  # s3fs: 412 Precondition Failed on an existing key
-            if "PreconditionFailed" in str(exc) or "412" in str(exc) or "ConditionalRequestConflict" in str(exc):
-                return False
-            raise
-        store.fs.invalidate_cache(path)
-        return True
-    except OSError as exc:
-        raise StoreError(f"cannot create {key!r} in store {store.url!r}: {exc}") from None
-
-
 def read_lease(store: "Store", run_id: str) -> Optional[Lease]:
     """The lease held on ``run_id`` (None when nobody writes it)."""
     try:
@@ -142,7 +115,7 @@ def acquire_lease(store: "Store", run_id: str, *, wait_s: float = 0.0,
         break_lease(store, run_id)
     deadline = time.monotonic() + max(0.0, float(wait_s))
     while True:
-        if _create_exclusive(store, key, _lease_doc(lease)):
+        if store.write_if_absent(key, _lease_doc(lease)):
             _HELD.add(lease.token)
             return lease
         holder = read_lease(store, run_id)

@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_architecture import MODULES, _imports, _targets  # noqa: E402
+from test_architecture import top_level_closure  # noqa: E402
 
 STORE = "ek_agents.store"
 
@@ -30,27 +30,6 @@ STORE = "ek_agents.store"
 def _unit(mod: str) -> str:
     """The store package counts as one module (the walk ends where it enters the store)."""
     return STORE if mod == STORE or mod.startswith(STORE + ".") else mod
-
-
-def dependencies() -> dict[str, set[str]]:
-    """Every ek_agents module -> the ek_agents modules it imports at module level, transitively."""
-    direct = {m: set() for m in MODULES}
-    for mod, path in MODULES.items():
-        for src, names, top, _ in _imports(path):
-            if top:
-                direct[mod].update(t for t in _targets(src, names) if t != mod)
-    closed: dict[str, set[str]] = {}
-
-    def close(m: str) -> set[str]:
-        if m not in closed:
-            closed[m] = set()
-            for d in direct.get(m, ()):
-                closed[m] |= {d} | close(d)
-        return closed[m]
-
-    for m in direct:
-        close(m)
-    return closed
 
 
 def _make_run(tmp: Path) -> tuple[str, dict]:
@@ -84,7 +63,7 @@ def walk() -> dict[str, Any]:
     import tasks.scoring as scoring
     from ek_agents.runs.trials import forget_episodes
 
-    deps = dependencies()
+    deps = top_level_closure()
     with tempfile.TemporaryDirectory() as tmp:
         url, refs = _make_run(Path(tmp))
         forget_episodes()
