@@ -45,7 +45,7 @@ __all__ = [
     "ModelPrice", "per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report",
     "load_prices", "price_of", "UnknownModelPrice", "DEFAULT_CACHE_DISCOUNT",
     "DEFAULT_BATCH_DISCOUNT", "SERVICE_TIERS", "RATE_KINDS", "episode_model",
-    "episode_dollars_by_model", "call_dollars",
+    "episode_dollars_by_model", "call_dollars", "cost_figures",
 ]
 
 def per_million(input: float, output: float, *, cached_input: Optional[float] = None,
@@ -201,6 +201,53 @@ def cost_of_pass(total_cost: Optional[float], n_success: int) -> Optional[float]
     return math.inf if n_success == 0 else t / n_success
 
 
+def cost_figures(*, n: int, n_success: int, n_without: int, priced: bool, n_costed: int,
+                 n_costed_success: int, total: Any, task_totals: Any,
+                 mean_latency_s: Optional[float], tokens: Mapping[str, int], seed: int,
+                 batch: bool, resamples: int) -> dict:
+    """The figures every cost report states, from a run's tallies: :func:`cost_report`'s keys
+    up to ``warnings`` (its per-model and per-task parts aside), in its order.
+
+    ``n`` episodes, ``n_success`` of them successes, ``n_without`` without a Cost;
+    ``n_costed`` (``n_costed_success``) the episodes (successes) with a Cost; ``total`` and
+    ``task_totals`` zero-argument callables giving their dollars and ``{task_id: {n,
+    n_success, dollars}}``, called only when ``priced`` and something was costed;
+    ``tokens`` the token tallies by kind (``input_tokens``, ``output_tokens``, ...)."""
+    warnings_: list[str] = []
+    if n == 0:
+        warnings_.append("no episodes: nothing to report")
+    if n_without:
+        warnings_.append(
+            f"{n_without} of {n} episode(s) carry no Cost: left out of the dollar figures and "
+            "the cost per success (their cost is unknown, not zero)")
+    if not priced:
+        warnings_.append("no price/prices given: dollar figures are None (ek-agents does not "
+                         "invent rates); pass price= or prices=load_prices(...)")
+    dollars_ = cps = ci = mean_d = totals = None
+    if priced and n_costed:
+        dollars_ = total()
+        mean_d = dollars_ / n_costed
+        cps = cost_of_pass(dollars_, n_costed_success)
+        totals = task_totals()
+        ci = cluster_bootstrap_ratio([t["dollars"] for t in totals.values()],
+                                     [t["n_success"] for t in totals.values()],
+                                     resamples=resamples, seed=seed)
+    elif priced:
+        warnings_.append("no episode carries a Cost: dollar figures are None")
+    return {
+        "n": n, "n_success": n_success, "success_rate": n_success / n if n else None,
+        "total_dollars": dollars_, "cost_per_success": cps,
+        "cost_per_success_ci": list(ci) if ci is not None else None,
+        "cost_per_success_ci_method": None if ci is None else
+        "bootstrap-t over tasks (each task keeps all its trials)",
+        "task_totals": totals,
+        "mean_dollars": mean_d,
+        "mean_latency_s": mean_latency_s,
+        "total_tokens": tokens["input_tokens"] + tokens["output_tokens"], **tokens,
+        "n_without_cost": n_without, "seed": seed, "batch": batch, "warnings": warnings_,
+    }
+
+
 def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelPrice]] = None,
                 price: Optional[ModelPrice] = None, seed: int = 0, per_task: bool = False,
                 batch: bool = False, resamples: int = 2000) -> dict:
@@ -243,7 +290,6 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
     """
     eps = list(episodes)
     priced = price is not None or prices is not None
-    warnings_: list[str] = []
     n_success = 0
     costed: list[tuple[str, float, bool]] = []  # (task_id, dollars, success)
     lat: list[float] = []
@@ -275,40 +321,13 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
             costed.append((str(ep.task_id), _billed(ep, prices, price, batch, memo), ok))
         else:
             costed.append((str(ep.task_id), math.nan, ok))
-    n = len(eps)
-    if n == 0:
-        warnings_.append("no episodes: nothing to report")
-    if n_without:
-        warnings_.append(
-            f"{n_without} of {n} episode(s) carry no Cost: left out of the dollar figures and "
-            "the cost per success (their cost is unknown, not zero)")
-    if not priced:
-        warnings_.append("no price/prices given: dollar figures are None (ek-agents does not "
-                         "invent rates); pass price= or prices=load_prices(...)")
-    total = cps = ci = mean_d = totals = None
-    if priced and costed:
-        ds = [d for _, d, _ in costed]
-        total = math.fsum(ds)
-        mean_d = total / len(ds)
-        cps = cost_of_pass(total, sum(ok for _, _, ok in costed))
-        totals = _task_totals(costed)
-        ci = cluster_bootstrap_ratio([t["dollars"] for t in totals.values()],
-                                     [t["n_success"] for t in totals.values()],
-                                     resamples=resamples, seed=seed)
-    elif priced:
-        warnings_.append("no episode carries a Cost: dollar figures are None")
-    report = {
-        "n": n, "n_success": n_success, "success_rate": n_success / n if n else None,
-        "total_dollars": total, "cost_per_success": cps,
-        "cost_per_success_ci": list(ci) if ci is not None else None,
-        "cost_per_success_ci_method": None if ci is None else
-        "bootstrap-t over tasks (each task keeps all its trials)",
-        "task_totals": totals,
-        "mean_dollars": mean_d,
-        "mean_latency_s": math.fsum(lat) / len(lat) if lat else None,
-        "total_tokens": tok["input_tokens"] + tok["output_tokens"], **tok,
-        "n_without_cost": n_without, "seed": seed, "batch": batch, "warnings": warnings_,
-    }
+    report = cost_figures(
+        n=len(eps), n_success=n_success, n_without=n_without, priced=priced, n_costed=len(costed),
+        n_costed_success=sum(ok for _, _, ok in costed),
+        total=lambda: math.fsum(d for _, d, _ in costed), task_totals=lambda: _task_totals(costed),
+        mean_latency_s=math.fsum(lat) / len(lat) if lat else None, tokens=tok, seed=seed,
+        batch=batch, resamples=resamples)
+    warnings_ = report["warnings"]
     if by_model is not None:
         report.update(_model_breakdown(by_model, priced))
         if report["upper_bound"]:
