@@ -139,12 +139,27 @@ def _episode_price(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
             f"episode of task {getattr(episode, 'task_id', '?')!r} records no model "
             "(run.model or meta['model']), so it cannot be priced from a catalog; record the "
             "model or pass price=")
+    return _model_price(model, prices, memo)
+
+
+def _model_price(model: str, prices: Optional[Mapping[str, ModelPrice]],
+                 memo: Optional[dict]) -> ModelPrice:
+    """``price_of(model, prices=prices)``, looked up once per model in ``memo`` (when given)."""
     if memo is not None and model in memo:
         return memo[model]
     p = price_of(model, prices=prices)
     if memo is not None:
         memo[model] = p
     return p
+
+
+def _tier(wanted: Any, p: ModelPrice) -> Optional[str]:
+    """The service tier ``wanted`` (an episode's ``meta["service_tier"]``) names among ``p``'s
+    rates; None (the standard rates) when it names none of them."""
+    try:
+        return service_tier_of(wanted, p)
+    except InvalidInput:
+        return None
 
 
 def episode_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] = None,
@@ -172,11 +187,7 @@ def _billed(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
         return math.fsum(d for _, d in call_dollars(episode, prices=prices, price=price,
                                                     batch=batch, memo=memo))
     p = _episode_price(episode, prices, price, memo)
-    try:
-        tier = None if batch else service_tier_of(
-            (getattr(episode, "meta", None) or {}).get("service_tier"), p)
-    except InvalidInput:
-        tier = None
+    tier = None if batch else _tier((getattr(episode, "meta", None) or {}).get("service_tier"), p)
     return dollars(episode.cost, p, batch=batch, service_tier=tier)
 
 
@@ -376,18 +387,13 @@ def _call_price(call: ModelCall, where: str, prices: Optional[Mapping[str, Model
                 price: Optional[ModelPrice], memo: Optional[dict]) -> ModelPrice:
     if price is not None:
         return _resolve(price, prices)
-    if memo is not None and call.model in memo:
-        return memo[call.model]
     try:
-        p = price_of(call.model, prices=prices)
+        return _model_price(call.model, prices, memo)
     except UnknownModelPrice as exc:
         asked = (f", which asked for {call.requested_model!r}"
                  if call.requested_model and call.requested_model != call.model else "")
         raise UnknownModelPrice(f"{where} (answered by {call.model!r}{asked}): "
                                 f"{exc.args[0] if exc.args else exc}") from None
-    if memo is not None:
-        memo[call.model] = p
-    return p
 
 
 def call_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] = None,
@@ -414,10 +420,7 @@ def call_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] = N
     out = []
     for i, call in enumerate(cost.calls):
         p = _call_price(call, f"episode of task {tid!r}, model call {i}", prices, price, memo)
-        try:
-            tier = None if wanted is None else service_tier_of(wanted, p)
-        except InvalidInput:
-            tier = None
+        tier = _tier(wanted, p)
         out.append((call, dollars(call, p, batch=batch, service_tier=tier)))
     return out
 
