@@ -320,8 +320,13 @@ class Cost(JsonShape):
         """
         calls = tuple(c if isinstance(c, ModelCall) else ModelCall.from_dict(c) if isinstance(c, Mapping)
                       else _not_a_call(c) for c in calls)
-        return cls(retries=retries, latency_s=latency_s, calls=calls,
-                   **{k: sum(getattr(c, k) for c in calls) for k in TOKEN_KINDS})
+        sums = {k: sum(getattr(c, k) for c in calls) for k in TOKEN_KINDS}
+        if cls is Cost and type(retries) is int and retries >= 0 and (
+                latency_s is None or (type(latency_s) is float and latency_s >= 0)):
+            # not validated again: the sums of validated calls meet Cost's convention and are
+            # the sums __post_init__ would check (a trace reader builds one per episode)
+            return construct(Cost, retries=retries, latency_s=latency_s, calls=calls, **sums)
+        return cls(retries=retries, latency_s=latency_s, calls=calls, **sums)
 
     @property
     def cached_known(self) -> bool:

@@ -45,7 +45,7 @@ __all__ = [
     "ModelPrice", "per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report",
     "load_prices", "price_of", "UnknownModelPrice", "DEFAULT_CACHE_DISCOUNT",
     "DEFAULT_BATCH_DISCOUNT", "SERVICE_TIERS", "RATE_KINDS", "episode_model",
-    "episode_dollars_by_model", "call_dollars",
+    "episode_dollars_by_model", "call_dollars", "cost_figures",
 ]
 
 def per_million(input: float, output: float, *, cached_input: Optional[float] = None,
@@ -139,12 +139,27 @@ def _episode_price(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
             f"episode of task {getattr(episode, 'task_id', '?')!r} records no model "
             "(run.model or meta['model']), so it cannot be priced from a catalog; record the "
             "model or pass price=")
+    return _model_price(model, prices, memo)
+
+
+def _model_price(model: str, prices: Optional[Mapping[str, ModelPrice]],
+                 memo: Optional[dict]) -> ModelPrice:
+    """``price_of(model, prices=prices)``, looked up once per model in ``memo`` (when given)."""
     if memo is not None and model in memo:
         return memo[model]
     p = price_of(model, prices=prices)
     if memo is not None:
         memo[model] = p
     return p
+
+
+def _tier(wanted: Any, p: ModelPrice) -> Optional[str]:
+    """The service tier ``wanted`` (an episode's ``meta["service_tier"]``) names among ``p``'s
+    rates; None (the standard rates) when it names none of them."""
+    try:
+        return service_tier_of(wanted, p)
+    except InvalidInput:
+        return None
 
 
 def episode_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] = None,
@@ -172,11 +187,7 @@ def _billed(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
         return math.fsum(d for _, d in call_dollars(episode, prices=prices, price=price,
                                                     batch=batch, memo=memo))
     p = _episode_price(episode, prices, price, memo)
-    try:
-        tier = None if batch else service_tier_of(
-            (getattr(episode, "meta", None) or {}).get("service_tier"), p)
-    except InvalidInput:
-        tier = None
+    tier = None if batch else _tier((getattr(episode, "meta", None) or {}).get("service_tier"), p)
     return dollars(episode.cost, p, batch=batch, service_tier=tier)
 
 
@@ -199,6 +210,53 @@ def cost_of_pass(total_cost: Optional[float], n_success: int) -> Optional[float]
     if not t >= 0:
         raise InvalidInput(f"cost_of_pass: total_cost must be >= 0, got {total_cost!r}")
     return math.inf if n_success == 0 else t / n_success
+
+
+def cost_figures(*, n: int, n_success: int, n_without: int, priced: bool, n_costed: int,
+                 n_costed_success: int, total: Any, task_totals: Any,
+                 mean_latency_s: Optional[float], tokens: Mapping[str, int], seed: int,
+                 batch: bool, resamples: int) -> dict:
+    """The figures every cost report states, from a run's tallies: :func:`cost_report`'s keys
+    up to ``warnings`` (its per-model and per-task parts aside), in its order.
+
+    ``n`` episodes, ``n_success`` of them successes, ``n_without`` without a Cost;
+    ``n_costed`` (``n_costed_success``) the episodes (successes) with a Cost; ``total`` and
+    ``task_totals`` zero-argument callables giving their dollars and ``{task_id: {n,
+    n_success, dollars}}``, called only when ``priced`` and something was costed;
+    ``tokens`` the token tallies by kind (``input_tokens``, ``output_tokens``, ...)."""
+    warnings_: list[str] = []
+    if n == 0:
+        warnings_.append("no episodes: nothing to report")
+    if n_without:
+        warnings_.append(
+            f"{n_without} of {n} episode(s) carry no Cost: left out of the dollar figures and "
+            "the cost per success (their cost is unknown, not zero)")
+    if not priced:
+        warnings_.append("no price/prices given: dollar figures are None (ek-agents does not "
+                         "invent rates); pass price= or prices=load_prices(...)")
+    dollars_ = cps = ci = mean_d = totals = None
+    if priced and n_costed:
+        dollars_ = total()
+        mean_d = dollars_ / n_costed
+        cps = cost_of_pass(dollars_, n_costed_success)
+        totals = task_totals()
+        ci = cluster_bootstrap_ratio([t["dollars"] for t in totals.values()],
+                                     [t["n_success"] for t in totals.values()],
+                                     resamples=resamples, seed=seed)
+    elif priced:
+        warnings_.append("no episode carries a Cost: dollar figures are None")
+    return {
+        "n": n, "n_success": n_success, "success_rate": n_success / n if n else None,
+        "total_dollars": dollars_, "cost_per_success": cps,
+        "cost_per_success_ci": list(ci) if ci is not None else None,
+        "cost_per_success_ci_method": None if ci is None else
+        "bootstrap-t over tasks (each task keeps all its trials)",
+        "task_totals": totals,
+        "mean_dollars": mean_d,
+        "mean_latency_s": mean_latency_s,
+        "total_tokens": tokens["input_tokens"] + tokens["output_tokens"], **tokens,
+        "n_without_cost": n_without, "seed": seed, "batch": batch, "warnings": warnings_,
+    }
 
 
 def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelPrice]] = None,
@@ -243,7 +301,6 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
     """
     eps = list(episodes)
     priced = price is not None or prices is not None
-    warnings_: list[str] = []
     n_success = 0
     costed: list[tuple[str, float, bool]] = []  # (task_id, dollars, success)
     lat: list[float] = []
@@ -275,40 +332,13 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
             costed.append((str(ep.task_id), _billed(ep, prices, price, batch, memo), ok))
         else:
             costed.append((str(ep.task_id), math.nan, ok))
-    n = len(eps)
-    if n == 0:
-        warnings_.append("no episodes: nothing to report")
-    if n_without:
-        warnings_.append(
-            f"{n_without} of {n} episode(s) carry no Cost: left out of the dollar figures and "
-            "the cost per success (their cost is unknown, not zero)")
-    if not priced:
-        warnings_.append("no price/prices given: dollar figures are None (ek-agents does not "
-                         "invent rates); pass price= or prices=load_prices(...)")
-    total = cps = ci = mean_d = totals = None
-    if priced and costed:
-        ds = [d for _, d, _ in costed]
-        total = math.fsum(ds)
-        mean_d = total / len(ds)
-        cps = cost_of_pass(total, sum(ok for _, _, ok in costed))
-        totals = _task_totals(costed)
-        ci = cluster_bootstrap_ratio([t["dollars"] for t in totals.values()],
-                                     [t["n_success"] for t in totals.values()],
-                                     resamples=resamples, seed=seed)
-    elif priced:
-        warnings_.append("no episode carries a Cost: dollar figures are None")
-    report = {
-        "n": n, "n_success": n_success, "success_rate": n_success / n if n else None,
-        "total_dollars": total, "cost_per_success": cps,
-        "cost_per_success_ci": list(ci) if ci is not None else None,
-        "cost_per_success_ci_method": None if ci is None else
-        "bootstrap-t over tasks (each task keeps all its trials)",
-        "task_totals": totals,
-        "mean_dollars": mean_d,
-        "mean_latency_s": math.fsum(lat) / len(lat) if lat else None,
-        "total_tokens": tok["input_tokens"] + tok["output_tokens"], **tok,
-        "n_without_cost": n_without, "seed": seed, "batch": batch, "warnings": warnings_,
-    }
+    report = cost_figures(
+        n=len(eps), n_success=n_success, n_without=n_without, priced=priced, n_costed=len(costed),
+        n_costed_success=sum(ok for _, _, ok in costed),
+        total=lambda: math.fsum(d for _, d, _ in costed), task_totals=lambda: _task_totals(costed),
+        mean_latency_s=math.fsum(lat) / len(lat) if lat else None, tokens=tok, seed=seed,
+        batch=batch, resamples=resamples)
+    warnings_ = report["warnings"]
     if by_model is not None:
         report.update(_model_breakdown(by_model, priced))
         if report["upper_bound"]:
@@ -357,18 +387,13 @@ def _call_price(call: ModelCall, where: str, prices: Optional[Mapping[str, Model
                 price: Optional[ModelPrice], memo: Optional[dict]) -> ModelPrice:
     if price is not None:
         return _resolve(price, prices)
-    if memo is not None and call.model in memo:
-        return memo[call.model]
     try:
-        p = price_of(call.model, prices=prices)
+        return _model_price(call.model, prices, memo)
     except UnknownModelPrice as exc:
         asked = (f", which asked for {call.requested_model!r}"
                  if call.requested_model and call.requested_model != call.model else "")
         raise UnknownModelPrice(f"{where} (answered by {call.model!r}{asked}): "
                                 f"{exc.args[0] if exc.args else exc}") from None
-    if memo is not None:
-        memo[call.model] = p
-    return p
 
 
 def call_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] = None,
@@ -395,10 +420,7 @@ def call_dollars(episode: Any, *, prices: Optional[Mapping[str, ModelPrice]] = N
     out = []
     for i, call in enumerate(cost.calls):
         p = _call_price(call, f"episode of task {tid!r}, model call {i}", prices, price, memo)
-        try:
-            tier = None if wanted is None else service_tier_of(wanted, p)
-        except InvalidInput:
-            tier = None
+        tier = _tier(wanted, p)
         out.append((call, dollars(call, p, batch=batch, service_tier=tier)))
     return out
 

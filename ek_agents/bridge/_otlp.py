@@ -184,11 +184,12 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 def _documents(text: str, where: str, ing: Ingest, skip_bad_lines: bool) -> Iterator[tuple[str, Any]]:
     stripped = text.lstrip()
+    first: tuple = ()  # the first line's document, when the probe below read it
     if stripped.startswith("{") and "\n" in stripped.rstrip():
         # one pretty-printed document, or JSON lines: try the first line alone
-        first = stripped.split("\n", 1)[0]
         try:
-            parse_json(first, where=where, error=BridgeError)
+            first = (parse_json(stripped.split("\n", 1)[0], where=where, error=BridgeError,
+                                nonfinite="allow"),)
         except BridgeError:
             try:
                 yield where, parse_json(text, where=where, error=BridgeError)
@@ -199,6 +200,10 @@ def _documents(text: str, where: str, ing: Ingest, skip_bad_lines: bool) -> Iter
         if not line.strip():
             continue
         at = f"{where}:{n}"
+        if first:  # JSON lines: the first one is read already
+            yield at, first[0]
+            first = ()
+            continue
         try:
             doc = parse_json(line, where=at, error=BridgeError, nonfinite="allow")
         except BridgeError:

@@ -105,26 +105,8 @@ class TraceParts(NamedTuple):
     attrs: dict          # the ek.* attributes found (task_id, trial, seed)
 
     def cost(self, *, retries: int = 0, latency_s: Optional[float] = None) -> Optional[Cost]:
-        """``Cost.of_calls(self.calls, retries=..., latency_s=...)``, None without a model call;
-        built without validating again what :func:`trace_parts` made and checked (each
-        ModelCall's counts meet Cost's convention, so their sums do), when ``retries`` is an
-        int >= 0 and ``latency_s`` None or a float >= 0 (else through ``Cost.of_calls``)."""
-        calls = self.calls
-        if not calls:
-            return None
-        if not (type(retries) is int and retries >= 0 and (
-                latency_s is None or (type(latency_s) is float and latency_s >= 0))):
-            return Cost.of_calls(calls, retries=retries, latency_s=latency_s)
-        inp = out = cached = reasoning = write = 0
-        for c in calls:
-            inp += c.input_tokens
-            out += c.output_tokens
-            cached += c.cached_input_tokens
-            reasoning += c.reasoning_tokens
-            write += c.cache_write_tokens
-        return construct(Cost, input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
-                         reasoning_tokens=reasoning, retries=retries, latency_s=latency_s,
-                         cache_write_tokens=write, calls=calls)
+        """``Cost.of_calls(self.calls, retries=..., latency_s=...)``, None without a model call."""
+        return Cost.of_calls(self.calls, retries=retries, latency_s=latency_s) if self.calls else None
 
 
 # --------------------------------------------------------------------------- classification

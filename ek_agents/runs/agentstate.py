@@ -463,10 +463,11 @@ def attributes(x: Any) -> dict:
 
 # --------------------------------------------------------------------------- declarations
 
-def declared_config(obj: Any) -> dict:
+def declared_config(obj: Any, *, by_repr: bool = False) -> dict:
     """The configuration ``obj`` declares: its ``ek_config`` attribute -- a JSON mapping, or a
     method returning one -- through JSON and back (what a stored fingerprint reads back).
-    ``{}`` when it declares none.
+    ``{}`` when it declares none. An error names ``obj`` by its class (by its ``repr``, cut at
+    80 characters, with ``by_repr``: the agent itself, ``identity.agent_config``).
 
     >>> class A:
     ...     ek_config = {"model": "m1", "temperature": 0.0}
@@ -479,13 +480,17 @@ def declared_config(obj: Any) -> dict:
     if callable(declared) and not isinstance(declared, Mapping):
         declared = declared()
     if not isinstance(declared, Mapping):
-        raise InvalidInput(f"agent {type(obj).__qualname__}: ek_config must be a mapping (or a "
+        raise InvalidInput(f"agent {_who(obj, by_repr)}: ek_config must be a mapping (or a "
                            f"method returning one) of JSON values, got {type(declared).__name__}")
     try:
         return json.loads(canonical_json(_plain(dict(declared))))
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"agent {type(obj).__qualname__}: ek_config is not JSON ({exc}); "
+        raise InvalidInput(f"agent {_who(obj, by_repr)}: ek_config is not JSON ({exc}); "
                            "declare strings, numbers, booleans, lists and mappings only") from None
+
+
+def _who(obj: Any, by_repr: bool) -> str:
+    return f"{obj!r:.80}" if by_repr else type(obj).__qualname__
 
 
 def _plain(v: Any) -> Any:

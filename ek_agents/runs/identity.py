@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
@@ -19,17 +18,13 @@ from pydantic import Field
 from ..base import Episode, JsonShape
 from ..core import shape
 from ..errors import ArtifactNotFound, IntegrityError, InvalidInput, RunMismatch, UnidentifiedAgent
-from ..store import canonical_json, episode_key, episodes_prefix, parse_json, run_key, sha256_hex
+from ..store import episode_key, episodes_prefix, parse_json, run_key, sha256_hex
 from . import agentid
-from .manifest import as_plain
+from .agentstate import EK_CONFIG, declared_config
 from .segments import RunSegments, iter_segments
 
 __all__ = ["EK_CONFIG", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
            "trial_matches", "errored", "fingerprint_key", "check_fingerprint", "claim_run"]
-
-
-#: The attribute an agent declares its configuration with (see :func:`agent_config`).
-EK_CONFIG = "ek_config"
 
 
 @shape()
@@ -92,7 +87,8 @@ class RunReuse(JsonShape):
 def agent_config(agent: Any) -> dict:
     """The configuration ``agent`` declares: its ``ek_config`` attribute -- a JSON-able mapping,
     or a method returning one (model, base URL, temperature, prompt version, the environment
-    variables it read). ``{}`` when it declares none.
+    variables it read). ``{}`` when it declares none (``agentstate.declared_config``, the
+    agent named by its ``repr`` in an error).
 
     >>> class A:
     ...     ek_config = {"model": "m1", "temperature": 0.0}
@@ -100,19 +96,7 @@ def agent_config(agent: Any) -> dict:
     >>> agent_config(A())
     {'model': 'm1', 'temperature': 0.0}
     """
-    declared = getattr(agent, EK_CONFIG, None)
-    if declared is None:
-        return {}
-    if callable(declared) and not isinstance(declared, Mapping):
-        declared = declared()
-    if not isinstance(declared, Mapping):
-        raise InvalidInput(f"agent {agent!r:.80}: ek_config must be a mapping (or a method "
-                           f"returning one) of JSON values, got {type(declared).__name__}")
-    try:  # through JSON and back: what a stored fingerprint reads back (tuples become lists)
-        return json.loads(canonical_json(as_plain(dict(declared))))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"agent {agent!r:.80}: ek_config is not JSON ({exc}); declare "
-                           "strings, numbers, booleans, lists and mappings only") from None
+    return declared_config(agent, by_repr=True)
 
 
 def agent_name(agent: Any) -> Optional[str]:

@@ -4,7 +4,6 @@ down per model and marks an upper bound when a call did not report its cached to
 import json
 import math
 import os
-import warnings
 from pathlib import Path
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before litellm is imported
@@ -186,7 +185,6 @@ def test_malformed_calls_are_refused_before_billing():
 # ----------------------------------------------------------------- LiteLLM, call by call
 
 litellm = pytest.importorskip("litellm")
-from litellm.types.utils import CompletionTokensDetailsWrapper, PromptTokensDetailsWrapper, Usage  # noqa: E402
 
 CALLS = [  # (model, prompt, completion, cached, cache_write, reasoning)
     ("gpt-4o", 1500, 220, 1024, 0, 0),
@@ -198,23 +196,15 @@ CALLS = [  # (model, prompt, completion, cached, cache_write, reasoning)
 ]
 
 
-def test_each_call_equals_litellm_cost_per_token():
-    with warnings.catch_warnings():  # the catalog's few chat models without an input rate
-        warnings.simplefilter("ignore", UserWarning)
-        table = load_prices(litellm.model_cost)
+def test_each_call_equals_litellm_cost_per_token(litellm_prices, litellm_usage):
+    table = litellm_prices
     calls = [ModelCall(m, input_tokens=pt, output_tokens=ct, cached_input_tokens=cached,
                        cache_write_tokens=write, reasoning_tokens=reasoning)
              for m, pt, ct, cached, write, reasoning in CALLS]
     ep = Episode("t", cost=Cost.of_calls(calls), success=True)
     refs = []
     for m, pt, ct, cached, write, reasoning in CALLS:
-        kw = {}
-        if cached or write:
-            kw["prompt_tokens_details"] = PromptTokensDetailsWrapper(cached_tokens=cached,
-                                                                     cache_creation_tokens=write)
-        if reasoning:
-            kw["completion_tokens_details"] = CompletionTokensDetailsWrapper(reasoning_tokens=reasoning)
-        u = Usage(prompt_tokens=pt, completion_tokens=ct, total_tokens=pt + ct, **kw)
+        u = litellm_usage(pt, ct, cached, write, reasoning)
         refs.append(sum(litellm.cost_per_token(model=m, prompt_tokens=pt, completion_tokens=ct,
                                                usage_object=u)))
     ours = [d for _, d in call_dollars(ep, prices=table)]
@@ -226,15 +216,13 @@ def test_each_call_equals_litellm_cost_per_token():
         dict(zip([c[0] for c in CALLS], refs)), rel=1e-12, abs=1e-15)
 
 
-def test_seeded_random_multi_model_runs_equal_litellm_call_by_call():
+def test_seeded_random_multi_model_runs_equal_litellm_call_by_call(litellm_prices, litellm_usage):
     """200 episodes of 1-6 calls each over models of LiteLLM's catalog, drawn with a seed:
     cost_report's total, per-model dollars and per-model tokens equal the sums of LiteLLM's
     cost_per_token over exactly the calls made (each counted once)."""
     import random
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        table = load_prices(litellm.model_cost)
+    table = litellm_prices
     models = ["gpt-4o", "gpt-4o-mini", "gpt-4.1-mini", "o3", "claude-haiku-4-5", "claude-sonnet-4-5"]
     rng = random.Random(20251204)
     eps, ref_total, ref_model, ref_tokens = [], [], {}, {}
@@ -248,15 +236,9 @@ def test_seeded_random_multi_model_runs_equal_litellm_call_by_call():
             reasoning = rng.randint(0, ct) if m == "o3" else 0
             calls.append(ModelCall(m, input_tokens=pt, output_tokens=ct, cached_input_tokens=cached,
                                    cache_write_tokens=write, reasoning_tokens=reasoning))
-            kw = {}
-            if cached or write:
-                kw["prompt_tokens_details"] = PromptTokensDetailsWrapper(cached_tokens=cached,
-                                                                         cache_creation_tokens=write)
-            if reasoning:
-                kw["completion_tokens_details"] = CompletionTokensDetailsWrapper(reasoning_tokens=reasoning)
             d = sum(litellm.cost_per_token(model=m, prompt_tokens=pt, completion_tokens=ct,
-                                           usage_object=Usage(prompt_tokens=pt, completion_tokens=ct,
-                                                              total_tokens=pt + ct, **kw)))
+                                           usage_object=litellm_usage(pt, ct, cached, write,
+                                                                      reasoning)))
             ref_total.append(d)
             ref_model.setdefault(m, []).append(d)
             ref_tokens[m] = ref_tokens.get(m, 0) + pt + ct

@@ -8,8 +8,6 @@ import pytest
 
 litellm = pytest.importorskip("litellm")
 from litellm.cost_calculator import batch_cost_calculator  # noqa: E402
-from litellm.types.utils import (CompletionTokensDetailsWrapper, PromptTokensDetailsWrapper,  # noqa: E402
-                                 Usage)
 
 from ek_agents import errors  # noqa: E402
 from ek_agents.base import Cost  # noqa: E402
@@ -22,16 +20,6 @@ WORST: dict[str, float] = {}
 @pytest.fixture(scope="module")
 def table():
     return load_prices(litellm.model_cost)
-
-
-def _usage(pt, ct, cached=0, write=0, reasoning=0):
-    kw = {}
-    if cached or write:
-        kw["prompt_tokens_details"] = PromptTokensDetailsWrapper(cached_tokens=cached,
-                                                                 cache_creation_tokens=write)
-    if reasoning:
-        kw["completion_tokens_details"] = CompletionTokensDetailsWrapper(reasoning_tokens=reasoning)
-    return Usage(prompt_tokens=pt, completion_tokens=ct, total_tokens=pt + ct, **kw)
 
 
 # (label, model, prompt, completion, cached, cache_write, reasoning, service_tier, batch)
@@ -66,8 +54,9 @@ CASES = [
 
 @pytest.mark.parametrize("label,model,pt,ct,cached,write,reasoning,tier,batch", CASES,
                          ids=[f"{c[0]}:{c[1]}" for c in CASES])
-def test_dollars_equal_litellm(table, label, model, pt, ct, cached, write, reasoning, tier, batch):
-    u = _usage(pt, ct, cached, write, reasoning)
+def test_dollars_equal_litellm(table, litellm_usage, label, model, pt, ct, cached, write, reasoning,
+                               tier, batch):
+    u = litellm_usage(pt, ct, cached, write, reasoning)
     if batch:
         ref = sum(batch_cost_calculator(u, model))
     else:
@@ -97,7 +86,7 @@ def test_anthropic_keyword_form_matches_when_prompt_includes_cache_tokens(table)
     assert quirk == pytest.approx(ours - uncached * table[m].input, rel=1e-12)
 
 
-def test_batch_cache_reads_are_discounted_where_litellm_is_not(table):
+def test_batch_cache_reads_are_discounted_where_litellm_is_not(table, litellm_usage):
     # gpt-4o declares batch input/output rates but no batch cache-read rate: LiteLLM then bills
     # cache reads inside a batch at the full standard cache-read rate, yet halves them when a
     # model declares no batch rates at all. We apply DEFAULT_BATCH_DISCOUNT consistently.
@@ -107,7 +96,7 @@ def test_batch_cache_reads_are_discounted_where_litellm_is_not(table):
     assert p.batch_cached_input is None
     c = Cost(input_tokens=3000, cached_input_tokens=1000, output_tokens=1000)
     ours = dollars(c, p, batch=True)
-    ref = sum(batch_cost_calculator(_usage(3000, 1000, 1000), "gpt-4o"))
+    ref = sum(batch_cost_calculator(litellm_usage(3000, 1000, 1000), "gpt-4o"))
     assert ours == pytest.approx(2000 * p.batch_input + 1000 * p.cached_input * DEFAULT_BATCH_DISCOUNT
                                  + 1000 * p.batch_output)
     assert ref == pytest.approx(ours + 1000 * p.cached_input * (1 - DEFAULT_BATCH_DISCOUNT))
