@@ -30,11 +30,10 @@ from types import SimpleNamespace
 from typing import Any, Optional
 
 from ..base import Episode, RunProvenance, TaskSpec, task_table
-from ..cost import cost_of_pass, episode_dollars
+from ..cost import cost_figures, episode_dollars
 from ..errors import InvalidInput
 from ..scoring.metrics import grade, is_errored
 from ..reporting import ReliabilityReport, reliability, run_provenance
-from ..stats.bootstrap import cluster_bootstrap_ratio
 from ..store import canonical_json, parse_json, sha256_hex
 from .segments import RunSegments, iter_segments, owned, owner, read_segment, segment_line_doc
 
@@ -165,42 +164,15 @@ class _Cost:
             t[2].merge(dollars)
 
     def report(self, *, priced: bool, seed: int, resamples: int = 2000) -> dict:
-        n = self.n
-        warnings_: list[str] = []
-        if n == 0:
-            warnings_.append("no episodes: nothing to report")
-        if self.n_without:
-            warnings_.append(
-                f"{self.n_without} of {n} episode(s) carry no Cost: left out of the dollar figures "
-                "and the cost per success (their cost is unknown, not zero)")
-        if not priced:
-            warnings_.append("no price/prices given: dollar figures are None (ek-agents does not "
-                             "invent rates); pass price= or prices=load_prices(...)")
-        total = cps = ci = mean_d = totals = None
-        if priced and self.costed:
-            total = self.total.value
-            mean_d = total / self.costed
-            cps = cost_of_pass(total, self.costed_success)
-            # the in-memory path's order: episodes sorted by (task, trial), tasks by first appearance
-            totals = {tid: {"n": t[0], "n_success": t[1], "dollars": t[2].value}
-                      for tid, t in sorted(self.per_task.items())}
-            ci = cluster_bootstrap_ratio([t["dollars"] for t in totals.values()],
-                                         [t["n_success"] for t in totals.values()],
-                                         resamples=resamples, seed=seed)
-        elif priced:
-            warnings_.append("no episode carries a Cost: dollar figures are None")
-        return {
-            "n": n, "n_success": self.n_success, "success_rate": self.n_success / n if n else None,
-            "total_dollars": total, "cost_per_success": cps,
-            "cost_per_success_ci": list(ci) if ci is not None else None,
-            "cost_per_success_ci_method": None if ci is None else
-            "bootstrap-t over tasks (each task keeps all its trials)",
-            "task_totals": totals, "mean_dollars": mean_d,
-            "mean_latency_s": self.latency.value / self.latency.n if self.latency.n else None,
-            "total_tokens": self.tokens["input_tokens"] + self.tokens["output_tokens"],
-            **self.tokens, "n_without_cost": self.n_without, "seed": seed, "batch": False,
-            "warnings": warnings_,
-        }
+        # the in-memory path's order: episodes sorted by (task, trial), tasks by first appearance
+        return cost_figures(
+            n=self.n, n_success=self.n_success, n_without=self.n_without, priced=priced,
+            n_costed=self.costed, n_costed_success=self.costed_success,
+            total=lambda: self.total.value,
+            task_totals=lambda: {tid: {"n": t[0], "n_success": t[1], "dollars": t[2].value}
+                                 for tid, t in sorted(self.per_task.items())},
+            mean_latency_s=self.latency.value / self.latency.n if self.latency.n else None,
+            tokens=self.tokens, seed=seed, batch=False, resamples=resamples)
 
 
 class StreamingReport:
