@@ -37,7 +37,6 @@ import argparse
 import importlib
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -45,6 +44,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Optional
 
+from .cliargs import (MAX_CONCURRENCY, MAX_K, MAX_RETRIES, MAX_SEED, eval_args, int_in,
+                      name_arg, number, store_arg, tolerance_args)
 from .errors import (ArtifactNotFound, AuditFailed, CheckFailed, EkAgentsError, InvalidInput,
                      MissingDependency, StoreError, TooManyErrors)
 
@@ -57,54 +58,11 @@ QUIET_ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
 
 #: Where the pipeline's flows are installed (never the generic top-level name ``flows``).
 FLOWS = "ek_agents_pipeline.flows"
-#: Bounds of the options (beyond them a value is a typo, and costs minutes or memory to find out).
-MAX_K = 10_000  # = pipeline_support.MAX_K (not imported here: import time)
-MAX_CONCURRENCY = 10_000
-MAX_RETRIES = 100
-MAX_SEED = 2**63 - 1
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, refusing in one line (``ek-agents run: error: argument --k: ...``), exit 2."""
 
     def error(self, message: str) -> Any:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _int_in(lo: int, hi: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"{v} is out of range: use an integer in {lo}..{hi}")
-        return v
-    return parse
-
-
-def _number(lo: float, *, above: bool = False) -> Any:
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not math.isfinite(v) or v < lo or (above and v == lo):
-            raise argparse.ArgumentTypeError(f"{text} is out of range: use a finite number "
-                                             f"{'>' if above else '>='} {lo:g}")
-        return v
-    return parse
-
-
-def _name(what: str) -> Any:
-    def parse(text: str) -> str:
-        from .store import Store  # lazy: see the module docstring (import time)
-
-        try:
-            return Store.validate_name(text, what=what)
-        except InvalidInput as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return parse
 
 
 def _local() -> Any:
@@ -160,41 +118,6 @@ def _quiet() -> None:
         os.environ.setdefault(k, v)
 
 
-def _store_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", default=None, metavar="URL",
-                   help="artifact store: a folder, file://, memory:// or s3://bucket/prefix "
-                        "(default: $EK_STORE, else ./.ek)")
-
-
-def _eval_args(p: argparse.ArgumentParser) -> None:
-    _store_arg(p)
-    p.add_argument("--k", type=_int_in(1, MAX_K), default=1,
-                   help=f"trials per task, 1..{MAX_K} (default 1)")
-    p.add_argument("--seed", type=_int_in(0, MAX_SEED), default=0,
-                   help="base seed >= 0: trial i gets seed + i (default 0)")
-    p.add_argument("--run-id", type=_name("run id"), default=None,
-                   help="run id (default: a fresh timestamped id)")
-    p.add_argument("--baseline", type=_name("baseline name"), default=None, metavar="NAME",
-                   help="gate the run against this baseline")
-    p.add_argument("--prices", default=None, metavar="PATH", help="price catalog (LiteLLM JSON format)")
-    p.add_argument("--check", default=None, help="default checker: output | final_state | recorded")
-    p.add_argument("--model", default="", help="model name recorded in the run provenance")
-    p.add_argument("--simulator", default="", help="user simulator recorded in the provenance")
-    p.add_argument("--scaffold", default="", help="agent scaffold recorded in the provenance")
-    _tolerance_args(p)
-    p.add_argument("--prefect-server", action="store_true",
-                   help="with no Prefect API configured, start a temporary local Prefect server "
-                        "and run the flow there, recording the flow run in $PREFECT_HOME's "
-                        "database (default: run in this process, without Prefect)")
-
-
-def _tolerance_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tolerance", type=_number(0.0), default=0.0,
-                   help="gate: tolerated success drop (>= 0)")
-    p.add_argument("--cost-tolerance", type=_number(0.0), default=0.0,
-                   help="gate: tolerated relative rise of the cost per success (>= 0)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``ek-agents``."""
     ap = _Parser(prog="ek-agents", description="Evaluate AI agents in dollars per "
@@ -211,21 +134,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what identifies the agent (e.g. bot-v3/gpt-4o), instead of digesting its "
                         "state: needed to resume a run whose agent holds a live client or lock "
                         "and declares no ek_config")
-    _eval_args(p)
-    p.add_argument("--temperature", type=_number(0.0), default=None)
-    p.add_argument("--chunk-size", type=_int_in(1, MAX_K * MAX_CONCURRENCY), default=None,
+    eval_args(p)
+    p.add_argument("--temperature", type=number(0.0), default=None)
+    p.add_argument("--chunk-size", type=int_in(1, MAX_K * MAX_CONCURRENCY), default=None,
                    help="trials per Prefect task run (>= 1)")
-    p.add_argument("--max-concurrency", type=_int_in(1, MAX_CONCURRENCY), default=8,
+    p.add_argument("--max-concurrency", type=int_in(1, MAX_CONCURRENCY), default=8,
                    help=f"trials at once per chunk, 1..{MAX_CONCURRENCY} (default 8; in-process, "
                         "with no Prefect API, trials at once in all)")
-    p.add_argument("--timeout", type=_number(0.0, above=True), default=None, dest="timeout_s",
+    p.add_argument("--timeout", type=number(0.0, above=True), default=None, dest="timeout_s",
                    help="seconds per trial (> 0)")
-    p.add_argument("--retries", type=_int_in(0, MAX_RETRIES), default=0,
+    p.add_argument("--retries", type=int_in(0, MAX_RETRIES), default=0,
                    help=f"retries of a transient agent error, 0..{MAX_RETRIES} (default 0)")
     p.add_argument("--capture", choices=("otel",), default=None, help="each trial's OpenTelemetry "
                    "spans -> its tool calls and per-call cost (pip install 'ek-agents[otel]')")
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
-    p.add_argument("--max-workers", type=_int_in(1, 1024), default=4, help="chunks at once on "
+    p.add_argument("--max-workers", type=int_in(1, 1024), default=4, help="chunks at once on "
                    "the flow's task runner, 1..1024 (default 4; in-process one loop runs them all)")
     p.add_argument("--dask-address", default=None, help="an existing Dask cluster (tcp://...)")
     p.add_argument("--refresh", action="store_true",
@@ -248,11 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="the recorded run (a path or any fsspec URL)")
     p.add_argument("--suite", default=None, metavar="PATH",
                    help="grade against this suite (default: the success the source recorded)")
-    _eval_args(p)
+    eval_args(p)
 
     p = sub.add_parser("report", help="print a stored run's report, or write an HTML/Markdown "
                                       "report comparing runs (no Prefect needed)")
-    p.add_argument("run_ids", nargs="+", metavar="RUN_ID", type=_name("run id"))
+    p.add_argument("run_ids", nargs="+", metavar="RUN_ID", type=name_arg("run id"))
     p.add_argument("--json", action="store_true", help="print the report document(s) as JSON")
     p.add_argument("--html", default=None, metavar="PATH",
                    help="write a self-contained HTML report of the runs (path or fsspec URL)")
@@ -260,54 +183,54 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the report of the runs as Markdown (path or fsspec URL)")
     p.add_argument("--labels", metavar="FILE", help="people's verdicts on some trials (JSONL): the "
                    "judge-corrected success beside the judge's raw one (one run; printed or --json)")
-    _store_arg(p)
+    store_arg(p)
 
     p = sub.add_parser("gate", help="gate a stored run against a baseline (no Prefect needed)")
-    p.add_argument("run_id", type=_name("run id"))
-    p.add_argument("--baseline", required=True, metavar="NAME", type=_name("baseline name"))
+    p.add_argument("run_id", type=name_arg("run id"))
+    p.add_argument("--baseline", required=True, metavar="NAME", type=name_arg("baseline name"))
     p.add_argument("--labels", metavar="FILE", help="labels of this run: compare judge-corrected "
                    "rates (when the baseline has labels too)")
-    _tolerance_args(p)
-    _store_arg(p)
+    tolerance_args(p)
+    store_arg(p)
 
     p = sub.add_parser("plan-labels", help="pick which trials of a judged run to label (stratified "
                                            "by task) and write the file a person fills in")
-    p.add_argument("run_id", type=_name("run id"))
-    p.add_argument("--n", type=_int_in(1, 1_000_000), required=True, help="labels to plan")
+    p.add_argument("run_id", type=name_arg("run id"))
+    p.add_argument("--n", type=int_in(1, 1_000_000), required=True, help="labels to plan")
     p.add_argument("--out", metavar="PATH", help="where to write the file (default labels-RUN_ID.jsonl)")
-    p.add_argument("--width", type=_number(0.0, above=True), default=0.1, help="labels for this width")
-    p.add_argument("--seed", type=_int_in(0, MAX_SEED), default=0)
-    _store_arg(p)
+    p.add_argument("--width", type=number(0.0, above=True), default=0.1, help="labels for this width")
+    p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0)
+    store_arg(p)
 
     p = sub.add_parser("plan", help="plan tasks x k, labels and dollars from a pilot run, for a "
                                     "target interval width or gate power")
-    p.add_argument("run_id", type=_name("run id"))
+    p.add_argument("run_id", type=name_arg("run id"))
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--width", type=_number(0.0, above=True), help="target 95%% CI width on success")
-    g.add_argument("--cps-width", type=_number(0.0, above=True), help="target 95%% interval width "
+    g.add_argument("--width", type=number(0.0, above=True), help="target 95%% CI width on success")
+    g.add_argument("--cps-width", type=number(0.0, above=True), help="target 95%% interval width "
                    "on cost per success, a fraction of the pilot's (0.2: +-10%%)")
-    g.add_argument("--power", type=_number(0.0, above=True), help="target gate power (0.8), with --drop")
-    p.add_argument("--drop", type=_number(0.0, above=True), help="success drop to detect (0.1: 10 points)")
-    p.add_argument("--max-tasks", type=_int_in(2, 10_000_000), help="tasks (default: the pilot's)")
+    g.add_argument("--power", type=number(0.0, above=True), help="target gate power (0.8), with --drop")
+    p.add_argument("--drop", type=number(0.0, above=True), help="success drop to detect (0.1: 10 points)")
+    p.add_argument("--max-tasks", type=int_in(2, 10_000_000), help="tasks (default: the pilot's)")
     p.add_argument("--labels", metavar="FILE", help="the pilot's labels: plan the labels too")
-    _store_arg(p)
+    store_arg(p)
 
     p = sub.add_parser("audit", help="verify a run's artifacts and recompute its figures")
-    p.add_argument("run_id", nargs="?", default=None, type=_name("run id"))
-    p.add_argument("--baseline", default=None, metavar="NAME", type=_name("baseline name"),
+    p.add_argument("run_id", nargs="?", default=None, type=name_arg("run id"))
+    p.add_argument("--baseline", default=None, metavar="NAME", type=name_arg("baseline name"),
                    help="audit the run a baseline came from")
-    _store_arg(p)
+    store_arg(p)
 
     p = sub.add_parser("promote", help="make a run a named baseline")
-    p.add_argument("run_id", type=_name("run id"))
-    p.add_argument("--name", required=True, type=_name("baseline name"))
+    p.add_argument("run_id", type=name_arg("run id"))
+    p.add_argument("--name", required=True, type=name_arg("baseline name"))
     p.add_argument("--replace", action="store_true",
                    help="replace an existing baseline of that name (the old one is kept as an artifact)")
-    _store_arg(p)
+    store_arg(p)
 
     p = sub.add_parser("demo", help="the bundled shop world: two agents, a baseline, a gate, an audit")
     p.add_argument("--store", default="./.ek", metavar="URL", help="artifact store (default ./.ek)")
-    p.add_argument("--k", type=_int_in(1, MAX_K), default=4, help="trials per task (default 4)")
+    p.add_argument("--k", type=int_in(1, MAX_K), default=4, help="trials per task (default 4)")
     return ap
 
 
