@@ -149,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "spans -> its tool calls and per-call cost (pip install 'ek-agents[otel]')")
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
     p.add_argument("--max-workers", type=int_in(1, 1024), default=4, help="chunks at once on "
-                   "the flow's task runner, 1..1024 (default 4; in-process one loop runs them all)")
+                   "the flow's task runner, 1..1024 (default 4; in-process one loop runs them all; "
+                   "with --scale the Dask worker processes)")
     p.add_argument("--dask-address", default=None, help="an existing Dask cluster (tcp://...)")
     p.add_argument("--refresh", action="store_true",
                    help="run every trial afresh: no cached episodes, the run id's stored trials "
@@ -164,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait-lease", type=float, default=0.0, metavar="SECONDS",
                    help="wait up to SECONDS for another writer of the run id to finish")
     p.add_argument("--sequential", action="store_true", help="with --baseline: stop once the gate has decided")
+    p.add_argument("--scale", action="store_true", help="the evaluate-at-scale flow: trials in "
+                   "segments, chunks on a Dask cluster (--max-workers processes here, or "
+                   "--dask-address), the report merged from the segments; no gate")
 
     p = sub.add_parser("ingest", help="evaluate a recorded run (Inspect log, tau-bench results, "
                        "messages JSONL, OpenTelemetry OTLP/JSON)")
@@ -267,6 +271,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       max_error_rate=a.max_error_rate, break_lease=a.break_lease,
                       lease_wait_s=a.wait_lease, sequential=a.sequential, agent_id=a.agent_id,
                       **({"capture": a.capture} if a.capture else {}))
+        if a.scale:
+            params = _scale_params(a, params)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
     clock.mark("parse, load ek_agents")
@@ -291,7 +297,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         if here:
             _run_here(params, clock, verbose=a.verbose)
         else:  # then: import of the flows (Prefect), the server (overlapped), the flow
-            _flows().call_flow("evaluate_agent", **params)
+            _flows().call_flow("evaluate_at_scale" if "n_workers" in params else "evaluate_agent",
+                               **params)
         ok = True
     finally:
         if local is not None and not here:
@@ -313,9 +320,32 @@ def _runs_here(a: argparse.Namespace, params: dict, local: Any) -> bool:
     """Whether ``run``/``ingest`` runs the evaluate plan in this process, without Prefect: when
     no Prefect API is configured to record the flow run, ``--prefect-server`` was not asked
     for, and the trials need no Prefect task runner (``--task-runner dask``)."""
-    if a.prefect_server or params.get("task_runner", "threads") != "threads":
+    if a.prefect_server or params.get("task_runner", "threads") != "threads" or "n_workers" in params:
         return False
     return local is None or local.configured_api() is None
+
+
+#: ``run`` options the evaluate-at-scale flow has no use for (it runs, stores and reports the
+#: trials: no gate, capture or sequential stop), with their defaults: refused, never dropped.
+NOT_AT_SCALE = (("baseline", None), ("sequential", False), ("capture", None),
+                ("retry_errored", False), ("temperature", None), ("simulator", ""),
+                ("scaffold", ""), ("task_runner", "threads"), ("tolerance", 0.0),
+                ("cost_tolerance", 0.0), ("max_error_rate", 0.5), ("wait_lease", 0.0))
+
+
+def _scale_params(a: argparse.Namespace, params: dict) -> dict:
+    """``run --scale``: the evaluate-at-scale flow's parameters (``--max-workers`` its Dask
+    worker processes), after refusing the options it would not use."""
+    given = [f"--{key.replace('_', '-')}" for key, default in NOT_AT_SCALE
+             if getattr(a, key) != default]
+    if given:
+        raise InvalidInput(f"run --scale: {', '.join(given)} not used by the evaluate-at-scale "
+                           "flow (it runs, stores and reports the trials: no gate, capture or "
+                           "sequential stop); drop them, or run without --scale")
+    keep = ("suite", "agent", "agent_id", "k", "seed", "store", "run_id", "prices", "check",
+            "model", "chunk_size", "max_concurrency", "timeout_s", "retries", "dask_address",
+            "refresh", "break_lease")
+    return {**{key: params[key] for key in keep}, "n_workers": a.max_workers}
 
 
 def _run_here(params: dict, clock: _Clock, *, verbose: bool) -> None:

@@ -5,6 +5,8 @@
   keyed per tracked series; the figures in the run log).
 - ``audit_run`` ("audit-run"): verify a stored run's bytes and recompute its figures.
 - ``promote_baseline`` ("promote-baseline"): a run becomes ``baselines/<name>.json``.
+- ``evaluate_at_scale`` ("evaluate-at-scale"): trials in segments, chunks on a Dask cluster,
+  the report merged from the segments' summaries (``flows/scale.py``).
 
 The names load on first use (``import`` of this package imports no Prefect), so that the CLI
 can start a temporary Prefect server from ``.local`` before it pays for importing Prefect.
@@ -14,10 +16,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["evaluate_agent", "audit_run", "promote_baseline", "call_flow"]
+__all__ = ["evaluate_agent", "audit_run", "promote_baseline", "evaluate_at_scale", "call_flow"]
 
 _HOMES = {"evaluate_agent": "evaluate", "audit_run": "audit",
-          "promote_baseline": "audit", "call_flow": "local"}
+          "promote_baseline": "audit", "evaluate_at_scale": "scale", "call_flow": "local"}
 
 
 def __getattr__(name: str) -> Any:

@@ -196,7 +196,7 @@ def local_settings() -> Iterator[None]:
 
 
 def call_flow(flow: str, /, **params: Any) -> Any:
-    """Run ``flow`` ("evaluate_agent", "audit_run", "promote_baseline") here and now; its
+    """Run ``flow`` ("evaluate_agent", "evaluate_at_scale", "audit_run", "promote_baseline") here and now; its
     result, or the exception that failed it. Waits for a server :func:`start_server` started."""
     t0 = time.perf_counter()
     flows = importlib.import_module(__package__)  # this package, under whichever name it was loaded
