@@ -17,7 +17,7 @@ Run: ``.venv/bin/python -m bench.bench_flow [--trials 20000] [--quick]``. Rows (
   first API call, which waits 0.5-0.7 s more for the server to finish starting -- is reported
   apart) vs the ideal; then the same flow with identical inputs (a cache hit) vs the first
   run. The phases are the task runs' spans and the flow run's own (``flow-run``: to its final
-  state; the call returns up to 1 s later, when Prefect's heartbeat thread has been joined);
+  state; the call returns after Prefect's teardown);
 - ``import ek_agents`` vs ``import prefect``, and with every public name resolved (each timed
   inside a fresh interpreter, min of 5).
 
@@ -50,14 +50,17 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   (``ChunkResult``);
   ``collect-episodes`` assembles the episodes document from those bytes and the manifest takes
   the digests computed as the files were written.
-- Prefect's teardown: the sync flow engine joins its heartbeat thread, which sleeps in 1 s
-  steps from the flow run's start: the call returns up to 1 s after the flow run reached
-  Completed (the ``flow-run`` phase) -- 0.1-0.25 s after the 20,000-trial run, ~0.75 s after
-  the cache hit (Completed ~0.45 s in, the next tick at ~1.2 s). Both rows are printed with
-  the heartbeat as Prefect ships it (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` 180 s) and off
-  (``None``, what ``ek-agents run`` sets on its own temporary server: nobody watches for
-  zombies there). An ``async def`` flow is not joined but would make ``evaluate_agent(...)``
-  return a coroutine to every sync caller (bench/PROFILE-flow.md, fifth pass), so it stays sync.
+- Prefect's teardown: Prefect's sync flow engine joins its heartbeat thread, which sleeps in
+  1 s steps, so a sync flow's call returned 0.1-1.0 s after the run reached Completed (the
+  ``flow-run`` phase). Our flows run on Prefect's async engine, which does not join it, and
+  are still called as sync functions (``flows/entry.py``): the call now returns ~0.02 s after
+  Completed. Both rows are printed with the heartbeat as Prefect ships it
+  (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` 180 s) and off (``None``, what ``ek-agents run`` sets
+  on its own temporary server); they should now agree. The flow body also runs with the heap
+  that existed before it frozen for the garbage collector (``entry.frozen_heap``): full
+  collections over Prefect's and our imports stalled the trials' loops (0.62 s of GC in a
+  20,000-trial run; x1.10-1.15 -> x1.08-1.10 of ideal measured). bench/PROFILE-flow.md, sixth
+  pass.
 - After the trials: ``grade`` takes the graded document the chunks made (same bytes; the
   episodes document is still read and verified), metrics and cost take the graded episodes
   from the in-process memo (``runs.trials.read_episodes``), the report's pass^k curve draws its
@@ -206,9 +209,9 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 def flow_rows(trials: int, tmp: Path) -> dict:
     """The evaluate flow and its cache-hit re-run, each with Prefect's flow-run heartbeat as
-    Prefect ships it (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` 180 s: the sync engine joins the
-    heartbeat thread after the run is Completed, waiting for its next 1 s tick) and with it off
-    (``None``: what ``ek-agents run`` does on its own temporary server)."""
+    Prefect ships it (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` 180 s; Prefect's sync engine would
+    join its thread after the run is Completed, the async one our flows run on does not) and
+    with it off (``None``: what ``ek-agents run`` does on its own temporary server)."""
     k = 40 if trials >= 400 else 1
     suite = write_suite(tmp / "flow-suite.jsonl", max(1, trials // k))
     home = tmp / "prefect-server"
@@ -310,7 +313,7 @@ def _phases(since: datetime.datetime, run_id: str) -> dict:
     phases = {n: (round((a - since).total_seconds(), 2), round((b - a).total_seconds(), 2))
               for n, (a, b) in sorted(spans.items(), key=lambda i: i[1][0])}
     # the flow run's own span as the API recorded it: (start, seconds) to its final state; the
-    # call returns later (Prefect's teardown: its heartbeat thread is joined, up to 1 s)
+    # call returns a little later (Prefect's teardown)
     ends = [(r.start_time, r.end_time) for r in flow_runs if r.start_time and r.end_time]
     if ends:
         a, b = min(ends)

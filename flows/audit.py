@@ -3,14 +3,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from prefect import flow
-
 from ek_agents.runs.audit import AuditResult
 from ek_agents.errors import AuditFailed, InvalidInput
 from ek_agents.store import Store
 from ek_agents_pipeline.tasks import audit, promote, publish_audit
 
 from .context import audit_run_name, promote_run_name
+from .entry import entry_flow
 from .outcome import fails_as_state
 
 #: Prefect fails (TimedOut) an audit or a promotion that has not finished after this long.
@@ -18,7 +17,7 @@ AUDIT_TIMEOUT_S = 3600
 PROMOTE_TIMEOUT_S = 600
 
 
-@flow(name="audit-run", persist_result=False, timeout_seconds=AUDIT_TIMEOUT_S,
+@entry_flow(name="audit-run", persist_result=False, timeout_seconds=AUDIT_TIMEOUT_S,
       flow_run_name=audit_run_name)
 @fails_as_state
 def audit_run(run_id: Optional[str] = None, baseline: Optional[str] = None,
@@ -42,7 +41,7 @@ def audit_run(run_id: Optional[str] = None, baseline: Optional[str] = None,
     return result.to_dict()
 
 
-@flow(name="promote-baseline", persist_result=False, timeout_seconds=PROMOTE_TIMEOUT_S,
+@entry_flow(name="promote-baseline", persist_result=False, timeout_seconds=PROMOTE_TIMEOUT_S,
       flow_run_name=promote_run_name)
 @fails_as_state
 def promote_baseline(run_id: str, name: str, store: Optional[str] = None,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from ek_agents.runs import pipeline_support
@@ -19,6 +19,7 @@ from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate
                                       run_trial_chunk, write_manifest)
 
 from .context import evaluate_run_name, rename_flow_run, run_context, run_parameters, scheduled_seed
+from .entry import entry_flow
 from .outcome import fails_as_state
 from .runners import as_data, make_task_runner, run_each
 from .sequential import sequential_trials_flow
@@ -27,7 +28,7 @@ from .sequential import sequential_trials_flow
 EVALUATE_TIMEOUT_S = 6 * 3600
 
 
-@flow(name="evaluate-agent", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=4),
+@entry_flow(name="evaluate-agent", persist_result=False, task_runner=ThreadPoolTaskRunner(max_workers=4),
       timeout_seconds=EVALUATE_TIMEOUT_S, flow_run_name=evaluate_run_name)
 @fails_as_state
 def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: int = 1,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 
 from ek_agents.base import RunProvenance
 from ek_agents.runs.harness import new_run_id
@@ -22,6 +22,7 @@ from ek_agents_pipeline.tasks.inputs import load_prices, load_suite
 from ek_agents_pipeline.tasks.scale import finish_scale, plan_scale, run_scale_chunk
 
 from .context import run_context, run_parameters
+from .entry import entry_flow
 from .outcome import fails_as_state
 from .runners import make_task_runner, run_each
 
@@ -30,7 +31,7 @@ from .runners import make_task_runner, run_each
 SCALE_TIMEOUT_S = 24 * 3600
 
 
-@flow(name="evaluate-at-scale", persist_result=False, timeout_seconds=SCALE_TIMEOUT_S)
+@entry_flow(name="evaluate-at-scale", persist_result=False, timeout_seconds=SCALE_TIMEOUT_S)
 @fails_as_state
 def evaluate_at_scale(suite: Optional[str] = None, agent: Optional[str] = None, k: int = 1, seed: Optional[int] = 0,
                       agent_id: Optional[str] = None,
