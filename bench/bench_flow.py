@@ -299,8 +299,17 @@ def _phases(since: datetime.datetime, run_id: str) -> dict:
                                                 TaskRunFilterStartTime)
 
     with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(task_run_filter=TaskRunFilter(
-            start_time=TaskRunFilterStartTime(after_=since)), limit=200)
+        # task runs reach the API as events, sent by a background worker: the call can return
+        # before the last ones are recorded, so read until two reads 0.5 s apart agree (<= 10 s)
+        runs: list = []
+        for _ in range(20):
+            again = client.read_task_runs(task_run_filter=TaskRunFilter(
+                start_time=TaskRunFilterStartTime(after_=since)), limit=200)
+            done = [r for r in again if r.end_time is not None]
+            if runs and len(done) == len(runs):
+                break
+            runs = done
+            time.sleep(0.5)
         flow_runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
             start_time=FlowRunFilterStartTime(after_=since)), limit=10)
     spans: dict[str, list] = {}
