@@ -77,7 +77,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["StreamingReport", "ExactSum", "stream_report", "segment_summarizer",
                     "summary_basis", "merged_report"], "streaming"),
     **dict.fromkeys(["TrialRunner", "run_coroutine", "EPISODE_DEPTH"], "trialrunner"),
-    **dict.fromkeys(["StoredTrial", "read_trials", "episodes_bytes", "graded_digest",
+    **dict.fromkeys(["StoredTrial", "read_trials", "episodes_bytes", "episodes_json", "graded_digest",
                     "EPISODES_MEMO_DOCS", "EPISODES_MEMO_EPISODES", "GRADED_MEMO_DOCS",
                     "PLAIN_RUNS", "remember_episodes", "PlainEpisodeJson", "trial_grader",
                     "remember_graded", "take_graded", "forget_episodes", "read_episodes"], "trials"),
@@ -170,7 +170,8 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
     from .trialrunner import (TrialRunner as TrialRunner, run_coroutine as run_coroutine,
         EPISODE_DEPTH as EPISODE_DEPTH)
     from .trials import (StoredTrial as StoredTrial, read_trials as read_trials,
-        episodes_bytes as episodes_bytes, graded_digest as graded_digest,
+        episodes_bytes as episodes_bytes, episodes_json as episodes_json,
+        graded_digest as graded_digest,
         EPISODES_MEMO_DOCS as EPISODES_MEMO_DOCS, EPISODES_MEMO_EPISODES as EPISODES_MEMO_EPISODES,
         GRADED_MEMO_DOCS as GRADED_MEMO_DOCS, PLAIN_RUNS as PLAIN_RUNS,
         remember_episodes as remember_episodes, PlainEpisodeJson as PlainEpisodeJson,

@@ -424,14 +424,14 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
     (``record.write_gate``: the sequential gate's); ``reuse`` what the run kept of its stored
     trials (recorded on the episodes stage)."""
     graded, reliability, report = scored
-    ep_ref = stagecache.write_doc(st, run_id, "episodes", documents.episodes_doc(episodes))
+    ep_ref = stagecache.write_doc(st, run_id, "episodes", stored_trials.episodes_json(episodes))
     if reuse is not None:
         ep_ref = dataclasses.replace(ep_ref, reused=reuse.kept, reused_from=run_id)
     refs = {"tasks": stagecache.write_tasks(st, run_id, tasks_doc),
             "prices": None if prices is None else stagecache.write_doc(st, run_id, "prices",
                                                                    documents.prices_doc(prices)),
             "episodes": ep_ref,
-            "graded": stagecache.write_doc(st, run_id, "graded", documents.episodes_doc(graded)),
+            "graded": stagecache.write_doc(st, run_id, "graded", stored_trials.episodes_json(graded)),
             "metrics": stagecache.write_doc(st, run_id, "metrics", reliability.to_dict()),
             "report": stagecache.write_doc(st, run_id, "report", report.to_dict()),
             "gate": gate,

@@ -198,9 +198,11 @@ def index_output(store: Any, run_id: str, stage: str, digest: str, doc: Any) -> 
 
 
 def write_doc(store: Any, run_id: str, name: str, doc: Any) -> StageRef:
-    """Write a run's input document (suite, prices, baseline) and return its reference."""
+    """Write a run's document (suite, prices, baseline; a ``run_suite`` run's stages) and
+    return its reference; ``doc`` may be its canonical JSON bytes already."""
     key = run_key(run_id, name)
-    return StageRef(stage=name, key=key, sha256=store.write_json(key, as_plain(doc)))
+    data = doc if isinstance(doc, bytes) else canonical_json(as_plain(doc))
+    return StageRef(stage=name, key=key, sha256=store.write_bytes(key, data))
 
 
 def write_tasks(store: Any, run_id: str, doc: Mapping) -> SuiteRef:

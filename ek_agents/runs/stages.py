@@ -28,7 +28,7 @@ from .documents import (episodes_doc, episodes_of, prices_doc, prices_of, read_r
 from .manifest import input_digest
 from .stagecache import (GateRef, StageRef, SuiteRef, reused_output, write_doc, write_output,
                          write_tasks)
-from .trials import graded_digest, read_episodes, remember_episodes, take_graded
+from .trials import episodes_json, graded_digest, read_episodes, remember_episodes, take_graded
 
 __all__ = ["grade_stage", "graded_episodes", "metrics_stage", "metrics_report", "cost_stage",
            "cost_report_doc", "gate_stage", "guarded_gate", "sequential_stage", "regate",
@@ -185,7 +185,7 @@ def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
         made, doc = list(done[1]), done[0]
     else:
         made = graded_episodes(read_episodes(store, episodes), read_ref(store, tasks), check)
-        doc = episodes_doc(made)
+        doc = episodes_json(made)
     ref = write_output(store, run_id, "graded", digest, doc)
     remember_episodes(ref.sha256, made)  # what the next stages read back: already validated here
     return ref

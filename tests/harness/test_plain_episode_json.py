@@ -163,3 +163,30 @@ def test_a_plain_answer_s_episode_is_the_validated_episode_of_the_same_fields():
                        meta=dict(ep.meta))
         assert ep == same and repr(ep) == repr(same)
         assert canonical_json(ep.to_dict()) == canonical_json(same.to_dict())
+
+
+def test_a_whole_document_of_mixed_episodes_is_the_general_bytes():
+    """``trials.episodes_json``: plain episodes through the cheap path, the rest the general
+    way, graded or not -- the bytes of ``canonical_json(episodes_doc(...))``."""
+    mixed = _varied() + [
+        Episode("s1", output={"a": [1, 2]}, meta={"trial": 0}),
+        Episode("s2", output="x", trajectory=Trajectory([Step("tool", name="f", args={"q": 1})])),
+        Episode("s3", output="y", cost=Cost(input_tokens=3, output_tokens=4)),
+    ]
+    graded = [e.graded(i % 2 == 0) for i, e in enumerate(mixed)]
+    for eps in (mixed, graded, []):
+        assert trials.episodes_json(eps) == canonical_json(documents.episodes_doc(eps))
+
+
+@pytest.mark.parametrize("agent", [_plain_agent, _bad_agent])
+def test_run_suite_s_documents_are_the_general_bytes(tmp_path, agent):
+    from ek_agents.runs.harness import run_suite
+
+    tasks = [TaskSpec(f"t{i}", input=f"q{i}", gold=f"A{i}") for i in range(8)]
+    st = Store(str(tmp_path / "store"))
+    run_suite(agent, tasks, k=2, seed=5, run_id="r1", rootdir=st.url, progress=False)
+    for stage in ("episodes", "graded"):
+        data = st.read_bytes(f"runs/r1/{stage}.json")
+        eps = documents.episodes_of(json.loads(data))
+        assert len(eps) == 16
+        assert data == canonical_json(documents.episodes_doc(eps))
