@@ -11,8 +11,8 @@ from .runs.stages import *  # noqa: F403
 from .runs.baselines import *  # noqa: F403
 from .runs.identity import *  # noqa: F403
 from .runs.trials import *  # noqa: F403
-from .runs import (stagecache as _stagecache, documents as _documents, stages as _stages,
-                   baselines as _baselines, identity as _identity, trials as _trials)
+from .runs import baselines, documents, identity, stagecache, stages, trials
 
-__all__ = [*_stagecache.__all__, *_documents.__all__, *_stages.__all__, *_baselines.__all__,
-           *_identity.__all__, *_trials.__all__]
+__all__ = [*stagecache.__all__, *documents.__all__, *stages.__all__, *baselines.__all__,
+           *identity.__all__, *trials.__all__]
+del baselines, documents, identity, stagecache, stages, trials  # only the homes' names remain

@@ -68,7 +68,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["STREAMED", "AUDIT_SAMPLE", "segment_episodes", "audit_streamed"], "streamaudit"),
     **dict.fromkeys(["StageRef", "EpisodesRef", "SuiteRef", "GateRef", "ManifestRef", "lookup",
                     "lookup_bytes", "cached", "put_indexed", "cache_origin", "stage_output",
-                    "reused_output", "write_output", "index_output", "write_doc", "write_tasks"], "stagecache"),
+                    "reused_output", "write_output", "index_output", "write_doc", "write_tasks",
+                    "doc_bytes"], "stagecache"),
     **dict.fromkeys(["grade_stage", "graded_episodes", "metrics_stage", "metrics_report",
                     "cost_stage", "cost_report_doc", "gate_stage", "guarded_gate",
                     "sequential_stage", "regate", "gate_run", "record_suite", "record_prices",
@@ -153,7 +154,7 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
         lookup_bytes as lookup_bytes, cached as cached, put_indexed as put_indexed,
         cache_origin as cache_origin, stage_output as stage_output, reused_output as reused_output,
         write_output as write_output, index_output as index_output, write_doc as write_doc,
-        write_tasks as write_tasks)
+        write_tasks as write_tasks, doc_bytes as doc_bytes)
     from .stages import (grade_stage as grade_stage, graded_episodes as graded_episodes,
         metrics_stage as metrics_stage, metrics_report as metrics_report, cost_stage as cost_stage,
         cost_report_doc as cost_report_doc, gate_stage as gate_stage, guarded_gate as guarded_gate,

@@ -29,7 +29,7 @@ from .manifest import as_plain, utc_now
 
 __all__ = ["StageRef", "EpisodesRef", "SuiteRef", "GateRef", "ManifestRef", "lookup",
            "lookup_bytes", "cached", "put_indexed", "cache_origin", "stage_output", "reused_output", "write_output", "index_output",
-           "write_doc", "write_tasks"]
+           "write_doc", "write_tasks", "doc_bytes"]
 
 # --------------------------------------------------------------------------- references
 
@@ -177,11 +177,21 @@ def reused_output(store: Any, run_id: str, stage: str, digest: str) -> Optional[
                     artifact=found[1], input_digest=digest, cached=True)
 
 
+def doc_bytes(doc: Any) -> bytes:
+    """A run document's canonical JSON bytes; ``doc`` as it is when it is those bytes already
+    (``trials.episodes_json``, ``trials.episodes_bytes``).
+
+    >>> doc_bytes({"b": 1, "a": [None]}), doc_bytes(b'{"a":1}')
+    (b'{"a":[null],"b":1}', b'{"a":1}')
+    """
+    return doc if isinstance(doc, bytes) else canonical_json(as_plain(doc))
+
+
 def write_output(store: Any, run_id: str, stage: str, digest: str, made: Any) -> StageRef:
     """A stage's freshly computed output ``made`` (the document, or its canonical JSON bytes
     already) indexed under ``digest`` in the stage cache and written as the run's ``stage``
     document (its canonical JSON made once, for the artifact and the run's copy)."""
-    data = made if isinstance(made, bytes) else canonical_json(as_plain(made))
+    data = doc_bytes(made)
     artifact = put_indexed(store, stage, digest, data, run_id)
     key = run_key(run_id, stage)
     return StageRef(stage=stage, key=key, sha256=store.write_bytes(key, data), artifact=artifact,
@@ -201,8 +211,7 @@ def write_doc(store: Any, run_id: str, name: str, doc: Any) -> StageRef:
     """Write a run's document (suite, prices, baseline; a ``run_suite`` run's stages) and
     return its reference; ``doc`` may be its canonical JSON bytes already."""
     key = run_key(run_id, name)
-    data = doc if isinstance(doc, bytes) else canonical_json(as_plain(doc))
-    return StageRef(stage=name, key=key, sha256=store.write_bytes(key, data))
+    return StageRef(stage=name, key=key, sha256=store.write_bytes(key, doc_bytes(doc)))
 
 
 def write_tasks(store: Any, run_id: str, doc: Mapping) -> SuiteRef:
