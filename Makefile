@@ -10,7 +10,7 @@ export DO_NOT_TRACK := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench bench-scale clean
+.PHONY: demo test bench bench-scale docs docs-serve clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,11 +40,20 @@ test: $(VENV)/.dev-installed
 bench: $(VENV)/.dev-installed
 	$(PY) -m bench
 
-# Issue 27: a million trials (10,000 tasks x k=100) in segments on a LocalCluster of 2 worker
+# A million trials (10,000 tasks x k=100) in segments on a LocalCluster of 2 worker
 # processes, moto's S3 server and a Prefect server; minutes of both cores, so not in `make bench`.
 # BENCH_SCALE_ARGS="--tasks 1000" measures 100,000 instead.
 bench-scale: $(VENV)/.dev-installed
 	$(PY) -m bench.scale $(BENCH_SCALE_ARGS)
 
+# The documentation site (MkDocs, Material theme, the API reference from the docstrings):
+# --strict, so a broken link, a missing page or an unresolved reference fails the build.
+export NO_MKDOCS_2_WARNING := 1
+docs: $(VENV)/.dev-installed
+	$(PY) -m mkdocs build --strict -d site
+
+docs-serve: $(VENV)/.dev-installed
+	$(PY) -m mkdocs serve --strict -a 127.0.0.1:8000
+
 clean:
-	rm -rf $(VENV) .ek .pytest_cache build *.egg-info
+	rm -rf $(VENV) .ek .pytest_cache build site *.egg-info

@@ -2,10 +2,10 @@
 
 Each module's ``main(argv)`` returns a dict of figures; the table shows the timings (``*_s``)
 and the ratios against the baseline measured in the same run (``*_vs_*``). ``python -m bench
-NAME ...`` runs only the named modules (``scoring``, ``pipeline``). Then the issue-15 table
+NAME ...`` runs only the named modules (``scoring``, ``pipeline``). Then the benchmark table
 (:mod:`bench.table`: every measure with its figure, baseline and ratio) is printed and the
-run's figures saved to ``bench/last-run.json``; ``--readme`` also writes that table into
-README.md's Performance section.
+run's figures saved to ``bench/last-run.json``; ``--docs`` also writes that table into
+docs/benchmarks.md.
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def modules(only: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     only = list(sys.argv[1:] if argv is None else argv)
-    readme = "--readme" in only
-    only = [o for o in only if o != "--readme"]
+    docs = "--docs" in only
+    only = [o for o in only if o != "--docs"]
     rows = []
     run: dict = {}
     for name in modules(only):
@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {bench} | {key} | {value:.3g}{unit} |")
     text = table.render(run, table.machine())
     print("\n" + text, end="")
-    if not only and readme:  # a full run: the one the README's table may be written from
-        table.write_readme(text)
+    if not only and docs:  # a full run: the one the published table may be written from
+        table.write_page(text)
     return 0
 
 

@@ -1,9 +1,9 @@
-"""The issue-15 table: one row per measure, from the figures of one ``python -m bench`` run.
+"""The benchmark table: one row per measure, from the figures of one ``python -m bench`` run.
 
 ``python -m bench`` prints it after the per-module table and saves the run's figures to
-``bench/last-run.json`` (``--readme`` also writes the table into README.md);
-``python -m bench.table [FILE]`` prints the table of a saved run and, with ``--readme``, writes
-it into README.md between the ``bench:begin`` / ``bench:end`` markers. The machine is named
+``bench/last-run.json`` (``--docs`` also writes the table into docs/benchmarks.md);
+``python -m bench.table [FILE]`` prints the table of a saved run and, with ``--docs``, writes
+it into docs/benchmarks.md between the ``bench:begin`` / ``bench:end`` markers. The machine is named
 from ``/proc/cpuinfo`` (or ``platform``), its core count and the load average at the end of
 the run.
 """
@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 LAST_RUN = Path(__file__).with_name("last-run.json")
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 #: (measure, figure key, baseline key, ratio key, ratio's meaning, goal). Keys are
@@ -119,7 +119,7 @@ def render(figures: dict, machine_name: Optional[str] = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_readme(table: str, path: Path = README) -> None:
+def write_page(table: str, path: Path = PAGE) -> None:
     text = path.read_text()
     if BEGIN not in text or END not in text:
         raise SystemExit(f"{path}: no {BEGIN} ... {END} markers to write the table between")
@@ -135,13 +135,13 @@ def save(figures: dict, path: Path = LAST_RUN) -> None:
 def main(argv: Optional[list] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file", nargs="?", default=str(LAST_RUN), help="a saved run (default bench/last-run.json)")
-    ap.add_argument("--readme", action="store_true", help="write the table into README.md")
+    ap.add_argument("--docs", action="store_true", help="write the table into docs/benchmarks.md")
     args = ap.parse_args(argv)
     figures: dict[str, Any] = json.loads(Path(args.file).read_text())
     table = render(figures)
     print(table, end="")
-    if args.readme:
-        write_readme(table)
+    if args.docs:
+        write_page(table)
     return 0
 
 

@@ -31,6 +31,7 @@ LONGEST_FIRST = [
     "tests/fuzz/test_loaders.py",
     "tests/pipeline/test_cli.py",
     "tests/pipeline/test_cli_local.py",
+    "tests/test_docs_site.py",
 ]
 
 

@@ -1,5 +1,5 @@
-"""bench/table.py renders every issue-15 row from one run's figures and writes the README's
-table between its markers; bench_flow's harness row runs at a tiny size (no timing asserted)."""
+"""bench/table.py renders every row of the benchmark table from one run's figures and writes
+it into docs/benchmarks.md between its markers; bench_flow's harness row runs at a tiny size (no timing asserted)."""
 import importlib
 
 import pytest
@@ -19,20 +19,20 @@ def test_every_row_is_rendered_with_figure_baseline_and_ratio():
     assert "not run" in next(ln for ln in lines if "tau-bench" in ln)  # missing figures say so
 
 
-def test_write_readme_replaces_only_between_markers(tmp_path):
-    readme = tmp_path / "README.md"
+def test_write_page_replaces_only_between_markers(tmp_path):
+    readme = tmp_path / "benchmarks.md"
     readme.write_text(f"# x\nbefore\n{table.BEGIN}\nold table\n{table.END}\nafter\n")
-    table.write_readme("| new |\n", readme)
+    table.write_page("| new |\n", readme)
     assert readme.read_text() == f"# x\nbefore\n{table.BEGIN}\n| new |\n{table.END}\nafter\n"
     plain = tmp_path / "plain.md"
     plain.write_text("no markers\n")
     with pytest.raises(SystemExit, match="markers"):
-        table.write_readme("| t |\n", plain)
+        table.write_page("| t |\n", plain)
     assert plain.read_text() == "no markers\n"
 
 
-def test_readme_has_the_markers():
-    text = table.README.read_text()
+def test_the_benchmarks_page_has_the_markers():
+    text = table.PAGE.read_text()
     assert text.index(table.BEGIN) < text.index(table.END)
 
 
