@@ -17,9 +17,10 @@ Seeded simulations through the library's own functions (``judge_corrected_rate``
   labeled in each run; null: the same per-task success; alternative: every task's success
   x 6/7 (0.70 -> 0.60, a 10-point drop). False alarms and power of ``corrected_difference``'s
   one-sided 2.5% bound, paired over tasks.
-- **planner**: a pilot (40 tasks x k = 5 with a judge and 40 labels) planned by
+- **planner**: a pilot (40 tasks x k = 5, per-task success ~ Beta(1.2, 0.8)) planned by
   ``plan_budget`` for a target width W and for power P against a drop; the plan is then run 200
-  times from the pilot's fitted distribution and the mean width / the power measured.
+  times on fresh tasks of the same population and the mean width / the power measured
+  (``bench/bench_plan_assurance.py`` does this over many pilots and three populations).
 
 ``python -m bench judge`` runs the full sizes (a few minutes on one core); ``main(["--quick"])``
 small ones. The tests call the same helpers at seconds-sized settings.
@@ -179,38 +180,30 @@ def pilot_report(rng: np.random.Generator, *, tasks: int = 40, k: int = 5, a: fl
             "cost": {"mean_dollars": dollars_per_trial}}
 
 
-def fitted_p(rng: np.random.Generator, comp, g: int) -> np.ndarray:
-    """Per-task success from the Beta with the pilot's mean and between-task variance."""
-    m, v = comp.mean, comp.between
-    if v <= 0:
-        return np.full(g, m)
-    conc = max(m * (1 - m) / v - 1.0, 1e-3)
-    return rng.beta(m * conc, (1 - m) * conc, g)
-
-
 def planner_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.12, power: float = 0.8,
-                       drop: float = 0.1, max_tasks: int = 300) -> dict:
-    """A pilot, a plan for ``width`` and one for ``power`` against ``drop``; each plan run
-    ``runs`` times from the pilot's fitted distribution: the mean width of the reported
-    (task-clustered) interval, and the paired gate's detection rate."""
+                       drop: float = 0.1, max_tasks: int = 300, a: float = 1.2, b: float = 0.8,
+                       method: str = "assurance") -> dict:
+    """A pilot from the population Beta(a, b), a plan for ``width`` and one for ``power``
+    against ``drop``; each plan run ``runs`` times on fresh tasks of that population (not the
+    pilot's fit): the mean width of the reported (task-clustered) interval, and the paired
+    gate's detection rate (per-task success ``p (1 - drop / mean)`` for the candidate)."""
     rng = np.random.default_rng(seed)
-    pilot = pilot_report(rng)
-    pw = plan_budget(pilot, target_width=width, max_tasks=max_tasks)
-    comp = pw.components
+    pilot = pilot_report(rng, a=a, b=b)
+    pw = plan_budget(pilot, target_width=width, max_tasks=max_tasks, method=method)
     widths = []
     for _ in range(runs):
-        p = fitted_p(rng, comp, pw.n_tasks)
+        p = rng.beta(a, b, pw.n_tasks)
         c = rng.binomial(pw.k, p)
         lo, hi = clustered_rate(c.tolist(), [pw.k] * pw.n_tasks).ci
         widths.append(hi - lo)
-    pp = plan_budget(pilot, power=power, drop=drop, max_tasks=max_tasks)
+    pp = plan_budget(pilot, power=power, drop=drop, max_tasks=max_tasks, method=method)
     hits = 0
-    scale = 1.0 - drop / comp.mean
+    scale = 1.0 - drop / (a / (a + b))
     for _ in range(runs):
-        p = fitted_p(rng, comp, pp.n_tasks)
-        a = rng.binomial(pp.k, p)
-        b = rng.binomial(pp.k, np.clip(p * scale, 0, 1))
-        d = paired_difference(b.tolist(), [pp.k] * pp.n_tasks, a.tolist(), [pp.k] * pp.n_tasks)
+        p = rng.beta(a, b, pp.n_tasks)
+        base = rng.binomial(pp.k, p)
+        cand = rng.binomial(pp.k, np.clip(p * scale, 0, 1))
+        d = paired_difference(cand.tolist(), [pp.k] * pp.n_tasks, base.tolist(), [pp.k] * pp.n_tasks)
         hits += d.upper(0.025) < 0
     return {"width_target": width, "width_plan": f"{pw.n_tasks}x{pw.k}",
             "width_mean": float(np.mean(widths)), "width_ratio": float(np.mean(widths)) / width,
@@ -284,7 +277,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"cost per corrected success, Fieller over tasks (100 x k=10, 20 tasks labeled, "
           f"{pairs // 2} runs): coverage {figs['cost_per_corrected_success_cov']:.3f}")
     print("\nplanner: pilot 40 tasks x k=5 (p ~ Beta(1.2, 0.8), $0.03/trial), each plan run 200 "
-          "times from the pilot's fitted distribution")
+          "times on fresh tasks of that population")
     for i, (w, pw, dr) in enumerate(((0.12, 0.8, 0.10), (0.06, 0.9, 0.05), (0.20, 0.8, 0.15))):
         r = planner_simulation(seed=100 + i, width=w, power=pw, drop=dr)
         print(f"  width {w}: plan {r['width_plan']} -> mean width {r['width_mean']:.4f} "

@@ -418,7 +418,7 @@ def plan_budget(pilot: Any, *, target_width: Optional[float] = None, power: Opti
             v_target = (width_goal / (2.0 * normal_quantile(0.975))) ** 2
             n_labels = max(10, math.ceil(d / (label_share * v_target * unit)))
             extra = d / (n_labels * unit)
-        if cdraws is None:
+        if cc is None:
             vq = _Quantiles(lambda x: _col(draws.between) + _col(draws.within) * x, q)
         else:
             scale = (cc.success_per_trial * cc.cost_per_success) ** 2
@@ -495,7 +495,7 @@ def plan_budget(pilot: Any, *, target_width: Optional[float] = None, power: Opti
 
 
 def _cost_plan_parts(doc: Any, c: Optional[PilotComponents], draws: SuccessDraws, cost_cv: float,
-                     seed: int) -> tuple[CostComponents, Optional[CostDraws]]:
+                     seed: int) -> tuple[CostComponents, CostDraws]:
     """The cost-per-success components a ``cps_width`` plan uses: the point estimates
     (plug-in: ``draws`` of length 1), or the components with each trial's dollar spread and
     their Bayesian-bootstrap draws."""
@@ -504,7 +504,9 @@ def _cost_plan_parts(doc: Any, c: Optional[PilotComponents], draws: SuccessDraws
     rows = _cost_rows(doc)
     within_success = c.within if c is not None else float(np.mean(draws.within))
     if len(draws.mean) == 1:
-        return cost_components(doc, c), None
+        cc = cost_components(doc, c)
+        return cc, CostDraws(*(np.array([v]) for v in (cc.cost_per_success, cc.success_per_trial,
+                                                        cc.between, cc.within)))
     spent, wins = math.fsum(r[0] for r in rows), math.fsum(r[1] for r in rows)
     r = spent / wins
     wz, how = _cost_spread(rows, r, within_success, cost_cv)
