@@ -17,16 +17,16 @@ so that a run of ``G`` tasks x ``k`` trials has ``Var(rate) = (s_b^2 + s_w^2 / k
   detects a drop of ``D`` points with probability ``P``: per-task differences have variance
   ``(s_w^2 + s_w'^2) / k + s_b^2 (D / mean)^2`` (a proportional drop ``p -> p (1 - D/mean)``,
   ``s_w'^2`` the candidate's within-task variance under it), so ``D / sqrt(that / G) >=
-  t_{0.975, G-1} + t_{P, G-1}``; the cheapest ``(G, k)`` (all the suite's tasks, the fewest
-  trials each).
+  t_{0.975, G-1} + t_{P, G-1}`` (as ``Phi(D / se - t_{0.975, G-1}) >= P``); the fewest
+  trials per task that reach it with all the suite's tasks, then the fewest tasks at that k.
 - ``cps_width=W``: the cheapest ``(G, k)`` whose 95% interval on the **cost per success** is at
   most ``W`` times the pilot's cost per success wide (relative, the natural unit of a dollar
   ratio: 0.2 is "within about +-10%"). The report's interval is over tasks on the ratio
   ``R = sum_i D_i / sum_i S_i`` (dollars, successes per task: ``cost.task_totals``); its
   linearisation ``z_ij = x_ij - R y_ij`` (trial dollars, success) has the same two
-  components, fitted from the pilot's task totals: within ``s_zw^2 = R^2 s_w^2`` (a trial's
-  dollars taken as its task's mean: the success coin is the within-task noise; within-task
-  cost noise, unseen in task totals, is left out) and between
+  components, fitted from the pilot's task totals: within ``s_zw^2 = R^2 s_w^2`` at the point
+  estimates (a trial's dollars taken as its task's mean: the success coin is the within-task
+  noise; ``method="assurance"`` adds each trial's dollar spread, below) and between
   ``s_zb^2 = max(0, var_i(zbar_i) - s_zw^2 mean(1/k_i))``, so
   ``Var(R) = (s_zb^2 + s_zw^2 / k) / (G mu^2)`` (``mu`` successes per trial) and the relative
   width is ``2 t_{G-1} sqrt(Var(R)) / R``.
