@@ -8,7 +8,7 @@ Seeded simulations through the library's own functions (``plan_budget``,
   per-task dollars per trial lognormal around $0.03, higher on harder tasks; lognormal
   within-task noise on each trial's dollars, sd 0.3) is planned by ``plan_budget(cps_width=W)``;
   the plan is run on fresh tasks of the same population and the report's interval on cost per
-  success measured: mean width / (W x the pilot's cost per success). Three planners: plug-in
+  success measured: mean width relative to the run's cost per success, over W. Three planners: plug-in
   (task totals only), assurance with each trial's dollar spread measured (``dollars_sq`` in the
   task totals) and assurance with it assumed (``cost_cv`` 0.5).
 - **labels**: a judged pilot (40 tasks x k = 5, a judge of sensitivity 0.9 / specificity 0.8,
@@ -65,14 +65,12 @@ def cps_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.3, max_ta
                    resamples: int = 1000, within_sd: float = 0.3, spread: bool = True,
                    method: str = "assurance") -> dict:
     """A priced pilot from the population, a plan for a cost-per-success width ``width``
-    (relative to the pilot's cost per success), run ``runs`` times on fresh tasks from the same
-    population (each trial's dollars varying within its task by ``within_sd``): the report
-    interval's mean width over the width the plan promised (``width`` x the pilot's cost per
-    success)."""
+    (relative to the cost per success a run reports), run ``runs`` times on fresh tasks from the
+    same population (each trial's dollars varying within its task by ``within_sd``): the report
+    interval's mean width relative to the run's own cost per success, over ``width``."""
     rng = np.random.default_rng(seed)
     pilot = priced_pilot(rng, within_sd=within_sd, spread=spread)
     plan = plan_budget(pilot, cps_width=width, max_tasks=max_tasks, method=method)
-    r0 = plan.cost_components.cost_per_success
     g, k = plan.n_tasks, plan.k
     widths = []
     for i in range(runs):
@@ -82,7 +80,7 @@ def cps_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.3, max_ta
         spent = (cost[:, None] * noise).sum(axis=1)
         lo, hi = cluster_bootstrap_ratio(spent.tolist(), wins.tolist(), resamples=resamples,
                                          seed=i)
-        widths.append((hi - lo) / r0)
+        widths.append((hi - lo) / (spent.sum() / max(wins.sum(), 1)))
     w = float(np.mean(widths))
     return {"target": width, "plan": f"{g}x{k}", "expected": plan.expected_width,
             "width_mean": w, "width_ratio": w / width, "sentence": plan.sentence}
@@ -129,8 +127,9 @@ def main(argv: list[str] | None = None) -> dict:
     t0 = time.perf_counter()
     print(f"cost per success: {pilots} priced pilots of 40 tasks x k=5 per width, each plan run "
           f"{runs} times on fresh tasks of the pilot's population (each trial's dollars lognormal "
-          "sd 0.3 within its task); report interval (bootstrap-t over tasks); mean width / the "
-          "promised width, per pilot: min / median / max, and plans within 1.10x")
+          "sd 0.3 within its task); report interval (bootstrap-t over tasks); its mean width "
+          "relative to the run's cost per success, over W, per pilot: min / median / max, and "
+          "plans within 1.10x")
     for w in (0.2, 0.3, 0.5):
         for method, spread in (("plug-in", False), ("assurance", True), ("assurance", False)):
             rs = [cps_simulation(runs=runs, seed=200 + i, width=w, method=method, spread=spread,

@@ -421,7 +421,9 @@ def plan_budget(pilot: Any, *, target_width: Optional[float] = None, power: Opti
         if cc is None:
             vq = _Quantiles(lambda x: _col(draws.between) + _col(draws.within) * x, q)
         else:
-            scale = (cc.success_per_trial * cc.cost_per_success) ** 2
+            # relative to each draw's own cost per success: the width a run reports is relative
+            # to the cost per success it measures
+            scale = _col((cdraws.success_per_trial * cdraws.cost_per_success) ** 2)
             vq = _Quantiles(lambda x: (_col(cdraws.between) + _col(cdraws.within) * x) / scale, q)
 
         def width_of(g_: int, k_: int) -> float:

@@ -149,4 +149,4 @@ def quantile(values: Any, q: float) -> float:
     """The ``q`` quantile of a draws array."""
     import numpy as np
 
-    return float(np.quantile(values, q)) if len(values) > 1 else float(values[0])
+    return float(np.quantile(np.ravel(values), q))

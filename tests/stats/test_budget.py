@@ -57,6 +57,9 @@ def test_a_judged_pilot_plans_labels_too():
     without = plan_budget(pilot, target_width=0.15, max_tasks=10_000)
     assert with_labels.n_labels >= 10 and "plan-labels" in with_labels.sentence
     assert with_labels.n_trials > without.n_trials  # half the variance budget went to labels
+    plug = plan_budget(pilot, target_width=0.15, labels=judge, max_tasks=10_000, method="plug-in")
+    # the judge's disagreement at its 80% quantile asks for more labels than its point estimate
+    assert 10 <= plug.n_labels < with_labels.n_labels
 
 
 @pytest.mark.parametrize("kwargs,needle", [
