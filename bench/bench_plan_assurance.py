@@ -18,7 +18,8 @@ wasteful), the median trials; the fraction of power plans delivering power >= 0.
 80%), their median power and trials. Two suites: ``max_tasks`` the pilot's 30 tasks (the
 default: the plan says when more tasks are needed, and they are then drawn) and a suite of 200.
 
-``python -m bench plan_assurance`` (about a minute); ``main(["--quick"])`` fewer pilots.
+``python -m bench plan_assurance`` (about two minutes on two shared cores); ``main(["--quick"])``
+fewer pilots.
 """
 from __future__ import annotations
 
