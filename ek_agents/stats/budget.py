@@ -399,6 +399,9 @@ def plan_budget(pilot: Any, *, target_width: Optional[float] = None, power: Opti
     priced, bare_tasks, bare_trials = _priced_tasks(doc)
     cc, cdraws = _cost_plan_parts(doc, c, draws, cost_cv, seed) if cps_width is not None \
         else (None, None)
+    if cc is not None and cc.n_tasks < MIN_PILOT_TASKS <= len(rows):
+        notes.append(f"its {cc.n_tasks} priced tasks cannot pin down the spread of dollars between "
+                     f"tasks; a pilot with at least {MIN_PILOT_TASKS} priced tasks would")
     gmax = len(rows) if max_tasks is None else int(max_tasks)
     if gmax < 2:
         raise InvalidInput(f"plan_budget: max_tasks={max_tasks!r}; a plan needs at least 2 tasks")

@@ -88,6 +88,10 @@ def test_unpriced_tasks_are_counted_in_the_plan_and_its_sentence():
     c = plan_budget(pilot, cps_width=0.5, max_tasks=1000)
     assert c.n_unpriced_tasks == 3 and "cost per success from its 17 priced task(s)" in c.sentence
     assert "assumed to vary within its task" in c.sentence and c.cost_components.cost_spread == "assumed"
+    few = {**pilot, "cost": {**pilot["cost"], "task_totals": {
+        t: v for t, v in totals.items() if t in ("t3", "t4", "t5", "t6")}}}
+    assert "its 4 priced tasks cannot pin down the spread of dollars" in plan_budget(
+        few, cps_width=0.5, max_tasks=1000).sentence
     priced = plan_budget({**pilot, "cost": {**pilot["cost"], "task_totals": {
         f"t{i}": {"n": 4, "n_success": int(c_), "dollars": 0.04} for i, c_ in enumerate(counts)}}},
         target_width=0.2)
