@@ -89,7 +89,7 @@ from ..errors import InvalidInput
 from .intervals import normal_quantile, t_quantile
 from .judgecorrect import JudgeCorrectedRate
 from .pilotdraws import (MIN_PILOT_TASKS, CostDraws, SuccessDraws, cost_draws, disagreement_upper,
-                         quantile, success_draws)
+                         quantile, success_draws, within_z_variances)
 
 __all__ = ["BudgetPlan", "plan_budget", "pilot_components", "PilotComponents", "MAX_K_PLANNED",
            "CostComponents", "cost_components", "PLAN_METHODS", "ASSURANCE", "COST_CV"]
@@ -290,22 +290,6 @@ def _cost_rows(doc: Any) -> list:
                            "infinite and no width on it can be planned; pilot on tasks the agent "
                            "can solve, or plan target_width= on the success rate")
     return rows
-
-
-def _cost_spread(rows: list, r: float, within_success: float, cost_cv: float) -> tuple[list, str]:
-    """Each priced task's within-task variance of a trial's ``z = dollars - r success``:
-    measured from ``dollars_sq`` / ``dollars_success`` where every task has them (and 2+
-    trials), else the success coin's ``r^2 within_success`` plus ``(cost_cv x the task's mean
-    dollars per trial)^2``."""
-    measured = all(q is not None and ds is not None and k >= 2 for _, _, k, q, ds in rows)
-    out = []
-    for d, s, k, q, ds in rows:
-        if measured:
-            sz2 = q - 2.0 * r * ds + r * r * s  # sum of z^2 (success squared is success)
-            out.append(max(0.0, (sz2 - (d - r * s) ** 2 / k) / (k - 1)))
-        else:
-            out.append(r * r * within_success + (cost_cv * d / k) ** 2)
-    return out, "measured" if measured else "assumed"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -514,7 +498,7 @@ def _cost_plan_parts(doc: Any, c: Optional[PilotComponents], draws: SuccessDraws
                                                         cc.between, cc.within)))
     spent, wins = math.fsum(r[0] for r in rows), math.fsum(r[1] for r in rows)
     r = spent / wins
-    wz, how = _cost_spread(rows, r, within_success, cost_cv)
+    wz, how = within_z_variances(rows, r, within_success, cost_cv)
     cd = cost_draws([(d, s, k, w) for (d, s, k, *_), w in zip(rows, wz)], draws=2000, seed=seed)
     zbar = [(d - r * s) / k for d, s, k, *_ in rows]
     zm = sum(zbar) / len(zbar)

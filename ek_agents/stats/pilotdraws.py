@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 __all__ = ["SuccessDraws", "CostDraws", "success_draws", "cost_draws", "MIN_PILOT_TASKS",
-           "disagreement_upper", "quantile"]
+           "disagreement_upper", "quantile",
+           "within_z_variances"]
 
 #: Fewer pilot tasks than this cannot say much about the between-task spread: the plan says so.
 MIN_PILOT_TASKS: int = 10
@@ -132,6 +133,24 @@ def cost_draws(rows: Sequence[tuple[float, int, int, float]], *, draws: int = 40
     within = wt @ wz
     between = np.maximum(var_z - within * (wt @ (1.0 / n)), 0.0)
     return CostDraws(r, wins / trials, between, within)
+
+
+def within_z_variances(rows: Sequence[tuple], r: float, within_success: float,
+                       cost_cv: float) -> tuple[list[float], str]:
+    """Each priced task's within-task variance of a trial's ``z = dollars - r success`` (the
+    ``within`` of :func:`cost_draws`' rows), from rows ``(dollars, successes, trials,
+    dollars_sq, dollars_success)``: measured from ``dollars_sq`` / ``dollars_success`` where
+    every task has them (and 2+ trials), else the success coin's ``r^2 within_success`` plus
+    ``(cost_cv x the task's mean dollars per trial)^2``. Also ``"measured"`` or ``"assumed"``."""
+    measured = all(q is not None and ds is not None and k >= 2 for _, _, k, q, ds in rows)
+    out = []
+    for d, s, k, q, ds in rows:
+        if measured:
+            sz2 = q - 2.0 * r * ds + r * r * s  # sum of z^2 (success squared is success)
+            out.append(max(0.0, (sz2 - (d - r * s) ** 2 / k) / (k - 1)))
+        else:
+            out.append(r * r * within_success + (cost_cv * d / k) ** 2)
+    return out, "measured" if measured else "assumed"
 
 
 def disagreement_upper(n_disagree: float, n: int, assurance: float, *, seed: int = 0) -> float:
