@@ -129,3 +129,18 @@ def test_cli_plan_says_what_it_rests_on(tmp_path, capsys):
     assert "6 trial(s), 2 of 12 tasks, carry no dollars" in out and "80% probability" in out
     assert main(["plan", run_id, "--width", "0.3", "--method", "plug-in", "--store", store]) == 0
     assert "planned at the pilot's point estimates" in capsys.readouterr().out
+
+
+def test_within_task_cost_spread_against_a_direct_computation():
+    from ek_agents.stats.pilotdraws import within_z_variances
+
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(-3, 0.5, (6, 5))          # each trial's dollars, 6 tasks x 5 trials
+    y = rng.random((6, 5)) < 0.6                # each trial's success
+    r = x.sum() / y.sum()
+    rows = [(x[i].sum(), int(y[i].sum()), 5, (x[i] ** 2).sum(), x[i][y[i]].sum()) for i in range(6)]
+    got, how = within_z_variances(rows, r, 0.2, 0.5)
+    assert how == "measured"
+    assert got == pytest.approx(list((x - r * y).var(axis=1, ddof=1)), rel=1e-9)
+    assumed, how = within_z_variances([row[:3] + (None, None) for row in rows], r, 0.2, 0.5)
+    assert how == "assumed" and assumed[0] == pytest.approx(r * r * 0.2 + (0.5 * x[0].mean()) ** 2)
