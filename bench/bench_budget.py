@@ -1,4 +1,4 @@
-"""The budget planner's cost-per-success and labels plans (issue 26, Build 5), measured.
+"""The budget planner's cost-per-success and labels plans, measured on the populations the pilots come from.
 
 Seeded simulations through the library's own functions (``plan_budget``,
 ``cluster_bootstrap_ratio`` -- the report's cost-per-success interval -- and
@@ -6,18 +6,16 @@ Seeded simulations through the library's own functions (``plan_budget``,
 
 - **cost per success**: a priced pilot (40 tasks x k = 5; per-task success ~ Beta(1.2, 0.8);
   per-task dollars per trial lognormal around $0.03, higher on harder tasks; lognormal
-  within-task noise on each trial's dollars) is planned by ``plan_budget(cps_width=W)``; the plan
-  is run 200 times from the pilot's fitted distribution (tasks drawn from the pilot's tasks,
-  each with its dollars per trial and a success probability shrunk to the pilot's fitted
-  between-task variance, keeping its covariance with dollars) and the report's interval on cost
-  per success measured: mean width / (W x the pilot's cost per success). ``cost_noise`` adds
-  lognormal noise to each simulated trial's dollars, which the planner does not model (it
-  sees only task totals): printed as a sensitivity figure.
+  within-task noise on each trial's dollars, sd 0.3) is planned by ``plan_budget(cps_width=W)``;
+  the plan is run on fresh tasks of the same population and the report's interval on cost per
+  success measured: mean width relative to the run's cost per success, over W. Three planners: plug-in
+  (task totals only), assurance with each trial's dollar spread measured (``dollars_sq`` in the
+  task totals) and assurance with it assumed (``cost_cv`` 0.5).
 - **labels**: a judged pilot (40 tasks x k = 5, a judge of sensitivity 0.9 / specificity 0.8,
   40 labels) planned by ``plan_budget(target_width=W, labels=...)``; the plan (G x k trials,
-  ``n_labels`` of them labeled at random) is run 200 times from the fitted distribution (the
-  judge with the pilot's measured sensitivity and specificity) and the
-  judge-corrected interval (cluster-robust over tasks) measured: mean width / W, for 6 pilots.
+  ``n_labels`` of them labeled at random) is run on fresh tasks of the population with the
+  judge's true error rates, and the judge-corrected interval (cluster-robust over tasks)
+  measured: mean width / W, for 6 pilots, plug-in and assurance.
 
 ``python -m bench budget`` runs the full sizes; ``main(["--quick"])`` small ones; the tests call
 the same helpers at seconds-sized settings.
@@ -33,83 +31,82 @@ from ek_agents.stats.bootstrap import cluster_bootstrap_ratio
 from ek_agents.stats.budget import plan_budget
 from ek_agents.stats.judgecorrect import judge_corrected_rate
 
-from bench.bench_judge import fitted_p, judge_verdicts, pilot_report
+from bench.bench_judge import judge_verdicts, pilot_report
+
+
+def population_tasks(rng: np.random.Generator, g: int, *, a: float = 1.2, b: float = 0.8,
+                     dollars: float = 0.03, between_sd: float = 0.5) -> tuple:
+    """``g`` tasks of the priced population: success probability ~ Beta(a, b), dollars per
+    trial lognormal around ``dollars``, higher on harder tasks."""
+    p = rng.beta(a, b, g)
+    return p, dollars * rng.lognormal(0.0, between_sd, g) * (1.5 - p)
 
 
 def priced_pilot(rng: np.random.Generator, *, tasks: int = 40, k: int = 5, a: float = 1.2,
                  b: float = 0.8, dollars: float = 0.03, between_sd: float = 0.5,
-                 within_sd: float = 0.3) -> dict:
-    """A priced pilot's report document: per-task counts, ``cost.task_totals`` and
-    ``cost.mean_dollars`` (per-task dollars per trial higher on harder tasks)."""
-    p = rng.beta(a, b, tasks)
-    per_trial = dollars * rng.lognormal(0.0, between_sd, tasks) * (1.5 - p)
-    c = rng.binomial(k, p)
-    spent = [float((per_trial[i] * rng.lognormal(-within_sd ** 2 / 2, within_sd, k)).sum())
-             for i in range(tasks)]
-    totals = {f"t{i}": {"n": k, "n_success": int(c[i]), "dollars": spent[i]} for i in range(tasks)}
-    return {"per_task": {f"t{i}": {"n": k, "c": int(c[i])} for i in range(tasks)},
-            "cost": {"mean_dollars": sum(spent) / (tasks * k), "task_totals": totals}}
-
-
-def _fitted_tasks(rng: np.random.Generator, pilot: dict, between: float, g: int):
-    """``g`` tasks from the pilot's: dollars per trial as measured, success probability
-    ``a + b c + s e`` (the pilot's regression on dollars, its residual shrunk so the success
-    variance is the fitted between-task one)."""
-    tot = list(pilot["cost"]["task_totals"].values())
-    cost = np.array([t["dollars"] / t["n"] for t in tot])
-    phat = np.array([t["n_success"] / t["n"] for t in tot])
-    slope = np.cov(cost, phat)[0, 1] / cost.var(ddof=1) if cost.var() > 0 else 0.0
-    fit = phat.mean() + slope * (cost - cost.mean())
-    resid = phat - fit
-    room = max(between - slope ** 2 * cost.var(ddof=1), 0.0)
-    shrink = np.sqrt(room / resid.var(ddof=1)) if resid.var() > 0 else 0.0
-    p = np.clip(fit + shrink * resid, 0.0, 1.0)
-    idx = rng.integers(0, len(tot), g)
-    return p[idx], cost[idx]
+                 within_sd: float = 0.3, spread: bool = True) -> dict:
+    """A priced pilot's report document: per-task counts, ``cost.task_totals`` (with each task's
+    ``dollars_sq`` and ``dollars_success`` when ``spread``) and ``cost.mean_dollars``; each
+    trial's dollars vary lognormally (sd ``within_sd``) around its task's."""
+    p, per_trial = population_tasks(rng, tasks, a=a, b=b, dollars=dollars, between_sd=between_sd)
+    won = rng.random((tasks, k)) < p[:, None]
+    x = per_trial[:, None] * rng.lognormal(-within_sd ** 2 / 2, within_sd, (tasks, k))
+    totals = {f"t{i}": {"n": k, "n_success": int(won[i].sum()), "dollars": float(x[i].sum())}
+              for i in range(tasks)}
+    if spread:
+        for i, t in enumerate(totals.values()):
+            t["dollars_sq"] = float((x[i] ** 2).sum())
+            t["dollars_success"] = float(x[i][won[i]].sum())
+    return {"per_task": {f"t{i}": {"n": k, "c": int(won[i].sum())} for i in range(tasks)},
+            "cost": {"mean_dollars": float(x.sum()) / (tasks * k), "task_totals": totals}}
 
 
 def cps_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.3, max_tasks: int = 2000,
-                   resamples: int = 1000, cost_noise: float = 0.0) -> dict:
-    """A priced pilot, a plan for a cost-per-success width ``width`` (relative), run ``runs``
-    times from the pilot's fitted distribution: the report interval's mean relative width."""
+                   resamples: int = 1000, within_sd: float = 0.3, spread: bool = True,
+                   method: str = "assurance") -> dict:
+    """A priced pilot from the population, a plan for a cost-per-success width ``width``
+    (relative to the cost per success a run reports), run ``runs`` times on fresh tasks from the
+    same population (each trial's dollars varying within its task by ``within_sd``): the report
+    interval's mean width relative to the run's own cost per success, over ``width``."""
     rng = np.random.default_rng(seed)
-    pilot = priced_pilot(rng)
-    plan = plan_budget(pilot, cps_width=width, max_tasks=max_tasks)
-    r0 = plan.cost_components.cost_per_success
+    pilot = priced_pilot(rng, within_sd=within_sd, spread=spread)
+    plan = plan_budget(pilot, cps_width=width, max_tasks=max_tasks, method=method)
+    g, k = plan.n_tasks, plan.k
     widths = []
     for i in range(runs):
-        p, cost = _fitted_tasks(rng, pilot, plan.components.between, plan.n_tasks)
-        wins = rng.binomial(plan.k, p)
-        noise = rng.lognormal(-cost_noise ** 2 / 2, cost_noise, (plan.n_tasks, plan.k)) \
-            if cost_noise else np.ones((plan.n_tasks, plan.k))
+        p, cost = population_tasks(rng, g)
+        wins = rng.binomial(k, p)
+        noise = rng.lognormal(-within_sd ** 2 / 2, within_sd, (g, k))
         spent = (cost[:, None] * noise).sum(axis=1)
         lo, hi = cluster_bootstrap_ratio(spent.tolist(), wins.tolist(), resamples=resamples,
                                          seed=i)
-        widths.append((hi - lo) / r0)
+        widths.append((hi - lo) / (spent.sum() / max(wins.sum(), 1)))
     w = float(np.mean(widths))
-    return {"target": width, "plan": f"{plan.n_tasks}x{plan.k}", "expected": plan.expected_width,
+    return {"target": width, "plan": f"{g}x{k}", "expected": plan.expected_width,
             "width_mean": w, "width_ratio": w / width, "sentence": plan.sentence}
 
 
 def labels_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.15,
-                      sens: float = 0.9, spec: float = 0.8, max_tasks: int = 2000) -> dict:
+                      sens: float = 0.9, spec: float = 0.8, max_tasks: int = 2000,
+                      method: str = "assurance") -> dict:
     """A judged pilot (40 labels), a plan for a corrected-rate ``width`` with labels, run
-    ``runs`` times: the judge-corrected interval's mean width, labels drawn at random. The
-    simulated judge has the pilot's measured sensitivity and specificity (the distribution the
-    plan was made from), the true per-task success the pilot's fitted Beta."""
+    ``runs`` times on fresh tasks of the pilot's population (per-task success ~ Beta(1.2,
+    0.8), the judge's true sensitivity and specificity): the judge-corrected interval's mean
+    width, labels drawn at random."""
     rng = np.random.default_rng(seed)
     pilot = pilot_report(rng)
     y = rng.random(200) < 0.6
     h = judge_verdicts(rng, y, sens, spec)
     judge = judge_corrected_rate(y[:40], h[:40], h[40:])
-    plan = plan_budget(pilot, target_width=width, labels=judge, max_tasks=max_tasks)
+    plan = plan_budget(pilot, target_width=width, labels=judge, max_tasks=max_tasks,
+                       method=method)
     g, k, n = plan.n_tasks, plan.k, plan.n_labels
     groups = np.repeat(np.arange(g), k)
     widths = []
     for _ in range(runs):
-        p = fitted_p(rng, plan.components, g)
+        p = rng.beta(1.2, 0.8, g)  # the population pilot_report draws from
         truth = rng.random(g * k) < np.repeat(p, k)
-        verdict = judge_verdicts(rng, truth, judge.sensitivity, judge.specificity)
+        verdict = judge_verdicts(rng, truth, sens, spec)
         lab = np.zeros(g * k, bool)
         lab[rng.choice(g * k, n, replace=False)] = True
         r = judge_corrected_rate(truth[lab], verdict[lab], verdict[~lab],
@@ -125,34 +122,39 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m bench budget")
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     args = ap.parse_args(argv or [])
-    runs = 40 if args.quick else 200
+    runs, pilots = (40, 3) if args.quick else (100, 10)
     figs: dict = {}
     t0 = time.perf_counter()
-    print(f"cost per success: priced pilot 40 tasks x k=5, each plan run {runs} times from the "
-          "pilot's fitted distribution; report interval (bootstrap-t over tasks)")
-    for i, w in enumerate((0.2, 0.3, 0.5)):
-        r = cps_simulation(runs=runs, seed=200 + i, width=w)
-        n = cps_simulation(runs=runs, seed=200 + i, width=w, cost_noise=0.5)
-        print(f"  cps width {w}: plan {r['plan']} -> mean width {r['width_mean']:.4f} "
-              f"({r['width_ratio']:.3f}x W); with unmodelled per-trial cost noise (lognormal sd "
-              f"0.5) {n['width_ratio']:.3f}x W")
-        print(f"    {r['sentence']}")
-        figs[f"cps_width{w}_ratio"] = r["width_ratio"]
-        figs[f"cps_width{w}_noise0.5_ratio"] = n["width_ratio"]
+    print(f"cost per success: {pilots} priced pilots of 40 tasks x k=5 per width, each plan run "
+          f"{runs} times on fresh tasks of the pilot's population (each trial's dollars lognormal "
+          "sd 0.3 within its task); report interval (bootstrap-t over tasks); its mean width "
+          "relative to the run's cost per success, over W, per pilot: min / median / max, and "
+          "plans within 1.10x")
+    for w in (0.2, 0.3, 0.5):
+        for method, spread in (("plug-in", False), ("assurance", True), ("assurance", False)):
+            rs = [cps_simulation(runs=runs, seed=200 + i, width=w, method=method, spread=spread,
+                                 resamples=500)["width_ratio"] for i in range(pilots)]
+            how = method + (", spread measured" if spread else
+                            "" if method == "plug-in" else ", spread assumed (cv 0.5)")
+            print(f"  cps width {w}, {how}: {min(rs):.3f} / {np.median(rs):.3f} / {max(rs):.3f}; "
+                  f"{sum(r <= 1.1 for r in rs)} of {pilots} within 1.10x")
+            key = f"cps_width{w}_{method}{'_measured' if spread else ''}"
+            figs[f"{key}_ratio_median"] = float(np.median(rs))
+            figs[f"{key}_hit"] = sum(r <= 1.1 for r in rs) / pilots
     print(f"labels: judged pilots (40 tasks x k=5, judge (0.9, 0.8), 40 labels; 6 pilots per "
-          f"width), each plan run {runs} times, labels at random, corrected interval "
-          "cluster-robust over tasks; mean width / W per pilot")
-    ratios = []
-    for w in (0.1, 0.15, 0.2):
-        rs = [labels_simulation(runs=runs, seed=300 + i, width=w) for i in range(6)]
-        print(f"  width {w}: " + ", ".join(f"{r['plan']} + {r['n_labels']} labels -> "
-                                           f"{r['width_ratio']:.3f}" for r in rs))
-        ratios += [r["width_ratio"] for r in rs]
-        figs[f"labels_width{w}_ratio_min"] = min(r["width_ratio"] for r in rs)
-        figs[f"labels_width{w}_ratio_max"] = max(r["width_ratio"] for r in rs)
-    print(f"  labels plans: mean width {min(ratios):.3f}-{max(ratios):.3f} x W over 18 plans; "
-          f"{sum(0.9 <= r <= 1.1 for r in ratios)} of 18 within +-10%")
-    print(f"    e.g. {rs[0]['sentence']}")
+          f"width), each plan run {runs} times on fresh tasks, labels at random, corrected "
+          "interval cluster-robust over tasks; mean width / W per pilot")
+    for method in ("plug-in", "assurance"):
+        ratios = []
+        for w in (0.1, 0.15, 0.2):
+            rs = [labels_simulation(runs=runs, seed=300 + i, width=w, method=method)
+                  for i in range(6)]
+            print(f"  {method}, width {w}: " + ", ".join(
+                f"{r['plan']} + {r['n_labels']} labels -> {r['width_ratio']:.3f}" for r in rs))
+            ratios += [r["width_ratio"] for r in rs]
+        figs[f"labels_{method}_hit"] = sum(r <= 1.1 for r in ratios) / len(ratios)
+        print(f"  {method}: mean width {min(ratios):.3f}-{max(ratios):.3f} x W over 18 plans; "
+              f"{sum(r <= 1.1 for r in ratios)} of 18 within 1.10x")
     figs["simulations_s"] = time.perf_counter() - t0
     return figs
 

@@ -17,9 +17,10 @@ Seeded simulations through the library's own functions (``judge_corrected_rate``
   labeled in each run; null: the same per-task success; alternative: every task's success
   x 6/7 (0.70 -> 0.60, a 10-point drop). False alarms and power of ``corrected_difference``'s
   one-sided 2.5% bound, paired over tasks.
-- **planner**: a pilot (40 tasks x k = 5 with a judge and 40 labels) planned by
+- **planner**: a pilot (40 tasks x k = 5, per-task success ~ Beta(1.2, 0.8)) planned by
   ``plan_budget`` for a target width W and for power P against a drop; the plan is then run 200
-  times from the pilot's fitted distribution and the mean width / the power measured.
+  times on fresh tasks of the same population and the mean width / the power measured
+  (``bench/bench_plan_assurance.py`` does this over many pilots and three populations).
 
 ``python -m bench judge`` runs the full sizes (a few minutes on one core); ``main(["--quick"])``
 small ones. The tests call the same helpers at seconds-sized settings.
@@ -27,6 +28,7 @@ small ones. The tests call the same helpers at seconds-sized settings.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -35,12 +37,15 @@ from ek_agents.stats.bootstrap import paired_difference
 from ek_agents.stats.budget import plan_budget
 from ek_agents.stats.clustered import clustered_rate
 from ek_agents.stats.correctedrates import corrected_difference, cost_per_corrected_success
-from ek_agents.stats.judgecorrect import judge_corrected_rate
+from ek_agents.stats import judgecorrect
+from ek_agents.stats.judgecorrect import DISAGREEMENT_PSEUDOCOUNT, judge_corrected_rate
 
 RATES = (0.3, 0.6, 0.9)
 JUDGES = ((0.95, 0.90), (0.85, 0.70), (0.99, 0.99))
 LABELS = (50, 100, 300)
 TASKS_LABELED = (10, 25)
+#: ``DISAGREEMENT_PSEUDOCOUNT`` and its neighbours, swept over the iid grid.
+PSEUDOCOUNTS = (0.0, 0.01, 0.03, 0.1, 0.3)
 
 
 def judge_verdicts(rng: np.random.Generator, y: np.ndarray, sens: float, spec: float) -> np.ndarray:
@@ -66,6 +71,61 @@ def iid_cell(p: float, sens: float, spec: float, n: int, *, N: int = 2000, sims:
         width["raw"] += r.judge_ci[1] - r.judge_ci[0]
     return {**{f"cov_{m}": v / sims for m, v in hit.items()},
             **{f"width_{m}": v / sims for m, v in width.items()}}
+
+
+def pseudocount_sweep(values=PSEUDOCOUNTS, *, sims: int = 1000, seed: int = 0) -> dict:
+    """Coverage and mean width of the default interval over the iid grid for each pseudocount
+    (``judgecorrect.DISAGREEMENT_PSEUDOCOUNT`` set for the sweep, restored after). The same
+    seeded runs for every value, so the differences are the pseudocount's alone."""
+    out = {}
+    try:
+        for c in values:
+            judgecorrect.DISAGREEMENT_PSEUDOCOUNT = c
+            cells = {}
+            for i, p in enumerate(RATES):
+                for j, (se, sp) in enumerate(JUDGES):
+                    for n in LABELS:
+                        rng = np.random.default_rng(seed + 1000 * i + 100 * j + n)
+                        hit, width = 0, 0.0
+                        for _ in range(sims):
+                            y = rng.random(2000) < p
+                            h = judge_verdicts(rng, y, se, sp)
+                            r = judge_corrected_rate(y[:n], h[:n], h[n:])
+                            hit += r.ci[0] <= p <= r.ci[1]
+                            width += r.ci[1] - r.ci[0]
+                        cells[(p, se, sp, n)] = (hit / sims, width / sims)
+            out[c] = cells
+    finally:
+        judgecorrect.DISAGREEMENT_PSEUDOCOUNT = DISAGREEMENT_PSEUDOCOUNT
+    return out
+
+
+def print_sweep(sweep: dict) -> dict:
+    """The sweep's summary per pseudocount, and the cells where the pseudocount matters."""
+    figs = {}
+    chosen = sweep.get(DISAGREEMENT_PSEUDOCOUNT)
+    print("| pseudocount | min coverage | mean coverage | cells < 0.93 | cells > 0.97 | "
+          "mean width / chosen's |")
+    print("|---|---|---|---|---|---|")
+    for c, cells in sweep.items():
+        cov = [v[0] for v in cells.values()]
+        rel = [v[1] / chosen[k][1] for k, v in cells.items()] if chosen else [math.nan]
+        mark = " (chosen)" if c == DISAGREEMENT_PSEUDOCOUNT else ""
+        print(f"| {c:g}{mark} | {min(cov):.3f} | {np.mean(cov):.3f} | "
+              f"{sum(x < 0.93 for x in cov)} | {sum(x > 0.97 for x in cov)} | {np.mean(rel):.3f} |")
+        figs[f"pseudocount{c:g}_cov_min"] = min(cov)
+        figs[f"pseudocount{c:g}_cov_mean"] = float(np.mean(cov))
+        figs[f"pseudocount{c:g}_width_vs_chosen"] = float(np.mean(rel))
+    spread = sorted(sweep[next(iter(sweep))], key=lambda k: -(max(s[k][0] for s in sweep.values())
+                                                                - min(s[k][0] for s in sweep.values())))
+    print("the cells where it matters most, coverage (mean width):")
+    print("| true p | judge | labels | " + " | ".join(f"{c:g}" for c in sweep) + " |")
+    print("|---|---|---|" + "---|" * len(sweep))
+    for key in spread[:6]:
+        p, se, sp, n = key
+        print(f"| {p} | ({se}, {sp}) | {n} | " + " | ".join(
+            f"{s[key][0]:.3f} ({s[key][1]:.3f})" for s in sweep.values()) + " |")
+    return figs
 
 
 def clustered_suite(rng: np.random.Generator, mean: float, sens: float, spec: float, *,
@@ -179,38 +239,30 @@ def pilot_report(rng: np.random.Generator, *, tasks: int = 40, k: int = 5, a: fl
             "cost": {"mean_dollars": dollars_per_trial}}
 
 
-def fitted_p(rng: np.random.Generator, comp, g: int) -> np.ndarray:
-    """Per-task success from the Beta with the pilot's mean and between-task variance."""
-    m, v = comp.mean, comp.between
-    if v <= 0:
-        return np.full(g, m)
-    conc = max(m * (1 - m) / v - 1.0, 1e-3)
-    return rng.beta(m * conc, (1 - m) * conc, g)
-
-
 def planner_simulation(*, runs: int = 200, seed: int = 0, width: float = 0.12, power: float = 0.8,
-                       drop: float = 0.1, max_tasks: int = 300) -> dict:
-    """A pilot, a plan for ``width`` and one for ``power`` against ``drop``; each plan run
-    ``runs`` times from the pilot's fitted distribution: the mean width of the reported
-    (task-clustered) interval, and the paired gate's detection rate."""
+                       drop: float = 0.1, max_tasks: int = 300, a: float = 1.2, b: float = 0.8,
+                       method: str = "assurance") -> dict:
+    """A pilot from the population Beta(a, b), a plan for ``width`` and one for ``power``
+    against ``drop``; each plan run ``runs`` times on fresh tasks of that population (not the
+    pilot's fit): the mean width of the reported (task-clustered) interval, and the paired
+    gate's detection rate (per-task success ``p (1 - drop / mean)`` for the candidate)."""
     rng = np.random.default_rng(seed)
-    pilot = pilot_report(rng)
-    pw = plan_budget(pilot, target_width=width, max_tasks=max_tasks)
-    comp = pw.components
+    pilot = pilot_report(rng, a=a, b=b)
+    pw = plan_budget(pilot, target_width=width, max_tasks=max_tasks, method=method)
     widths = []
     for _ in range(runs):
-        p = fitted_p(rng, comp, pw.n_tasks)
+        p = rng.beta(a, b, pw.n_tasks)
         c = rng.binomial(pw.k, p)
         lo, hi = clustered_rate(c.tolist(), [pw.k] * pw.n_tasks).ci
         widths.append(hi - lo)
-    pp = plan_budget(pilot, power=power, drop=drop, max_tasks=max_tasks)
+    pp = plan_budget(pilot, power=power, drop=drop, max_tasks=max_tasks, method=method)
     hits = 0
-    scale = 1.0 - drop / comp.mean
+    scale = 1.0 - drop / (a / (a + b))
     for _ in range(runs):
-        p = fitted_p(rng, comp, pp.n_tasks)
-        a = rng.binomial(pp.k, p)
-        b = rng.binomial(pp.k, np.clip(p * scale, 0, 1))
-        d = paired_difference(b.tolist(), [pp.k] * pp.n_tasks, a.tolist(), [pp.k] * pp.n_tasks)
+        p = rng.beta(a, b, pp.n_tasks)
+        base = rng.binomial(pp.k, p)
+        cand = rng.binomial(pp.k, np.clip(p * scale, 0, 1))
+        d = paired_difference(cand.tolist(), [pp.k] * pp.n_tasks, base.tolist(), [pp.k] * pp.n_tasks)
         hits += d.upper(0.025) < 0
     return {"width_target": width, "width_plan": f"{pw.n_tasks}x{pw.k}",
             "width_mean": float(np.mean(widths)), "width_ratio": float(np.mean(widths)) / width,
@@ -275,6 +327,9 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  mean {m}, judge ({se}, {sp}), {per * 100} labels: coverage {c['cov_score']:.3f} "
               f"(width {c['width_score']:.3f})")
         figs[f"stratified_m{m}_se{se}_sp{sp}_n{per * 100}_cov_default"] = c["cov_score"]
+    print(f"\nDISAGREEMENT_PSEUDOCOUNT swept over the iid grid (27 cells, {sims // 4} runs per "
+          "cell, the same runs for every value): the default interval's coverage and width")
+    figs.update(print_sweep(pseudocount_sweep(sims=sims // 4)))
     g = gate_simulation(pairs)
     print(f"\ngate on corrected rates, 100 tasks x k=10, lenient judge (0.95, 0.70), 20 tasks "
           f"labeled, {pairs} pairs: false alarms {g['false_alarm']:.4f}, power at a 10-point "
@@ -284,7 +339,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"cost per corrected success, Fieller over tasks (100 x k=10, 20 tasks labeled, "
           f"{pairs // 2} runs): coverage {figs['cost_per_corrected_success_cov']:.3f}")
     print("\nplanner: pilot 40 tasks x k=5 (p ~ Beta(1.2, 0.8), $0.03/trial), each plan run 200 "
-          "times from the pilot's fitted distribution")
+          "times on fresh tasks of that population")
     for i, (w, pw, dr) in enumerate(((0.12, 0.8, 0.10), (0.06, 0.9, 0.05), (0.20, 0.8, 0.15))):
         r = planner_simulation(seed=100 + i, width=w, power=pw, drop=dr)
         print(f"  width {w}: plan {r['width_plan']} -> mean width {r['width_mean']:.4f} "

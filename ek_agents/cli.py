@@ -217,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drop", type=number(0.0, above=True), help="success drop to detect (0.1: 10 points)")
     p.add_argument("--max-tasks", type=int_in(2, 10_000_000), help="tasks (default: the pilot's)")
     p.add_argument("--labels", metavar="FILE", help="the pilot's labels: plan the labels too")
+    p.add_argument("--method", choices=("assurance", "plug-in"), default="assurance",
+                   help="assurance (default): meet the goal with 80%% probability over the "
+                        "populations the pilot could have come from; plug-in: at its point estimates")
     store_arg(p)
 
     p = sub.add_parser("audit", help="verify a run's artifacts and recompute its figures")
@@ -428,7 +431,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:  # plan-labels and plan
                                       path=a.out or f"labels-{a.run_id}.jsonl")
                     if a.command == "plan-labels" else
                     [plan_run(st, a.run_id, labels=a.labels, max_tasks=a.max_tasks, target_width=a.width,
-                              cps_width=a.cps_width, power=a.power, drop=a.drop).sentence]))
+                              cps_width=a.cps_width, power=a.power, drop=a.drop,
+                              method=a.method).sentence]))
     return 0
 
 

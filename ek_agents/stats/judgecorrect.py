@@ -81,7 +81,10 @@ __all__ = ["JudgeCorrectedRate", "judge_corrected_rate", "JUDGE_METHODS", "DISAG
 #: ``method`` names of :func:`judge_corrected_rate`.
 JUDGE_METHODS: tuple[str, ...] = ("score", "clt")
 #: Pseudo-trials added to each of the two judge-disagreement cells of the labeled 2x2 table
-#: when the default interval estimates the rectifier's variance (chosen by simulation).
+#: when the default interval estimates the rectifier's variance (chosen by simulation:
+#: ``bench_judge.pseudocount_sweep`` over the 27 iid cells, 1,000 runs each: at 0.03 every cell
+#: covers 0.931-0.97; at 0 and 0.01 the least 0.908 and 0.921 (a 99%/99% judge, true success 0.9,
+#: 50 labels); 0.1 and 0.3 over-cover two and four cells above 0.97, 1.7% and 6% wider).
 DISAGREEMENT_PSEUDOCOUNT: float = 0.03
 #: t with more degrees of freedom than this is the normal quantile (to 1e-5).
 DF_CAP: int = 100_000
