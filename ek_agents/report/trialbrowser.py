@@ -38,7 +38,7 @@ from ..base import JsonShape
 from .browserjs import SCRIPT, STYLE
 from .trialdata import StoredRun, as_text, open_run, trial_row
 
-__all__ = ["BrowserSection", "trial_browser", "browser_section", "clip", "MAX_TRIALS", "MAX_TEXT",
+__all__ = ["BrowserSection", "trial_browser", "browser_section", "clip", "json_block", "MAX_TRIALS", "MAX_TEXT",
            "MAX_ID", "MAX_STEPS", "PAGE"]
 
 #: Most trials a run's table holds; beyond, failing trials are kept and passing ones counted.
@@ -166,7 +166,7 @@ def _run_data(run: StoredRun) -> dict:
             "omitted": omitted}
 
 
-def _json_block(doc: Any) -> str:
+def json_block(doc: Any) -> str:
     """JSON that cannot end its ``<script>`` block: ``<``, ``>``, ``&`` and the line
     separators escaped."""
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -209,7 +209,7 @@ def browser_section(runs: Sequence[StoredRun]) -> BrowserSection:
                 f'<div id="trials-{i}" class="trial-browser" data-run="{html.escape(r.run_id)}"></div>']
     doc = {"page": PAGE, "runs": data, "compare": pair}
     out += [f"<style>{STYLE}</style>",
-            f'<script type="application/json" id="ek-trials">{_json_block(doc)}</script>',
+            f'<script type="application/json" id="ek-trials">{json_block(doc)}</script>',
             f"<script>{SCRIPT}</script>"]
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
     return BrowserSection(html="\n".join(out), script_source=f"'sha256-{digest}'")
