@@ -242,5 +242,6 @@ function showTask(ri, task, quiet){
 var cmp = document.getElementById("trials-compare");
 if (cmp && DATA.compare) new Compare(cmp);
 document.body.setAttribute("data-trials-ready", "1");
+if (window.performance && performance.mark) performance.mark("ek-trials-ready");
 })();
 """

@@ -225,31 +225,34 @@ def run_row(run: StoredRun) -> dict:
 
 def trial_row(run: StoredRun, ep: Episode, dollars: Optional[float]) -> dict:
     """The trials-table row of graded episode ``ep`` (:data:`TRIAL_COLUMNS`)."""
-    task = run.tasks.get(ep.task_id)
-    trial = ep.meta.get("trial")
-    cost = ep.cost
+    tid, meta, cost, steps = ep.task_id, ep.meta, ep.cost, ep.trajectory.steps
+    task = run.tasks.get(tid)
+    trial = meta.get("trial")
     errored = is_errored(ep)
-    kind = ep.meta.get("error_kind", "exception") if errored else None
-    return {"run_id": run.run_id, "task_id": ep.task_id,
+    kind = meta.get("error_kind", "exception") if errored else None
+    ok = bool(ep.success)
+    if cost is None:
+        tokens: tuple = (0, 0, 0, 0, 0, 0)
+        latency, retries, n_calls = meta.get("latency_s"), int(meta.get("retries") or 0), 0
+    else:
+        tokens = (cost.input_tokens, cost.cached_input_tokens, cost.cache_write_tokens,
+                  cost.output_tokens, cost.reasoning_tokens, cost.input_tokens + cost.output_tokens)
+        latency = cost.latency_s if cost.latency_s is not None else meta.get("latency_s")
+        retries, n_calls = cost.retries, len(cost.calls)
+    return {"run_id": run.run_id, "task_id": tid,
             "slice": task.slice if task is not None else None, "trial": trial,
-            "success": bool(ep.success), "judge_verdict": bool(ep.success) if run.judged else None,
-            "label": run.labels.get((ep.task_id, trial)), "errored": errored, "error_kind": kind,
-            "error": str(ep.meta.get("error")) if errored else None,
+            "success": ok, "judge_verdict": ok if run.judged else None,
+            "label": run.labels.get((tid, trial)) if run.labels else None, "errored": errored,
+            "error_kind": kind, "error": str(meta.get("error")) if errored else None,
             "limit_hit": kind if kind in LIMIT_KINDS else None, "model": episode_model(ep),
-            "dollars": dollars,
-            "input_tokens": cost.input_tokens if cost else 0,
-            "cached_input_tokens": cost.cached_input_tokens if cost else 0,
-            "cache_write_tokens": cost.cache_write_tokens if cost else 0,
-            "output_tokens": cost.output_tokens if cost else 0,
-            "reasoning_tokens": cost.reasoning_tokens if cost else 0,
-            "total_tokens": cost.total_tokens if cost else 0,
-            "latency_s": cost.latency_s if cost and cost.latency_s is not None
-            else ep.meta.get("latency_s"),
-            "retries": cost.retries if cost else int(ep.meta.get("retries") or 0),
-            "n_steps": len(ep.trajectory),
-            "n_step_errors": sum(1 for s in ep.trajectory if s.error),
-            "n_model_calls": len(cost.calls) if cost else 0,
+            "dollars": dollars, **dict(zip(_TOKEN_COLUMNS, tokens)),
+            "latency_s": latency, "retries": retries, "n_steps": len(steps),
+            "n_step_errors": sum(1 for s in steps if s.error), "n_model_calls": n_calls,
             "output": as_text(ep.output)}
+
+
+_TOKEN_COLUMNS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens",
+                  "reasoning_tokens", "total_tokens")
 
 
 def call_rows(run: StoredRun, ep: Episode, dollars: Optional[float],
