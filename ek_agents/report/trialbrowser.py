@@ -16,7 +16,10 @@ Bounds, so that the page stays small and fast whatever the run: a run's table ho
 its passing ones per task, said under its table; each value shown (an argument, a result, an
 output, the gold, a task id) is cut at :data:`MAX_TEXT` characters (:data:`MAX_ID` for ids) with
 the number of characters left out written where it was cut; a trial shows at most
-:data:`MAX_STEPS` tool calls and model calls. The table draws :data:`PAGE` rows at a time.
+:data:`MAX_STEPS` tool calls and model calls and :data:`MAX_TRIAL_TEXT` characters of tool calls
+(the rest counted); a run's part of the page holds at most :data:`MAX_RUN_TEXT` characters of
+trajectories (trials past it keep their row). So a run's part is at most ~11 MB whatever its
+size; the table draws :data:`PAGE` rows at a time.
 
 The data travels as JSON in a ``<script type="application/json">`` block with ``<``, ``>``
 and ``&`` escaped (a value cannot close the block) and is put on the page with ``textContent``
@@ -38,8 +41,8 @@ from ..base import JsonShape
 from .browserjs import SCRIPT, STYLE
 from .trialdata import StoredRun, as_text, open_run, trial_row
 
-__all__ = ["BrowserSection", "trial_browser", "browser_section", "clip", "json_block", "MAX_TRIALS", "MAX_TEXT",
-           "MAX_ID", "MAX_STEPS", "PAGE"]
+__all__ = ["BrowserSection", "trial_browser", "browser_section", "clip", "json_block", "MAX_TRIALS",
+           "MAX_TEXT", "MAX_ID", "MAX_STEPS", "MAX_TRIAL_TEXT", "MAX_RUN_TEXT", "PAGE"]
 
 #: Most trials a run's table holds; beyond, failing trials are kept and passing ones counted.
 MAX_TRIALS = 5000
@@ -49,6 +52,11 @@ MAX_TEXT = 2000
 MAX_ID = 200
 #: Most tool calls, and most model calls, shown of one trial.
 MAX_STEPS = 100
+#: Most characters of one trial's tool calls (the calls past it are counted, not shown).
+MAX_TRIAL_TEXT = 20_000
+#: Most characters of trajectories a run's part of the page holds; trials past it keep
+#: their row, not their trajectory (said under the table).
+MAX_RUN_TEXT = 10_000_000
 #: Rows the table draws at a time ("show more" draws the next).
 PAGE = 200
 
@@ -117,9 +125,14 @@ def _detail(run: StoredRun, ep: Episode, per_call: list, dollars: Optional[float
                   c.reasoning_tokens, d, True] for c, d in zip(cost.calls[:MAX_STEPS], per_call)]
     task = run.tasks.get(ep.task_id)
     meta = {k: v for k, v in ep.meta.items() if k not in ("trial", "error")}
-    return {"steps": [[clip(s.tool, MAX_ID), clip(s.args), clip(s.observation), clip(s.error)]
-                      for s in steps[:MAX_STEPS]],
-            "steps_more": max(0, len(steps) - MAX_STEPS),
+    shown, size = [], 0
+    for s in steps[:MAX_STEPS]:
+        one = [clip(s.tool, MAX_ID), clip(s.args), clip(s.observation), clip(s.error)]
+        size += sum(len(x) for x in one if x)
+        if shown and size > MAX_TRIAL_TEXT:
+            break
+        shown.append(one)
+    return {"steps": shown, "steps_more": len(steps) - len(shown),
             "calls": calls, "output": clip(ep.output), "final_state": clip(ep.final_state),
             "error": clip(row["error"]), "meta": clip(meta) if meta else None,
             "diff": _diff(ep, task.gold) if task is not None else None}
@@ -129,6 +142,7 @@ def _run_data(run: StoredRun) -> dict:
     """One run's part of the browser's JSON (see the module docstring for its bounds)."""
     everything = run.summary.n_trials <= MAX_TRIALS
     trials, details = [], []
+    spent, unkept = 0, 0  # characters of trajectories held; trials kept without theirs
     tasks: dict[str, list] = {}  # task -> [slice, n, c, dollars]
     left: dict[str, int] = {}   # passing trials not kept, per task
     for batch in run.batches():
@@ -149,7 +163,12 @@ def _run_data(run: StoredRun) -> dict:
                            row["judge_verdict"], row["label"], dollars, row["total_tokens"],
                            row["latency_s"], clip(row["error_kind"], MAX_ID) if row["errored"] else None,
                            row["limit_hit"], clip(row["model"], MAX_ID) if row["model"] else None])
-            details.append(_detail(run, ep, per_call, dollars, row))
+            detail = _detail(run, ep, per_call, dollars, row) if spent < MAX_RUN_TEXT else None
+            if detail is not None:
+                spent += len(json.dumps(detail, ensure_ascii=False))
+            else:
+                unkept += 1
+            details.append(detail)
     omitted = ""
     if left:
         omitted = (f"This run has {run.summary.n_trials:,} trials, more than the {MAX_TRIALS:,} a "
@@ -157,6 +176,9 @@ def _run_data(run: StoredRun) -> dict:
                    f"{sum(left.values()):,} trials are not, per task: "
                    + ", ".join(f"{clip(k, MAX_ID)} {n:,}" for k, n in sorted(left.items())[:200])
                    + (", …" if len(left) > 200 else "") + ".")
+    if unkept:
+        omitted += (f" The trajectories of the last {unkept:,} trials listed are not kept: the "
+                    f"run's page holds {MAX_RUN_TEXT:,} characters of trajectories.")
     return {"id": run.run_id, "suite": f"{run.summary.suite} {run.summary.suite_version}",
             "trials": trials, "details": details,
             "tasks": {clip(k, MAX_ID): v for k, v in tasks.items()},

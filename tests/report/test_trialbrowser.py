@@ -50,3 +50,10 @@ def test_values_are_cut_saying_how_much_and_the_data_block_cannot_close_its_scri
     assert "script-src" not in section.script_source and section.script_source.startswith("'sha256-")
     block = trialbrowser.json_block({"x": "</script><b>&\u2028"})
     assert "<" not in block and ">" not in block and "&" not in block and json.loads(block)["x"].startswith("</script>")
+
+
+def test_past_the_run_budget_trials_keep_their_rows_not_their_trajectories(store, monkeypatch):
+    monkeypatch.setattr(trialbrowser, "MAX_RUN_TEXT", 1)
+    run = _data(trialbrowser.trial_browser(store, ["big"]))["runs"][0]
+    assert len(run["trials"]) == 60 and run["details"][0] is not None
+    assert run["details"][1:] == [None] * 59 and "last 59 trials listed are not kept" in run["omitted"]
