@@ -22,7 +22,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 from pydantic import Field
 

@@ -35,9 +35,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from ..base import Episode
+from ..base import Episode, JsonShape
 from ..core import shape
-from ..base import JsonShape
 from .browserjs import SCRIPT, STYLE
 from .trialdata import StoredRun, as_text, open_run, trial_row
 

@@ -16,7 +16,7 @@ was priced with one ``ModelPrice``, which a run cannot store) or the trial carri
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any, Optional
 
 from ..base import Episode, TaskSpec

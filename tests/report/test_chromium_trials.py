@@ -4,8 +4,6 @@ slice; two runs compared and a task that got worse opened; markup in stored valu
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
@@ -19,14 +17,9 @@ from ek_agents.report.trialbrowser import MAX_TEXT
 from ek_agents.runs.harness import run_suite
 from ek_agents.store import Store
 
-from .reportkit import DevToolsPage, chromium_binary
+from .reportkit import DevToolsPage, chromium_or_skip
 
-BINARY = chromium_binary()
-if BINARY is None:
-    if os.environ.get("CI") or os.environ.get("EK_REQUIRE_CHROMIUM"):  # .ci/run: never skip
-        raise RuntimeError("chromium is not installed: .ci/run installs it (apt-get install chromium)")
-    pytest.skip("chromium is not installed (apt-get install chromium); .ci/run installs it in CI",
-                allow_module_level=True)
+BINARY = chromium_or_skip()
 
 
 @pytest.fixture
