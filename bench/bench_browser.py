@@ -5,10 +5,12 @@
    largest page the bounds allow): the HTML file's size, and in headless Chromium the time
    from navigation to the browser's first table drawn (``performance.mark("ek-trials-ready")``)
    and to the load event.
-2. The export of a run of 100,000 trials (run_suite, segments, a trivial agent): wall and
-   peak RSS of ``ek-agents export`` in a process of its own, against the peak RSS of a process
-   that only imports what the export imports (the baseline measured in the same run).
-   ``--export-trials 1000000`` exports bench-scale's size (the run takes ~1 min to make).
+2. The export of a run made as bench-scale makes its run (``evaluate-at-scale``'s library
+   steps ``plan_scale`` / ``run_scale_chunk`` / ``finish_scale`` in this process, bench-scale's
+   zero-latency agent, k = 100, segments, report streamed): wall and peak RSS of the export in a
+   process of its own, against the peak RSS of a process that only imports what the export
+   imports (the baseline measured in the same run). Default 100,000 trials;
+   ``--export-trials 1000000`` is bench-scale's run.
 
 Options: ``--trials N`` (report), ``--export-trials N``, ``--no-chromium``.
 """
@@ -40,10 +42,6 @@ def _agent(task, *, seed=0):
                        output_tokens=40 + n % 20) for _ in range(3)]
     return Episode(task.task_id, output=task.gold if ok else f"refunded O{n}", trajectory=Trajectory(steps),
                    cost=Cost.of_calls(calls))
-
-
-def _trivial(task, *, seed=0):
-    return task.gold if (seed + len(task.task_id)) % 5 else "?"
 
 
 def make_run(store: str, run_id: str, n_tasks: int, k: int, agent) -> float:
@@ -108,10 +106,32 @@ print(json.dumps({"s": time.perf_counter() - t0, "rss_mb": hwm / 1024, "rows": r
 """
 
 
+def make_scale_run(store: str, run_id: str, trials: int, k: int = 100) -> float:
+    """bench-scale's run of ``trials`` trials (``trials // k`` tasks), without Prefect."""
+    from ek_agents.base import RunProvenance
+    from ek_agents.runs import stages
+    from ek_agents.runs.pipeline_support import TrialRequest
+    from ek_agents.runs.scalerun import finish_scale, plan_scale, run_scale_chunk
+    from ek_agents.store import Store
+
+    from bench.scale import AGENT, SEED, write_suite
+
+    st = Store(store)
+    suite = write_suite(Path(store).parent / "suite.jsonl", trials // k)
+    t0 = time.perf_counter()
+    tasks = stages.record_suite(st, run_id, suite)
+    request = TrialRequest(store=st.url, run_id=run_id, tasks=tasks, agent=AGENT, agent_id=None,
+                           k=k, seed=SEED, run=RunProvenance(seed=SEED, suite_version=tasks.version).to_dict(),
+                           chunk_size=None, max_concurrency=8, parallel_chunks=1, timeout_s=None,
+                           retries=0, refresh=False, check=None)
+    plan = plan_scale(request, None)
+    finish_scale(plan, None, [run_scale_chunk(c) for c in plan.chunks])
+    return time.perf_counter() - t0
+
+
 def export_figures(tmp: Path, trials: int) -> dict:
     store = str(tmp / "store")
-    k = 10
-    made = make_run(store, "big", trials // k, k, _trivial)
+    made = make_scale_run(store, "big", trials)
     res = {}
     for mode in ("imports", "export"):
         os.sync()
@@ -143,7 +163,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  first render: {fig.get('first_render', 'not measured (--no-chromium)')}")
     with tempfile.TemporaryDirectory() as tmp:
         ex = export_figures(Path(tmp), a.export_trials)
-    print(f"export of {ex['export_trials']:,} trials (run_suite, segments; made in "
+    print(f"export of {ex['export_trials']:,} trials (bench-scale's layout; made in "
           f"{ex['export_make_run_s']:.1f} s): {ex['export_s']:.2f} s wall "
           f"({ex['export_us_per_trial']:.1f} us/trial), peak RSS {ex['export_peak_rss_mb']:.0f} MB "
           f"(imports alone {ex['imports_peak_rss_mb']:.0f} MB; goal <= 1024); "
