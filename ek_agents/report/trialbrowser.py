@@ -31,9 +31,10 @@ import base64
 import difflib
 import hashlib
 import html
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
+
+import orjson
 
 from ..base import Episode, JsonShape
 from ..core import shape
@@ -83,9 +84,12 @@ def clip(value: Any, limit: int = MAX_TEXT) -> Optional[str]:
 
 
 def _pretty(value: Any) -> str:
+    """JSON text for people (indented, keys sorted); orjson: ~10x the standard encoder's speed
+    with an indent, which is most of a large page's making."""
     try:
-        return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+                            | orjson.OPT_NON_STR_KEYS, default=str).decode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):
         return str(value)
 
 
@@ -164,7 +168,7 @@ def _run_data(run: StoredRun) -> dict:
                            row["limit_hit"], clip(row["model"], MAX_ID) if row["model"] else None])
             detail = _detail(run, ep, per_call, dollars, row) if spent < MAX_RUN_TEXT else None
             if detail is not None:
-                spent += len(json.dumps(detail, ensure_ascii=False))
+                spent += len(orjson.dumps(detail))
             else:
                 unkept += 1
             details.append(detail)
@@ -189,17 +193,12 @@ def _run_data(run: StoredRun) -> dict:
 
 def json_block(doc: Any) -> str:
     """JSON that cannot end its ``<script>`` block: ``<``, ``>``, ``&`` and the line
-    separators escaped."""
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    separators escaped (a non-finite number is null)."""
+    text = orjson.dumps(doc, default=str).decode("utf-8")
     for a, b in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
                  ("\u2029", "\\u2029")):
         text = text.replace(a, b)
     return text
-
-
-def _finite(x: Any) -> Any:
-    """Non-finite dollars (none are expected per trial) as None, so the JSON stays JSON."""
-    return None if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))) else x
 
 
 def _compare_pair(runs: list) -> Optional[list[int]]:
@@ -214,8 +213,6 @@ def _compare_pair(runs: list) -> Optional[list[int]]:
 def browser_section(runs: Sequence[StoredRun]) -> BrowserSection:
     """The trial browser of opened runs (:func:`~ek_agents.report.trialdata.open_run`)."""
     data = [_run_data(r) for r in runs]
-    for d in data:
-        d["trials"] = [[_finite(x) for x in row] for row in d["trials"]]
     pair = _compare_pair(data)
     out = ['<h2 id="trials">Trials</h2>',
            '<p class="note">Every trial of each run (click a row for its tool calls, model calls, '

@@ -27,6 +27,8 @@ from ..labels import judged, labels_of_doc
 from ..runs import documents
 from ..runs.manifest import RunManifest
 from ..runs.segments import RunSegments, iter_segments, segment_line_doc
+from ..runs.stagecache import StageRef
+from ..runs.trials import read_episodes
 from ..scoring.metrics import grade, is_errored
 from ..store import Store, open_store, run_key
 from .runsummary import RunSummary, summarize_run
@@ -155,7 +157,9 @@ class StoredRun:
                 yield grade([Episode.from_dict(segment_line_doc(t)) for t in trials],
                             self.tasks, check=self.check)
             return
-        graded = documents.episodes_of(documents.read_run_doc(self.store, self.manifest, "graded"))
+        key = run_key(self.run_id, "graded")  # this process's memo when it holds those bytes' episodes
+        graded = read_episodes(self.store, StageRef(stage="graded", key=key,
+                                                    sha256=self.manifest.artifacts[key]))
         for i in range(0, len(graded), BATCH):
             yield graded[i:i + BATCH]
 

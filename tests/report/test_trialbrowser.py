@@ -45,7 +45,7 @@ def test_a_run_beyond_the_bound_keeps_failing_trials_and_counts_the_rest(store, 
 
 def test_values_are_cut_saying_how_much_and_the_data_block_cannot_close_its_script():
     assert trialbrowser.clip("y" * 10, 4) == "yyyy… [6 more characters]"
-    assert trialbrowser.clip({"a": 1}) == '{\n "a": 1\n}' and trialbrowser.clip(None) is None
+    assert trialbrowser.clip({"a": 1}) == '{\n  "a": 1\n}' and trialbrowser.clip(None) is None
     section = trialbrowser.browser_section([])
     assert "script-src" not in section.script_source and section.script_source.startswith("'sha256-")
     block = trialbrowser.json_block({"x": "</script><b>&\u2028"})
