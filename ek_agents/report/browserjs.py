@@ -38,12 +38,13 @@ function el(tag, attrs, text){
   if (text !== undefined && text !== null) e.textContent = String(text);
   return e;
 }
-function money(x){
+function money(x){  // as the report's fmt_dollars: cents from $1, else three significant digits
   if (x === null || x === undefined) return "unknown";
   if (x === 0) return "$0.00";
-  if (Math.abs(x) >= 1) return "$" + x.toFixed(2);
-  var d = 2 - Math.floor(Math.log10(Math.abs(x)));
-  return "$" + x.toFixed(d).replace(/0+$/, "");
+  var sign = x < 0 ? "-" : "", v = Math.abs(x);
+  if (v >= 1) return sign + "$" + v.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2});
+  var t = v.toFixed(2 - Math.floor(Math.log10(v))).replace(/0+$/, "").split(".");
+  return sign + "$" + t[0] + "." + (t[1] + "00").slice(0, Math.max(2, t[1].length));
 }
 function secs(x){ if (x === null || x === undefined) return "n/a"; return x < 1 ? Math.round(x*1000) + " ms" : x.toFixed(2) + " s"; }
 function yesno(x){ return x === null || x === undefined ? "" : (x ? "pass" : "fail"); }

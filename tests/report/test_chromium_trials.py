@@ -13,6 +13,7 @@ pd = pytest.importorskip("pandas")
 import ek_agents
 from ek_agents.base import Episode, Step, TaskSpec, Trajectory
 from ek_agents.report.htmlreport import write_report
+from ek_agents.report.runsummary import fmt_dollars
 from ek_agents.report.trialbrowser import MAX_TEXT
 from ek_agents.runs.harness import run_suite
 from ek_agents.store import Store
@@ -85,7 +86,7 @@ def test_open_a_failing_shop_trial_filter_a_slice_and_compare_two_runs(stored_ru
     assert len(detail["calls"]) == 1
     _, model, tokens_in, _, tokens_out, _, dollars, _ = detail["calls"][0]
     assert model == row.model and int(tokens_in) == row.input_tokens and int(tokens_out) == row.output_tokens
-    assert dollars.startswith("$") and float(dollars[1:]) == pytest.approx(row.dollars, rel=5e-3)
+    assert dollars == fmt_dollars(row.dollars) and float(dollars[1:]) == pytest.approx(row.dollars, rel=5e-3)
     # the output and the gold side by side, and the calls against the gold's
     gold = Store(root).read_json(f"runs/degraded-0/tasks.json")["tasks"]
     gold = next(t["gold"] for t in gold if t["task_id"] == row.task_id)
