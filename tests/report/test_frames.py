@@ -153,3 +153,17 @@ def test_segments_and_per_trial_files_give_the_same_frames_and_per_call_dollars(
     st.write_bytes(key, st.read_bytes(key) + b" ")  # the same index, other bytes
     with pytest.raises(DigestMismatch, match="segment index"):
         ek_agents.trials_frame(["segs"], store=str(tmp_path))
+
+
+def test_a_judged_run_with_labels_has_the_judges_verdict_and_the_label_per_trial(tmp_path):
+    tasks = [TaskSpec(f"t{i}", input="q", gold=f"g{i}") for i in range(6)]
+    # people disagree with the judge on trial 0 of t0; 12 labels (a correction needs 10)
+    labels = "".join(json.dumps({"task_id": f"t{i}", "trial": j, "gold": bool(j % 2) != (i == 0 and j == 0)})
+                     + "\n" for i in range(6) for j in range(2)).encode()
+    run_suite(lambda t, seed=0: t.gold if seed % 2 else "no", tasks, k=3, seed=0, persist=True,
+              run_id="judged", rootdir=str(tmp_path), check=lambda ep, gold: ep.output == gold,
+              labels=labels, progress=False)
+    t = ek_agents.trials_frame("judged", store=str(tmp_path)).set_index(["task_id", "trial"])
+    assert (t["judge_verdict"] == t["success"]).all() and t["success"].sum() == 6
+    assert t.loc[("t0", 0), "label"] == True and t.loc[("t1", 1), "label"] == True  # noqa: E712
+    assert t.loc[("t2", 0), "label"] == False and t["label"].isna().sum() == 6  # noqa: E712
