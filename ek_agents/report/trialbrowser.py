@@ -39,7 +39,7 @@ import orjson
 from ..base import Episode, JsonShape
 from ..core import shape
 from .browserjs import SCRIPT, STYLE
-from .trialdata import StoredRun, as_text, open_run, trial_row
+from .trialdata import StoredRun, TrialsUnreadable, as_text, open_run, trial_row
 
 __all__ = ["BrowserSection", "trial_browser", "browser_section", "clip", "json_block", "MAX_TRIALS",
            "MAX_TEXT", "MAX_ID", "MAX_STEPS", "MAX_TRIAL_TEXT", "MAX_RUN_TEXT", "PAGE"]
@@ -234,5 +234,18 @@ def browser_section(runs: Sequence[StoredRun]) -> BrowserSection:
 
 
 def trial_browser(store: Any, run_ids: Sequence[str]) -> BrowserSection:
-    """:func:`browser_section` of stored runs ``run_ids`` of ``store`` (a Store or URL)."""
-    return browser_section([open_run(store, rid) for rid in run_ids])
+    """:func:`browser_section` of stored runs ``run_ids`` of ``store`` (a Store or URL); a run
+    whose trials cannot be read back (:class:`~ek_agents.report.trialdata.TrialsUnreadable`) is
+    left out of it, saying why, and the rest of the report stands."""
+    runs, notes = [], []
+    for rid in run_ids:
+        try:
+            runs.append(open_run(store, rid))
+        except TrialsUnreadable as exc:
+            notes.append(str(exc))
+    section = browser_section(runs)
+    if not notes:
+        return section
+    said = "".join(f'<p class="note trials-unreadable">{html.escape(n)}</p>' for n in notes)
+    return BrowserSection(html=section.html.replace("</p>", "</p>" + said, 1),
+                          script_source=section.script_source)

@@ -33,7 +33,7 @@ from ..scoring.metrics import grade, is_errored
 from ..store import Store, open_store, run_key
 from .runsummary import RunSummary, summarize_run
 
-__all__ = ["StoredRun", "open_run", "trial_row", "call_rows", "step_rows", "run_row", "as_text",
+__all__ = ["StoredRun", "open_run", "TrialsUnreadable", "trial_row", "call_rows", "step_rows", "run_row", "as_text",
            "RUN_COLUMNS", "TRIAL_COLUMNS", "CALL_COLUMNS", "STEP_COLUMNS", "LIMIT_KINDS", "BATCH"]
 
 #: Trials per batch read from a run stored one file per trial (a segment is its own batch).
@@ -118,6 +118,11 @@ STEP_COLUMNS: tuple = (
     ("observation", "string", "what came back, as JSON text (null: nothing)"),
     ("error", "string", "the tool's error (null: none)"),
 )
+
+
+class TrialsUnreadable(InvalidInput):
+    """A stored run whose trials cannot be read back graded: no segments its checker can grade
+    again (a callable check) and no graded document."""
 
 
 def as_text(value: Any) -> Optional[str]:
@@ -209,7 +214,7 @@ def open_run(store: Any, run_id: str) -> StoredRun:
         layout, segments = "graded", None
         read[run_key(run_id, "graded")] = manifest.artifacts[run_key(run_id, "graded")]
     else:
-        raise InvalidInput(f"run {run_id!r} has neither trial segments its checker can grade again "
+        raise TrialsUnreadable(f"run {run_id!r} has neither trial segments its checker can grade again "
                            f"nor a graded document in store {st.url!r}: its trials cannot be read "
                            "(re-create the run with run_suite or the evaluate flow)")
     return StoredRun(st, manifest, summary, tasks, check, prices, labels, layout, segments,

@@ -8,6 +8,7 @@ import pytest
 
 from ek_agents.base import Episode, TaskSpec
 from ek_agents.report import trialbrowser
+from ek_agents.report.trialdata import TrialsUnreadable
 from ek_agents.runs.harness import run_suite
 
 
@@ -57,3 +58,18 @@ def test_past_the_run_budget_trials_keep_their_rows_not_their_trajectories(store
     run = _data(trialbrowser.trial_browser(store, ["big"]))["runs"][0]
     assert len(run["trials"]) == 60 and run["details"][0] is not None
     assert run["details"][1:] == [None] * 59 and "last 59 trials listed are not kept" in run["omitted"]
+
+
+
+def test_a_run_whose_trials_cannot_be_read_back_is_named_and_the_rest_stands(store, monkeypatch):
+    real = trialbrowser.open_run
+
+    def opening(st, rid):
+        if rid == "opaque":
+            raise TrialsUnreadable(f"run {rid!r} has neither trial segments <its checker> ...")
+        return real(st, rid)
+
+    monkeypatch.setattr(trialbrowser, "open_run", opening)
+    section = trialbrowser.trial_browser(store, ["opaque", "big"])
+    assert "run &#x27;opaque&#x27; has neither trial segments &lt;its checker&gt;" in section.html
+    assert [r["id"] for r in _data(section)["runs"]] == ["big"]
