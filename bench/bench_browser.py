@@ -12,7 +12,7 @@
    imports (the baseline measured in the same run). Default 100,000 trials;
    ``--export-trials 1000000`` is bench-scale's run.
 
-Options: ``--trials N`` (report), ``--export-trials N``, ``--no-chromium``.
+Options: ``--trials N`` (report), ``--export-trials N`` (0: no export), ``--no-chromium``.
 """
 from __future__ import annotations
 
@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> dict:
               f"{fig['trials_in_table']:,} in the table")
     else:
         print(f"  first render: {fig.get('first_render', 'not measured (--no-chromium)')}")
+    if a.export_trials <= 0:  # --export-trials 0: the report only
+        return {k: v for k, v in fig.items() if isinstance(v, (int, float))}
     with tempfile.TemporaryDirectory() as tmp:
         ex = export_figures(Path(tmp), a.export_trials)
     print(f"export of {ex['export_trials']:,} trials (bench-scale's layout; made in "
