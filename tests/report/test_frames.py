@@ -167,3 +167,15 @@ def test_a_judged_run_with_labels_has_the_judges_verdict_and_the_label_per_trial
     assert (t["judge_verdict"] == t["success"]).all() and t["success"].sum() == 6
     assert t.loc[("t0", 0), "label"] == True and t.loc[("t1", 1), "label"] == True  # noqa: E712
     assert t.loc[("t2", 0), "label"] == False and t["label"].isna().sum() == 6  # noqa: E712
+
+
+def test_export_refuses_what_it_cannot_do_in_one_line(stored_runs, tmp_path, capsys):
+    root, ids = stored_runs
+    assert main(["export", "no-such-run", "--out", str(tmp_path / "x"), "--store", root]) == 2
+    assert "no-such-run" in capsys.readouterr().err
+    assert main(["export", "--out", str(tmp_path / "x"), "--store", root]) == 2
+    assert "give one or more RUN_IDs" in capsys.readouterr().err
+    assert main(["export", "--verify", "--out", str(tmp_path / "nothing")]) == 2
+    assert "is not an export" in capsys.readouterr().err
+    assert main(["export", ids[0], "--out", "s3://bucket/x", "--store", root]) == 2
+    assert "give a local folder" in capsys.readouterr().err
