@@ -18,8 +18,9 @@ output, the gold, a task id) is cut at :data:`MAX_TEXT` characters (:data:`MAX_I
 the number of characters left out written where it was cut; a trial shows at most
 :data:`MAX_STEPS` tool calls and model calls and :data:`MAX_TRIAL_TEXT` characters of tool calls
 (the rest counted); a run's part of the page holds at most :data:`MAX_RUN_TEXT` characters of
-trajectories (trials past it keep their row). So a run's part is at most ~11 MB whatever its
-size; the table draws :data:`PAGE` rows at a time.
+trajectories (trials past it keep their row), and the gold only of tasks whose trajectory is
+shown. So a run's part is at most ~11 MB whatever its trials, plus a few dozen bytes per task
+(the per-task counts the comparison needs); the table draws :data:`PAGE` rows at a time.
 
 The data travels as JSON in a ``<script type="application/json">`` block with ``<``, ``>``
 and ``&`` escaped (a value cannot close the block) and is put on the page with ``textContent``
@@ -148,6 +149,7 @@ def _run_data(run: StoredRun) -> dict:
     spent, unkept = 0, 0  # characters of trajectories held; trials kept without theirs
     tasks: dict[str, list] = {}  # task -> [slice, n, c, dollars]
     left: dict[str, int] = {}   # passing trials not kept, per task
+    shown_gold: set = set()     # tasks with a trajectory shown: the gold goes beside it
     for batch in run.batches():
         for ep in batch:
             dollars, per_call = run.dollars(ep)
@@ -162,13 +164,14 @@ def _run_data(run: StoredRun) -> dict:
             if not (everything or (not row["success"] and len(trials) < MAX_TRIALS)):
                 left[ep.task_id] = left.get(ep.task_id, 0) + 1
                 continue
-            trials.append([clip(ep.task_id, MAX_ID), row["slice"], row["trial"], row["success"],
+            trials.append([clip(ep.task_id, MAX_ID), clip(row["slice"], MAX_ID), row["trial"], row["success"],
                            row["judge_verdict"], row["label"], dollars, row["total_tokens"],
                            row["latency_s"], clip(row["error_kind"], MAX_ID) if row["errored"] else None,
                            row["limit_hit"], clip(row["model"], MAX_ID) if row["model"] else None])
             detail = _detail(run, ep, per_call, dollars, row) if spent < MAX_RUN_TEXT else None
             if detail is not None:
                 spent += len(orjson.dumps(detail))
+                shown_gold.add(ep.task_id)
             else:
                 unkept += 1
             details.append(detail)
@@ -184,10 +187,10 @@ def _run_data(run: StoredRun) -> dict:
                     f"run's page holds {MAX_RUN_TEXT:,} characters of trajectories.")
     return {"id": run.run_id, "suite": f"{run.summary.suite} {run.summary.suite_version}",
             "trials": trials, "details": details,
-            "tasks": {clip(k, MAX_ID): v for k, v in tasks.items()},
+            "tasks": {clip(k, MAX_ID): [clip(v[0], MAX_ID), *v[1:]] for k, v in tasks.items()},
             "slices": sorted({r[1] for r in trials if r[1] is not None}),
             "models": sorted({r[11] for r in trials if r[11] is not None}),
-            "gold": {clip(k, MAX_ID): clip(t.gold) for k, t in run.tasks.items() if k in tasks},
+            "gold": {clip(k, MAX_ID): clip(run.tasks[k].gold) for k in shown_gold if k in run.tasks},
             "omitted": omitted}
 
 
