@@ -136,6 +136,7 @@ def export_runs(run_ids: Sequence[str], out: Union[str, os.PathLike], *, fmt: st
     st = open_store(store)
     folder = _out_dir(out)
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / EXPORT_FILE).unlink(missing_ok=True)  # written last: a failed export has none
     paths = {t: folder / f"{t}.{FORMATS[fmt]}" for t in TABLES}
     writers = {t: _Writer(p, fmt, t) for t, p in paths.items()}
     record = ExportRecord(format=fmt, store=st.url)
