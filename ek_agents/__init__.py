@@ -55,6 +55,7 @@ for _mod, _names in {
     "stats.correctedrates": ["cost_per_corrected_success"],
     "stats.budget": ["plan_budget", "BudgetPlan"],
     "labels": ["read_labels", "plan_labels"],
+    "report.frames": ["runs_frame", "trials_frame", "calls_frame", "steps_frame"],
 }.items():
     for _n in _names:
         _EXPORTS[_n] = _mod
@@ -126,6 +127,8 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
     from .stats.correctedrates import (cost_per_corrected_success as cost_per_corrected_success)
     from .stats.budget import (plan_budget as plan_budget, BudgetPlan as BudgetPlan)
     from .labels import (read_labels as read_labels, plan_labels as plan_labels)
+    from .report.frames import (runs_frame as runs_frame, trials_frame as trials_frame,
+                                calls_frame as calls_frame, steps_frame as steps_frame)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -46,6 +46,7 @@ from typing import Any, Optional
 
 from .cliargs import (MAX_CONCURRENCY, MAX_K, MAX_RETRIES, MAX_SEED, eval_args, int_in,
                       name_arg, number, store_arg, tolerance_args)
+from .exportcmd import add_export_parser, cmd_export
 from .errors import (ArtifactNotFound, AuditFailed, CheckFailed, EkAgentsError, InvalidInput,
                      MissingDependency, StoreError, TooManyErrors)
 
@@ -238,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the bundled shop world: two agents, a baseline, a gate, an audit")
     p.add_argument("--store", default="./.ek", metavar="URL", help="artifact store (default ./.ek)")
     p.add_argument("--k", type=int_in(1, MAX_K), default=4, help="trials per task (default 4)")
+    add_export_parser(sub)
     return ap
 
 
@@ -500,7 +502,7 @@ def _cmd_demo(a: argparse.Namespace) -> int:
 
 COMMANDS = {"run": _cmd_run, "ingest": _cmd_run, "report": _cmd_report, "gate": _cmd_gate,
             "audit": _cmd_audit, "promote": _cmd_promote, "demo": _cmd_demo,
-            "plan-labels": _cmd_plan, "plan": _cmd_plan}
+            "plan-labels": _cmd_plan, "plan": _cmd_plan, "export": cmd_export}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -24,7 +24,7 @@ LAYERS: tuple = (
     ("evaluation", ("reporting", "gate", "sequential")),
     ("runs", ("runs",)),
     ("reports", ("report",)),
-    ("commands", ("localrun", "cliargs", "cli")),
+    ("commands", ("localrun", "cliargs", "exportcmd", "cli")),
     ("facade", ("",)),  # ek_agents/__init__: the public names, resolved lazily
 )
 
@@ -56,7 +56,7 @@ LAZY_IMPORTS: dict = {
 }
 
 #: Modules whose function-level imports are explained, with the measurement, in their docstring.
-DOCUMENTED_LAZY: tuple = ("cli", "cliargs")
+DOCUMENTED_LAZY: tuple = ("cli", "cliargs", "exportcmd")
 
 
 def layer_of(module: str) -> tuple:

@@ -32,6 +32,7 @@ from .runsummary import (RunSummary, SliceSummary, fmt_count, fmt_dollars, fmt_i
                          fmt_seconds, frontier_flags, group_index, group_label, load_runs,
                          series_runs)
 from ..store import Store, open_store, run_file_key, write_url
+from .trialbrowser import BrowserSection, trial_browser
 
 __all__ = ["render_html", "render_markdown", "write_report", "CSP", "RunPublication", "publish_run",
            "table_rows", "log_lines", "REPORT_FILE"]
@@ -152,15 +153,18 @@ def _title(runs: Sequence[RunSummary]) -> str:
     return f"ek-agents report: {', '.join(suites) or 'runs'} ({len(runs)} run{'s' * (len(runs) != 1)})"
 
 
-def render_html(runs: Sequence[RunSummary]) -> str:
-    """One self-contained HTML page for ``runs`` (inline CSS and SVG; nothing loaded)."""
+def render_html(runs: Sequence[RunSummary], browser: Optional[BrowserSection] = None) -> str:
+    """One self-contained HTML page for ``runs`` (inline CSS and SVG; nothing loaded);
+    ``browser``: the runs' trial browser (:mod:`ek_agents.report.trialbrowser`) at the end,
+    its script allowed by its sha256 in the page's CSP."""
     runs = list(runs)
     if not runs:
         raise InvalidInput("render_html needs at least one RunSummary (see load_runs)")
     on = frontier_flags(runs)
     groups = group_index(runs)
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+           f'<meta http-equiv="Content-Security-Policy" content="{CSP}'
+           f'{"; script-src " + browser.script_source if browser else ""}">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{_e(_title(runs))}</title><style>{_CSS}</style></head><body>",
            f"<h1>{_e(_title(runs))}</h1>",
@@ -230,6 +234,8 @@ def render_html(runs: Sequence[RunSummary]) -> str:
         if r.warnings:
             out.append("<ul class=\"warnings\">" + "".join(f"<li>{_e(w)}</li>" for w in r.warnings)
                        + "</ul>")
+    if browser is not None:
+        out.append(browser.html)
     out.append("</body></html>")
     return "\n".join(out) + "\n"
 
@@ -316,13 +322,15 @@ def render_markdown(runs: Sequence[RunSummary]) -> str:
 
 def write_report(store: Union[Store, str], run_ids: Sequence[str], *, html: Optional[str] = None,
                  markdown: Optional[str] = None) -> dict[str, str]:
-    """Render the runs and write the HTML and/or Markdown report to the given paths or URLs
-    (through ``ek_agents.store``); return ``{"html": path, "markdown": path}`` of what was
-    written. With neither path, nothing is written and ``{}`` is returned."""
+    """Render the runs and write the HTML (with the runs' trial browser) and/or Markdown report
+    to the given paths or URLs (through ``ek_agents.store``); return ``{"html": path,
+    "markdown": path}`` of what was written. With neither path, nothing is written and ``{}``
+    is returned."""
     runs = load_runs(store, run_ids)
     out = {}
     if html is not None:
-        write_url(html, render_html(runs).encode("utf-8"), what="HTML report")
+        page = render_html(runs, trial_browser(store, run_ids))
+        write_url(html, page.encode("utf-8"), what="HTML report")
         out["html"] = str(html)
     if markdown is not None:
         write_url(markdown, render_markdown(runs).encode("utf-8"), what="Markdown report")
@@ -392,7 +400,7 @@ def publish_run(store: Union[Store, str, None], run_id: str) -> RunPublication:
     st = open_store(store)
     run = load_runs(st, [run_id])[0]
     key = run_file_key(run_id, REPORT_FILE)
-    digest = st.write_bytes(key, render_html([run]).encode("utf-8"))
+    digest = st.write_bytes(key, render_html([run], trial_browser(st, [run_id])).encode("utf-8"))
     markdown = render_markdown([run]) + f"\nHTML report: `{st.url}/{key}`\n"
     return RunPublication(run_id=run.run_id, agent=run.agent, suite=run.suite, html_key=key,
                           html_sha256=digest, markdown=markdown, rows=table_rows(run),

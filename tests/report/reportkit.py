@@ -83,6 +83,20 @@ def chromium_binary() -> Optional[str]:
     return None
 
 
+def chromium_or_skip() -> str:
+    """The chromium binary for a test module of pages: the module is skipped when none is
+    installed, except under CI (``.ci/run`` installs it: there a missing one is an error)."""
+    import pytest
+
+    binary = chromium_binary()
+    if binary is None:
+        if os.environ.get("CI") or os.environ.get("EK_REQUIRE_CHROMIUM"):  # .ci/run: never skip
+            raise RuntimeError("chromium is not installed: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium); .ci/run installs it in CI",
+                    allow_module_level=True)
+    return binary
+
+
 class DevToolsPage:
     """One page of a headless Chromium driven through the DevTools protocol: what it loaded
     (``requests``: the URL of every request the page made, from ``Network.requestWillBeSent``

@@ -3,7 +3,6 @@
 plots, the tables and the frontier, and the page's network log has no request but the page."""
 from __future__ import annotations
 
-import os
 import re
 import struct
 from pathlib import Path
@@ -13,14 +12,9 @@ import pytest
 from ek_agents.report.htmlreport import render_html
 from ek_agents.report.runsummary import load_runs
 
-from .reportkit import DevToolsPage, chromium_binary
+from .reportkit import DevToolsPage, chromium_or_skip
 
-BINARY = chromium_binary()
-if BINARY is None:
-    if os.environ.get("CI") or os.environ.get("EK_REQUIRE_CHROMIUM"):  # .ci/run: never skip
-        raise RuntimeError("chromium is not installed: .ci/run installs it (apt-get install chromium)")
-    pytest.skip("chromium is not installed (apt-get install chromium); .ci/run installs it in CI",
-                allow_module_level=True)
+BINARY = chromium_or_skip()
 
 
 @pytest.fixture(scope="module")
