@@ -38,15 +38,13 @@ from .core import shape
 from .errors import InvalidInput, did_you_mean
 from .parsing import parse_json_lines
 from .stats.correctedrates import cost_per_corrected_success
-from .stats.judgecorrect import JudgeCorrectedRate, judge_corrected_rate, rate_doc
+from .stats.judgecorrect import MIN_LABELS as MIN_LABELS, JudgeCorrectedRate, judge_corrected_rate, rate_doc
 from .store import read_url, write_url
 
 __all__ = ["LabelError", "Label", "Labels", "read_labels", "plan_labels", "LabelPlan",
            "corrected_rate_of", "judged", "MIN_LABELS", "JUDGE_FREE_CHECKERS", "labels_digest",
            "judge_detail", "labels_doc", "labels_of_doc", "GradedBy", "not_judged_error"]
 
-#: Fewest labels a correction accepts (below this the judge's error is not measured at all).
-MIN_LABELS: int = 10
 #: Checkers that are deterministic oracles, not judges: their verdicts need no correction.
 JUDGE_FREE_CHECKERS = frozenset({None, "output", "final_state", "output_match", "final_state_match",
                                  "state"})
@@ -204,8 +202,19 @@ def corrected_rate_of(graded: Sequence[Any], labels: Any, *, check: Any = None, 
     if (check is not None or tasks is not None) and not judged(check, tasks):
         raise not_judged_error(check, f"labels {labs.source!r}")
     by_pair: dict[tuple[str, int], Any] = {}
+    repeats: dict[tuple[str, int], int] = {}
     for ep in graded:
-        by_pair[(str(ep.task_id), (ep.meta or {}).get("trial"))] = ep
+        pair = (str(ep.task_id), (ep.meta or {}).get("trial"))
+        if pair in by_pair:
+            repeats[pair] = repeats.get(pair, 1) + 1
+        by_pair[pair] = ep
+    if repeats:  # which of two verdicts on one trial a label corrects is not knowable
+        (tid, trial), times = next(iter(repeats.items()))
+        raise LabelError(f"labels {labs.source!r}: the graded run is ambiguous: task {tid!r} trial "
+                         f"{trial!r} appears {times} times ({len(repeats)} (task, trial) pair(s) "
+                         f"repeated, {sum(repeats.values()) - len(repeats)} extra episode(s)); "
+                         "a label names one trial, so give each trial once (number an ingested "
+                         "run's repeated episodes as separate trials: meta['trial'])")
     tasks_seen = {t for t, _ in by_pair}
     gold, jl, lg = [], [], []
     used = set()
