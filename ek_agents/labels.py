@@ -322,7 +322,8 @@ def judge_detail(graded: Sequence[Any], labels: Any, *, check: Any = None, tasks
     """What a report carries under ``detail["judge_corrected"]``: the corrected rate (with the
     judge's raw rate and measured error beside it), the labels' source and digest, and -- when
     the run was priced (``cost``, a cost report with ``task_totals``) -- the cost per corrected
-    success with its Fieller interval."""
+    success with its Fieller interval (and ``estimated``: the trials without a known cost whose
+    dollars it fills in at the priced trials' mean)."""
     labs = _labels(labels)
     rate = corrected_rate_of(graded, labs, check=check, tasks=tasks)
     out: dict = {"rate": rate_doc(rate), "sentence": rate.sentence(),
@@ -332,7 +333,8 @@ def judge_detail(graded: Sequence[Any], labels: Any, *, check: Any = None, tasks
     if totals:
         c = cost_per_corrected_success(rate, task_totals=totals)
         out["cost_per_success"] = {"estimate": c.estimate, "ci": list(c.ci), "method": c.method,
-                                   "raw": (cost or {}).get("cost_per_success")}
+                                   "raw": (cost or {}).get("cost_per_success"),
+                                   "trials": c.trials, "estimated": c.estimated}
     return out
 
 

@@ -104,3 +104,30 @@ def test_a_bad_task_checker_or_metric_is_refused_before_any_agent_call():
     with pytest.raises(EkAgentsError, match="metrics"):
         run_suite(_agent(calls), TASKS, k=2, metrics={"m": object()})
     assert calls == []
+
+
+def test_unpriced_trials_filled_in_at_the_mean_cost_are_counted_in_the_report(tmp_path, capsys):
+    """The cost per corrected success fills trials without a known cost in at the priced
+    trials' mean: the report document counts them and the Markdown / HTML text says so."""
+    from ek_agents.base import Cost, Episode
+    from ek_agents.prices import ModelPrice
+
+    def agent(task, *, seed=0):
+        out = task.input.upper() if seed % 3 else "?"
+        return Episode(task.task_id, output=out,
+                       cost=Cost(input_tokens=100, output_tokens=10) if seed % 2 else None)
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"task_id": t.task_id, "trial": j, "gold": (1 + j) % 3 != 0}) + "\n"
+                              for t in TASKS for j in range(2)))
+    store = str(tmp_path / "store")
+    rep = run_suite(agent, TASKS, k=4, seed=1, check=lenient_judge, run_id="u", rootdir=store,
+                    price=ModelPrice(1e-6, 2e-6), labels=str(labels))
+    cps = rep.detail["judge_corrected"]["cost_per_success"]
+    assert cps["estimated"] == 16 and cps["trials"] == 32  # trials 1 and 3 of each task unpriced
+    html = tmp_path / "r.html"
+    assert main(["report", "u", "--html", str(html), "--store", store]) == 0
+    capsys.readouterr()
+    assert main(["report", "u", "--store", store]) == 0
+    for text in (capsys.readouterr().out, html.read_text()):
+        assert "16 of 32 trials had no known cost" in text
