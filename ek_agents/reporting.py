@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from pydantic import Field
 
+from .spancounts import otel_read_counts, otel_read_sentence
 from .base import (Episode, NonFiniteJson, RunProvenance, TaskSpec, is_episode, suite_grammar,
                    task_table)
 from .core import shape
@@ -388,9 +389,12 @@ def reliability_with_run(graded: list, tasks: Any, *, k: int, seed: int,
         warnings.append(f"{sum(errors.values())} of {len(graded)} trials failed with an error "
                         f"({', '.join(f'{n} {kind}' for kind, n in sorted(errors.items()))}); "
                         "they count as failures")
+    otel_read = otel_read_counts(graded)  # what the span reads kept once, cut or skipped
+    if otel_read:
+        warnings.append(otel_read_sentence(otel_read))
     return dataclasses.replace(report, detail={
         **report.detail, "run": None if prov is None else prov.to_dict(), "errors": errors,
-        "warnings": warnings})
+        "warnings": warnings, **({"otel_read": otel_read} if otel_read else {})})
 
 
 def with_cost(report: Any, graded: list, *, prices: Optional[Mapping] = None, price: Any = None,
