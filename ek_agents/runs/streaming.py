@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..cost import cost_figures, episode_dollars
-from ..errors import InvalidInput
+from ..errors import IntegrityError, InvalidInput
 from ..scoring.metrics import grade, is_errored
 from ..reporting import ReliabilityReport, reliability, run_provenance
 from ..store import canonical_json, parse_json, sha256_hex
@@ -199,6 +199,7 @@ class StreamingReport:
         self.slice_cost: dict[str, _Cost] = {}
         self.memo: dict = {}
         self.misfiled: list[str] = []  # segment lines that are not the trial their index names
+        self.misfiled_merged = 0  # ... counted in the summaries merged
         self.n = 0
 
     # -- input --------------------------------------------------------------------------------
@@ -251,9 +252,11 @@ class StreamingReport:
     def state(self) -> dict:
         """This report's state as JSON: per-task counts and costs, errors, provenances -- what
         :meth:`merge_state` adds to another report of the same suite."""
+        misfiled = len(self.misfiled) + self.misfiled_merged
         return {"counts": {t: list(v) for t, v in self.counts.items()}, "errors": dict(self.errors),
                 "runs": [r.to_dict() for r in self.runs], "n": self.n, "cost": self.cost.state(),
-                "slices": {label: c.state() for label, c in self.slice_cost.items()}}
+                "slices": {label: c.state() for label, c in self.slice_cost.items()},
+                **({"misfiled": misfiled} if misfiled else {})}
 
     def merge_state(self, st: Mapping) -> None:
         """Add another report's :meth:`state` (trials it holds that this one does not)."""
@@ -269,6 +272,7 @@ class StreamingReport:
             r = RunProvenance.from_dict(doc)
             self.runs.setdefault(r, r)
         self.n += st["n"]
+        self.misfiled_merged += int(st.get("misfiled", 0))
         self.cost.merge(st["cost"])
         for label, c in st["slices"].items():
             acc = self.slice_cost.get(label)
@@ -281,17 +285,24 @@ class StreamingReport:
         acc = StreamingReport.__new__(StreamingReport)
         acc.__dict__.update(self.__dict__)
         acc.counts, acc.errors, acc.runs, acc.n, acc.misfiled = {}, {}, {}, 0, []
+        acc.misfiled_merged = 0
         acc.cost, acc.slice_cost = _Cost(), {}
         return acc
 
     def add_lines(self, lines: Iterable[bytes], episodes: Optional[Iterable[Any]] = None,
-                  where: str = "segment") -> None:
+                  where: str = "segment", pairs: Optional[Iterable[Any]] = None) -> None:
         """Add trials given as their stored lines; ``episodes``: the episode each line was made
-        from where known (a plain answer's: what parsing gives back), else None (parsed)."""
+        from where known (a plain answer's: what parsing gives back), else None (parsed);
+        ``pairs``: the ``(task_id, trial)`` each line is filed under (a line that is another
+        trial is counted in ``misfiled``)."""
         eps = []
         for i, (line, ep) in enumerate(zip(lines, episodes or repeat(None))):
             eps.append(ep if ep is not None
                        else Episode.from_dict(parse_json(line, f"{where} line {i + 1}")))
+        for pair, ep in zip(pairs or (), eps):
+            if ep.task_id != pair[0] or ep.meta.get("trial") != pair[1]:
+                self.misfiled.append(f"{where} trial {tuple(pair)!r} holds task {ep.task_id!r} "
+                                     f"trial {ep.meta.get('trial')!r}")
         self.add_episodes(grade(eps, self.specs, check=self.check))
 
     # -- output -------------------------------------------------------------------------------
@@ -359,7 +370,7 @@ def segment_summarizer(tasks: Any, *, k: int, check: Optional[str] = None,
 
     def summarize(pairs: list, lines: list, episodes: list) -> dict:
         acc = proto.empty_like()
-        acc.add_lines(lines, episodes)
+        acc.add_lines(lines, episodes, pairs=pairs)
         return acc.state()
 
     return summarize
@@ -375,7 +386,9 @@ def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
     has none, or when some of its trials no longer count (dropped, or held by an earlier
     segment), or when ``basis`` is given and the summary was made on another (another suite,
     checker or price catalog) -- ``summaries=False`` reads every segment. ``counts``: trials, segments merged
-    from summaries and segments read."""
+    from summaries and segments read. A line that is not the trial its index names (counted in
+    its segment's summary as the run wrote it, or found as a segment is read) raises
+    :class:`~ek_agents.errors.IntegrityError`: the run's figures would count it wrongly."""
     acc = StreamingReport(tasks, k=k, check=check, prices=prices, seed=seed, run=run)
     segs = RunSegments.load(store, run_id)
     owners = segs.owners(k)  # bounded: a few bytes per trial, not a dict of every pair
@@ -395,6 +408,11 @@ def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
     for pos, entry in read:  # one segment at a time: its trials that it holds
         acc.add_trials([t for t in read_segment(store, entry)
                         if owner(owners, t.pair) == pos])
+    n_misfiled = len(acc.misfiled) + acc.misfiled_merged
+    if n_misfiled:  # their figures would count them under trials they are not
+        raise IntegrityError(f"run {run_id!r}: {n_misfiled} segment line(s) are not the trial "
+                             f"their index names ({'; '.join(acc.misfiled[:3]) or 'counted as the segments were written'}); "
+                             f"`ek-agents audit {run_id}` lists them: re-run the run with refresh")
     metrics, report = acc.result()
     return metrics, report, {"trials": acc.n, "merged": merged, "read": len(read),
-                             "misfiled": acc.misfiled[:10], "n_misfiled": len(acc.misfiled)}
+                             "misfiled": acc.misfiled[:10], "n_misfiled": n_misfiled}
