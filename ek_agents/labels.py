@@ -178,12 +178,12 @@ def _checker_name(check: Any) -> Any:
     return "output" if check is None else check
 
 
-def not_judged_error(check: Any, where: str) -> LabelError:
+def not_judged_error(check: Any, where: str, *, fix: str = "drop --labels") -> LabelError:
     """The refusal of labels (or a labels plan) for a run no judge graded."""
     return LabelError(f"{where}: this run was graded by the deterministic checker "
                       f"{_checker_name(check)!r}, not a judge, so there is no judge error to "
-                      "correct; drop --labels (labels correct a judge's verdicts: grade with a "
-                      "judge, e.g. check='recorded', a judge callable or a JudgeMetric)")
+                      f"correct; {fix} (labels correct a judge's verdicts: grade with a judge, "
+                      "e.g. check='recorded', a judge callable or a JudgeMetric)")
 
 
 def _labels(labels: Any) -> Labels:

@@ -100,7 +100,8 @@ def _plan_stored(run: tuple, n: int, *, path: Optional[str], seed: int) -> Label
     manifest, _, graded, tasks = run
     check = grading_of(manifest.inputs)
     if not judged(check, tasks_of(tasks)):
-        raise not_judged_error(check, f"plan-labels {manifest.run_id}")
+        raise not_judged_error(check, f"plan-labels {manifest.run_id}",
+                               fix="its verdicts need no labels")
     return plan_labels(episodes_of(graded), n, seed=seed, path=path, tasks=tasks_of(tasks))
 
 
