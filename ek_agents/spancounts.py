@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
-__all__ = ["otel_read_counts", "otel_read_sentence", "PER_EPISODE", "PER_READ"]
+__all__ = ["otel_read_counts", "otel_read_sentence", "merge_otel_counts", "PER_EPISODE", "PER_READ"]
 
 #: Counts of one episode's own spans: summed over the episodes.
 PER_EPISODE: dict = {"duplicate_tool_calls": "repeated tool call id(s) kept once",
@@ -35,23 +35,28 @@ def otel_read_counts(episodes: Iterable[Any]) -> Optional[dict]:
     """``{count: n}`` of what the span reads skipped or cut (only the non-zero ones); None
     when no episode was read from spans or nothing was skipped."""
     out: dict = {}
-    seen = False
     for ep in episodes:
         otel = (getattr(ep, "meta", None) or {}).get("otel")
-        if not isinstance(otel, Mapping):
-            continue
-        seen = True
-        for key in PER_EPISODE:
-            v = otel.get(key)
-            if key in ("output_cut", "output_unstored"):
-                v = 1 if v else 0
-            if isinstance(v, int) and v > 0:
-                out[key] = out.get(key, 0) + v
-        for key in PER_READ:
-            v = otel.get(key)
-            if isinstance(v, int) and v > 0:
-                out[key] = max(out.get(key, 0), v)
-    return out if seen and out else None
+        if isinstance(otel, Mapping):
+            merge_otel_counts(out, otel, episode=True)
+    return out or None
+
+
+def merge_otel_counts(into: dict, counts: Mapping, *, episode: bool = False) -> dict:
+    """Add ``counts`` (another run part's :func:`otel_read_counts`, or with ``episode=True``
+    one episode's ``meta["otel"]``) into ``into``: per-episode counts summed, per-read ones
+    the largest."""
+    for key in PER_EPISODE:
+        v = counts.get(key)
+        if episode and key in ("output_cut", "output_unstored"):
+            v = 1 if v else 0
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            into[key] = into.get(key, 0) + v
+    for key in PER_READ:
+        v = counts.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            into[key] = max(into.get(key, 0), v)
+    return into
 
 
 def otel_read_sentence(counts: Optional[Mapping]) -> Optional[str]:

@@ -34,6 +34,7 @@ from ..cost import cost_figures, episode_dollars
 from ..errors import IntegrityError, InvalidInput
 from ..scoring.metrics import grade, is_errored
 from ..reporting import ReliabilityReport, reliability, run_provenance
+from ..spancounts import merge_otel_counts, otel_read_sentence
 from ..store import canonical_json, parse_json, sha256_hex
 from .segments import RunSegments, iter_segments, owned, owner, read_segment, segment_line_doc
 
@@ -200,6 +201,7 @@ class StreamingReport:
         self.memo: dict = {}
         self.misfiled: list[str] = []  # segment lines that are not the trial their index names
         self.misfiled_merged = 0  # ... counted in the summaries merged
+        self.otel_read: dict = {}  # what span reads kept once, cut or skipped (spancounts)
         self.n = 0
 
     # -- input --------------------------------------------------------------------------------
@@ -236,6 +238,9 @@ class StreamingReport:
             if is_errored(ep):
                 kind = ep.meta.get("error_kind", "exception")
                 self.errors[kind] = self.errors.get(kind, 0) + 1
+            otel = ep.meta.get("otel")
+            if otel:
+                merge_otel_counts(self.otel_read, otel, episode=True)
             if ep.run is not None and ep.run not in self.runs:
                 self.runs[ep.run] = ep.run
             dollars = (episode_dollars(ep, prices=self.prices)
@@ -256,7 +261,8 @@ class StreamingReport:
         return {"counts": {t: list(v) for t, v in self.counts.items()}, "errors": dict(self.errors),
                 "runs": [r.to_dict() for r in self.runs], "n": self.n, "cost": self.cost.state(),
                 "slices": {label: c.state() for label, c in self.slice_cost.items()},
-                **({"misfiled": misfiled} if misfiled else {})}
+                **({"misfiled": misfiled} if misfiled else {}),
+                **({"otel_read": dict(self.otel_read)} if self.otel_read else {})}
 
     def merge_state(self, st: Mapping) -> None:
         """Add another report's :meth:`state` (trials it holds that this one does not)."""
@@ -273,6 +279,7 @@ class StreamingReport:
             self.runs.setdefault(r, r)
         self.n += st["n"]
         self.misfiled_merged += int(st.get("misfiled", 0))
+        merge_otel_counts(self.otel_read, st.get("otel_read") or {})
         self.cost.merge(st["cost"])
         for label, c in st["slices"].items():
             acc = self.slice_cost.get(label)
@@ -285,7 +292,7 @@ class StreamingReport:
         acc = StreamingReport.__new__(StreamingReport)
         acc.__dict__.update(self.__dict__)
         acc.counts, acc.errors, acc.runs, acc.n, acc.misfiled = {}, {}, {}, 0, []
-        acc.misfiled_merged = 0
+        acc.misfiled_merged, acc.otel_read = 0, {}
         acc.cost, acc.slice_cost = _Cost(), {}
         return acc
 
@@ -321,9 +328,12 @@ class StreamingReport:
             warnings.append(f"{sum(self.errors.values())} of {self.n} trials failed with an error "
                             f"({', '.join(f'{n} {kind}' for kind, n in sorted(self.errors.items()))}); "
                             "they count as failures")
+        if self.otel_read:
+            warnings.append(otel_read_sentence(self.otel_read))
         metrics = dataclasses.replace(rel, detail={
             **rel.detail, "run": None if prov is None else prov.to_dict(),
-            "errors": dict(self.errors), "warnings": warnings})
+            "errors": dict(self.errors), "warnings": warnings,
+            **({"otel_read": dict(self.otel_read)} if self.otel_read else {})})
         priced = self.prices is not None
         cost = self.cost.report(priced=priced, seed=self.seed)
         labels = sorted({t["slice"] for t in metrics.per_task.values() if t.get("slice") is not None})

@@ -46,3 +46,22 @@ def test_a_misfiled_line_is_counted_by_the_run_that_wrote_it(tmp_path):
         merged_report(st, "r", tasks, k=1, check="output")
     with pytest.raises(IntegrityError, match="not the trial"):  # read, not merged: the same
         merged_report(st, "r", tasks, k=1, check="output", summaries=False)
+
+
+def test_what_span_reads_kept_once_reaches_a_streamed_report_as_the_in_memory_one(tmp_path):
+    from ek_agents.reporting import build_report
+
+    st = Store(str(tmp_path))
+    tasks = {"tasks": [t.to_dict() for t in TASKS]}
+    eps = [Episode("a", output="X", meta={"trial": 0, "otel": {"duplicate_tool_calls": 2, "duplicates": 1}}),
+           Episode("b", output="Y", meta={"trial": 0, "otel": {"duplicate_tool_calls": 1, "duplicates": 1}})]
+    w = sg.SegmentWriter(st, "r", max_trials=1, summarize=segment_summarizer(tasks, k=1, check="output"))
+    for ep in eps:
+        w.add((ep.task_id, 0), ep.to_json().encode())
+    _, streamed, counts = merged_report(st, "r", tasks, k=1, check="output")
+    direct = build_report(eps, TASKS, k=1, check="output")
+    assert counts["merged"] == 2  # from the segments' summaries
+    assert streamed.detail["otel_read"] == direct.detail["otel_read"] == {
+        "duplicates": 1, "duplicate_tool_calls": 3}
+    said = "OpenTelemetry read: 1 repeated span(s) kept once; 3 repeated tool call id(s) kept once"
+    assert said in streamed.detail["warnings"] and said in direct.detail["warnings"]
