@@ -38,15 +38,13 @@ from .core import shape
 from .errors import InvalidInput, did_you_mean
 from .parsing import parse_json_lines
 from .stats.correctedrates import cost_per_corrected_success
-from .stats.judgecorrect import JudgeCorrectedRate, judge_corrected_rate, rate_doc
+from .stats.judgecorrect import MIN_LABELS as MIN_LABELS, JudgeCorrectedRate, judge_corrected_rate, rate_doc
 from .store import read_url, write_url
 
 __all__ = ["LabelError", "Label", "Labels", "read_labels", "plan_labels", "LabelPlan",
            "corrected_rate_of", "judged", "MIN_LABELS", "JUDGE_FREE_CHECKERS", "labels_digest",
-           "judge_detail", "labels_doc", "labels_of_doc"]
+           "judge_detail", "labels_doc", "labels_of_doc", "GradedBy", "not_judged_error"]
 
-#: Fewest labels a correction accepts (below this the judge's error is not measured at all).
-MIN_LABELS: int = 10
 #: Checkers that are deterministic oracles, not judges: their verdicts need no correction.
 JUDGE_FREE_CHECKERS = frozenset({None, "output", "final_state", "output_match", "final_state_match",
                                  "state"})
@@ -54,6 +52,27 @@ JUDGE_FREE_CHECKERS = frozenset({None, "output", "final_state", "output_match", 
 
 class LabelError(InvalidInput):
     """A labels file (or labels for a run) that cannot be used as given."""
+
+
+@shape()
+class GradedBy:
+    """How a run's trials were graded, as its manifest records it (``inputs.graded_by``): by
+    a deterministic checker (a named oracle: labels have no judge error to correct) or by a
+    judge (labels correct its verdicts)."""
+
+    kind: str
+    """``"checker"`` or ``"judge"``."""
+    name: Optional[str] = None
+    """The checker's registered name, or the judge's (``module:qualname`` of a callable,
+    ``JudgeMetric:module:qualname`` of a spec judge; a task's own checkers joined by ``,``)."""
+    digest: Optional[str] = None
+    """sha256 of the judge's code (its source and, for a spec judge, its criteria); None for
+    a named checker or a judge whose source cannot be read."""
+
+    @property
+    def judged(self) -> bool:
+        """Whether a judge decided some trial's success."""
+        return self.kind == "judge"
 
 
 @shape()
@@ -142,12 +161,29 @@ def _load(data: Any, where: Optional[str]) -> tuple[str, Any]:
 
 def judged(check: Any, tasks: Any = None) -> bool:
     """Whether a judge (anything but a deterministic oracle) decided some trial's success:
-    the run's default ``check`` or any task's own ``checker``."""
+    the run's default ``check`` (a name, a callable, or the :class:`GradedBy` a run recorded)
+    or any task's own ``checker``."""
+    if isinstance(check, GradedBy):
+        return check.judged or (tasks is not None and judged(None, tasks))
     if check is not None and (not isinstance(check, str) or check not in JUDGE_FREE_CHECKERS):
         return True
     if tasks is not None:
         return any(t.checker not in JUDGE_FREE_CHECKERS for t in task_table(tasks).values())
     return False
+
+
+def _checker_name(check: Any) -> Any:
+    if isinstance(check, GradedBy):
+        return check.name
+    return "output" if check is None else check
+
+
+def not_judged_error(check: Any, where: str, *, fix: str = "drop --labels") -> LabelError:
+    """The refusal of labels (or a labels plan) for a run no judge graded."""
+    return LabelError(f"{where}: this run was graded by the deterministic checker "
+                      f"{_checker_name(check)!r}, not a judge, so there is no judge error to "
+                      f"correct; {fix} (labels correct a judge's verdicts: grade with a judge, "
+                      "e.g. check='recorded', a judge callable or a JudgeMetric)")
 
 
 def _labels(labels: Any) -> Labels:
@@ -164,13 +200,21 @@ def corrected_rate_of(graded: Sequence[Any], labels: Any, *, check: Any = None, 
     caller vouches that a judge graded it)."""
     labs = _labels(labels)
     if (check is not None or tasks is not None) and not judged(check, tasks):
-        raise LabelError(f"labels {labs.source!r}: this run was graded by the deterministic checker "
-                         f"{check!r}, not a judge, so there is no judge error to correct; drop "
-                         "--labels (labels correct a judge's verdicts: grade with a judge, e.g. "
-                         "check='recorded' or a judge callable)")
+        raise not_judged_error(check, f"labels {labs.source!r}")
     by_pair: dict[tuple[str, int], Any] = {}
+    repeats: dict[tuple[str, int], int] = {}
     for ep in graded:
-        by_pair[(str(ep.task_id), (ep.meta or {}).get("trial"))] = ep
+        pair = (str(ep.task_id), (ep.meta or {}).get("trial"))
+        if pair in by_pair:
+            repeats[pair] = repeats.get(pair, 1) + 1
+        by_pair[pair] = ep
+    if repeats:  # which of two verdicts on one trial a label corrects is not knowable
+        (tid, trial), times = next(iter(repeats.items()))
+        raise LabelError(f"labels {labs.source!r}: the graded run is ambiguous: task {tid!r} trial "
+                         f"{trial!r} appears {times} times ({len(repeats)} (task, trial) pair(s) "
+                         f"repeated, {sum(repeats.values()) - len(repeats)} extra episode(s)); "
+                         "a label names one trial, so give each trial once (number an ingested "
+                         "run's repeated episodes as separate trials: meta['trial'])")
     tasks_seen = {t for t, _ in by_pair}
     gold, jl, lg = [], [], []
     used = set()
@@ -278,7 +322,8 @@ def judge_detail(graded: Sequence[Any], labels: Any, *, check: Any = None, tasks
     """What a report carries under ``detail["judge_corrected"]``: the corrected rate (with the
     judge's raw rate and measured error beside it), the labels' source and digest, and -- when
     the run was priced (``cost``, a cost report with ``task_totals``) -- the cost per corrected
-    success with its Fieller interval."""
+    success with its Fieller interval (and ``estimated``: the trials without a known cost whose
+    dollars it fills in at the priced trials' mean)."""
     labs = _labels(labels)
     rate = corrected_rate_of(graded, labs, check=check, tasks=tasks)
     out: dict = {"rate": rate_doc(rate), "sentence": rate.sentence(),
@@ -288,7 +333,8 @@ def judge_detail(graded: Sequence[Any], labels: Any, *, check: Any = None, tasks
     if totals:
         c = cost_per_corrected_success(rate, task_totals=totals)
         out["cost_per_success"] = {"estimate": c.estimate, "ci": list(c.ci), "method": c.method,
-                                   "raw": (cost or {}).get("cost_per_success")}
+                                   "raw": (cost or {}).get("cost_per_success"),
+                                   "trials": c.trials, "estimated": c.estimated}
     return out
 
 

@@ -18,7 +18,7 @@ LAYERS: tuple = (
     ("parsing", ("parsing",)),
     ("shapes", ("base",)),
     ("store", ("store",)),
-    ("inputs and numbers", ("bridge", "suite", "stats", "labels")),
+    ("inputs and numbers", ("bridge", "suite", "stats", "labels", "spancounts")),
     ("prices and agents", ("prices", "cost", "modelcosts", "adapters")),
     ("scoring", ("scoring",)),
     ("evaluation", ("reporting", "gate", "sequential")),

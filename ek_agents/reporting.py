@@ -18,21 +18,23 @@ from typing import Any, Optional
 
 from pydantic import Field
 
+from .spancounts import otel_read_counts, otel_read_sentence
 from .base import (Episode, NonFiniteJson, RunProvenance, TaskSpec, is_episode, suite_grammar,
                    task_table)
 from .core import shape
 from .cost import cost_report
 from .errors import InvalidInput
 from .labels import judge_detail
+from .prices import ModelPrice, price_of
 from .scoring.facades import get_metric, score_all
-from .scoring.metrics import grade, is_errored
+from .scoring.metrics import get_checker, grade, is_errored
 from .stats.bootstrap import bootstrap_ci, bootstrap_mean_cis
 from .stats.intervals import pass_at_k, pass_hat_k
 from .stats.clustered import success_interval
 
 __all__ = ["ReliabilityReport", "reliability", "pass_hat_curve", "DEFAULT_RESAMPLES", "build_report",
            "graded_report", "reliability_with_run", "with_cost", "score_metrics",
-           "run_provenance"]
+           "run_provenance", "check_report_inputs"]
 
 #: Bootstrap resamples for the CI on pass^k over tasks.
 DEFAULT_RESAMPLES: int = 2000
@@ -315,6 +317,35 @@ def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
                    prices=prices, seed=seed, run=run, labels=labels)[2]
 
 
+def check_report_inputs(tasks: Any, *, check: Any = None, metrics: Any = None, price: Any = None,
+                        prices: Any = None) -> None:
+    """Refuse what :func:`graded_report` would refuse only after the trials have run (and been
+    paid for): a ``check`` that is not a checker (nor a judge), a task's own ``checker`` that is
+    unknown, a metric that is not one, a ``price`` that is neither a ``ModelPrice`` nor a model
+    in ``prices``, ``prices`` that is not a ``{model: ModelPrice}`` table. Raises the typed error naming the value."""
+    specs = task_table(tasks)
+    get_checker(check)
+    for name in {t.checker for t in specs.values() if t.checker is not None}:
+        get_checker(name)
+    if metrics:
+        if not isinstance(metrics, Mapping):
+            raise InvalidInput(f"metrics must be a {{name: Metric}} mapping, got {type(metrics).__name__}")
+        for name, given in metrics.items():
+            try:
+                get_metric(given)
+            except InvalidInput as exc:
+                raise type(exc)(f"metrics {name!r}: {exc}") from None
+    if prices is not None and (not isinstance(prices, Mapping) or not all(
+            isinstance(v, ModelPrice) for v in prices.values())):
+        raise InvalidInput(f"prices must be a {{model: ModelPrice}} table (load_prices(path)), got "
+                           f"{type(prices).__name__}")
+    if isinstance(price, str):
+        price_of(price, prices=prices)  # UnknownModelPrice naming the closest entries
+    elif price is not None and not isinstance(price, ModelPrice):
+        raise InvalidInput(f"price must be a ModelPrice (one price for every call) or a model "
+                           f"name in prices, got {price!r:.80}")
+
+
 def graded_report(episodes: Any, tasks: Any, *, k: int, check: Any, metrics: Optional[Mapping],
             price: Any, prices: Optional[Mapping], seed: int, run: Optional[RunProvenance],
             labels: Any = None) -> tuple:
@@ -358,9 +389,12 @@ def reliability_with_run(graded: list, tasks: Any, *, k: int, seed: int,
         warnings.append(f"{sum(errors.values())} of {len(graded)} trials failed with an error "
                         f"({', '.join(f'{n} {kind}' for kind, n in sorted(errors.items()))}); "
                         "they count as failures")
+    otel_read = otel_read_counts(graded)  # what the span reads kept once, cut or skipped
+    if otel_read:
+        warnings.append(otel_read_sentence(otel_read))
     return dataclasses.replace(report, detail={
         **report.detail, "run": None if prov is None else prov.to_dict(), "errors": errors,
-        "warnings": warnings})
+        "warnings": warnings, **({"otel_read": otel_read} if otel_read else {})})
 
 
 def with_cost(report: Any, graded: list, *, prices: Optional[Mapping] = None, price: Any = None,

@@ -364,7 +364,8 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
                 where: str = "trace") -> TraceParts:
     """Read one group of spans (one agent run): its steps, model calls, output and stats."""
     by_id: dict = {}
-    stats = {"spans": 0, "orphans": 0, "cycles": 0, "duplicate_spans": 0, "nested_calls": 0}
+    stats = {"spans": 0, "orphans": 0, "cycles": 0, "duplicate_spans": 0, "nested_calls": 0,
+             "duplicate_tool_calls": 0}
     for s in spans:
         key = (s.trace_id, s.span_id)
         if key in by_id:
@@ -402,7 +403,8 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
     if not tools:
         tools = _steps_from_messages([by_id[sid] for sid in llms],
                                      [sid for sid in counted
-                                      if last is None or attempt_of[sid] == last], by_id, anc_llm)
+                                      if last is None or attempt_of[sid] == last], by_id, anc_llm,
+                                     stats)
     ek = {}
     for s in by_id.values():
         for k, v in s.attrs.items():
@@ -444,7 +446,8 @@ def _step(tool: str, args: Any, observation: Any, error: Any) -> Step:
     return Step(tool, args, observation=observation, error=error)
 
 
-def _steps_from_messages(llm_spans: list, counted: list, by_id: dict, anc_llm: dict) -> list:
+def _steps_from_messages(llm_spans: list, counted: list, by_id: dict, anc_llm: dict,
+                         stats: dict) -> list:
     asked = []
     for sid in counted:
         chain, cur = [], sid  # the counted span, then the model-call spans above it
@@ -463,7 +466,8 @@ def _steps_from_messages(llm_spans: list, counted: list, by_id: dict, anc_llm: d
         _message_results(s, results)
     steps, seen = [], set()
     for cid, name, raw in asked:
-        if cid is not None and cid in seen:
+        if cid is not None and cid in seen:  # one call asked for twice: kept once, counted
+            stats["duplicate_tool_calls"] += 1
             continue
         seen.add(cid)
         args, bad = _args(raw)
@@ -535,12 +539,16 @@ def episodes_from_otel(source: Any, *, group_by: str = "trace", max_spans: int =
                     groups.setdefault(s.attrs.get(attr, tid), []).append(s)
             else:
                 groups.setdefault(values.pop() if values else tid, []).extend(ss)
-    out = []
+    read = []
     for key, ss in groups.items():
         if len(ss) > max_spans:
             raise BridgeError(f"{where}: group {key!r} has {len(ss)} spans, more than "
                               f"max_spans={max_spans}; group the spans otherwise or raise max_spans")
         parts = trace_parts(ss, max_spans=max_spans, where=f"{where} group {key!r}")
+        ing.duplicates += parts.stats["duplicate_spans"]
+        read.append((key, ss, parts))
+    out = []  # every group read first: each episode carries the read's counts in full
+    for key, ss, parts in read:
         first = min(s.start_ns for s in ss)
         out.append((first, str(key), _episode(parts, str(key), ss, where, ing, group_by)))
     out.sort(key=lambda t: (t[0], t[1]))
@@ -553,8 +561,11 @@ def _episode(parts: TraceParts, key: str, spans: list, where: str, ing: Ingest,
     task_id = ek.get("ek.task_id")
     task_id = str(task_id) if task_id not in (None, "") else key
     meta: dict = {"otel": {**parts.stats, "truncated": ing.truncated,
-                           "skipped_lines": ing.skipped_lines, "group": key,
-                           "group_by": group_by}}
+                           "skipped_lines": ing.skipped_lines, "duplicates": ing.duplicates,
+                           "group": key, "group_by": group_by}}
+    for flag in ("output_cut", "output_unstored"):  # the capture cut or could not write it
+        if f"ek.{flag}" in ek:
+            meta["otel"][flag] = ek[f"ek.{flag}"]
     trial = ek.get("ek.trial")
     if isinstance(trial, int) and not isinstance(trial, bool):
         meta["trial"] = trial

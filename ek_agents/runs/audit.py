@@ -33,6 +33,7 @@ from ..store import (baseline_key, episode_key, episodes_prefix, parse_json, run
                      segment_index_prefix, segments_prefix, sha256_hex)
 from ..labels import labels_of_doc
 from . import documents, stages
+from .grading import grading_of
 from .labelrun import labels_stage
 from .segments import stored_pair
 from .streamaudit import STREAMED, audit_streamed, segment_episodes
@@ -461,5 +462,4 @@ def _with_labels(run_id: str, manifest: RunManifest, report: dict, graded: Mappi
     if labs.digest != manifest.inputs.labels:
         problems.append(f"{key}: labels digest {labs.digest[:12]}..., manifest.inputs.labels "
                         f"{str(manifest.inputs.labels)[:12]}...")
-    check = manifest.inputs.check
-    return labels_stage(report, graded, labs, tasks, check=None if check == documents.UNSTORED else check)
+    return labels_stage(report, graded, labs, tasks, check=grading_of(manifest.inputs))

@@ -43,12 +43,12 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
-from . import baselines, documents, identity, stagecache, stages, trials as stored_trials
+from . import baselines, documents, grading, identity, stagecache, stages, trials as stored_trials
 from .agentid import agent_identity
 from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..errors import InvalidInput
 from ..labels import Labels, labels_doc, read_labels
-from ..reporting import graded_report
+from ..reporting import check_report_inputs, graded_report
 from ..scoring.metrics import grade
 from ..sequential import check_baseline_comparable, gate_document, sequential_gate
 from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
@@ -345,6 +345,9 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     ``capture="otel"``: the trials' OpenTelemetry spans give each episode its tool calls and
     its per-model-call cost (see :func:`run_trials` and :mod:`ek_agents.runs.otelcapture`).
     """
+    # every argument is checked before the first agent call (a bad check= would otherwise be
+    # refused only after every trial had run and been paid for)
+    check_report_inputs(tasks, check=check, metrics=metrics, price=price, prices=prices)
     if labels is not None:  # read (and refused) before any trial runs
         if sequential or baseline is not None:
             raise InvalidInput("run_suite: labels= with sequential/baseline: a sequential run "
@@ -441,7 +444,8 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
                        check=check if check is None or isinstance(check, str) else documents.UNSTORED,
                        price=None if price is None else documents.UNSTORED,
                        metrics=tuple(sorted(metrics or ())),
-                       labels=None if labels is None else labels.digest)
+                       labels=None if labels is None else labels.digest,
+                       graded_by=grading.graded_by(check, documents.tasks_of(tasks_doc)))
     documents.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
                       agent=identity.agent_name(agent),
                       parameters={"k": k, "seed": seed, **runner,

@@ -12,14 +12,16 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ..labels import Labels, LabelPlan, labels_doc, labels_of_doc, plan_labels, read_labels
+from ..labels import (Labels, LabelPlan, judged, labels_doc, labels_of_doc, not_judged_error,
+                      plan_labels, read_labels)
 from ..reporting import ReliabilityReport, with_labels
 from ..stats.budget import BudgetPlan, plan_budget
 from ..stats.intervals import Z95
 from ..stats.judgecorrect import rate_of_doc
 from ..store import run_key
 from .baselines import load_baseline
-from .documents import UNSTORED, episodes_of, read_manifest, read_ref, read_run_doc, tasks_of
+from .documents import episodes_of, read_manifest, read_ref, read_run_doc, tasks_of
+from .grading import grading_of
 from .manifest import report_markdown
 from .stagecache import StageRef, write_doc
 from .stages import gate_run, regate
@@ -30,10 +32,11 @@ __all__ = ["labels_stage", "stored_run", "report_with_labels", "labeled_report_t
 
 
 def labels_stage(report: Mapping, graded: Mapping, labels: Any, tasks: Mapping, *,
-                 check: Optional[str]) -> dict:
+                 check: Any) -> dict:
     """A report document with ``detail["judge_corrected"]`` recomputed from a run's graded
     and tasks documents and its labels (a ``labels`` run document, a :class:`Labels`, a path
-    or bytes)."""
+    or bytes); ``check``: the checker's name, or how the run was graded
+    (``grading.grading_of`` its manifest's inputs)."""
     labs = labels if isinstance(labels, Labels) else (
         labels_of_doc(labels) if isinstance(labels, Mapping) else read_labels(labels))
     rep = ReliabilityReport.from_dict(dict(report))
@@ -61,8 +64,7 @@ def _labeled_run(store: Any, run_id: str, labels: Any) -> tuple[Any, dict, dict,
     """``(manifest, report, the report with the judge correction from labels, graded)`` of a
     stored run, each document read once."""
     manifest, report, graded, tasks = stored_run(store, run_id)
-    check = manifest.inputs.check
-    labeled = labels_stage(report, graded, labels, tasks, check=None if check == UNSTORED else check)
+    labeled = labels_stage(report, graded, labels, tasks, check=grading_of(manifest.inputs))
     return manifest, report, labeled, graded
 
 
@@ -93,7 +95,13 @@ def plan_run_labels(store: Any, run_id: str, n: int, *, path: Optional[str], see
 
 
 def _plan_stored(run: tuple, n: int, *, path: Optional[str], seed: int) -> LabelPlan:
-    _, _, graded, tasks = run
+    """The labels plan of a stored run; refused (:class:`~ek_agents.labels.LabelError`) before
+    anything is written when no judge graded the run (there is nothing for labels to correct)."""
+    manifest, _, graded, tasks = run
+    check = grading_of(manifest.inputs)
+    if not judged(check, tasks_of(tasks)):
+        raise not_judged_error(check, f"plan-labels {manifest.run_id}",
+                               fix="its verdicts need no labels")
     return plan_labels(episodes_of(graded), n, seed=seed, path=path, tasks=tasks_of(tasks))
 
 

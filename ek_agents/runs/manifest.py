@@ -29,6 +29,7 @@ from .agentid import identity_note
 from ..base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from ..core import canonical_json, shape
 from ..errors import BaselineError, DocumentError, EkAgentsError
+from ..labels import GradedBy
 from ..modelcosts import PER_MODEL_HEAD, marked, per_model_rows, upper_bound_reason
 from ..reporting import ReliabilityReport
 from ..sequential import SequentialVerdict
@@ -108,6 +109,10 @@ class RunInputs(JsonShape):
     labels: Optional[str] = None
     """sha256 digest (``labels.Labels.digest``) of the people's labels the judge-corrected
     rate used (the run's ``labels`` document); None when the run had no labels."""
+    graded_by: Optional[GradedBy] = None
+    """How the trials were graded: a named checker or a judge (its name and code digest,
+    ``runs.grading.graded_by``); what the labels commands read. None in a run recorded
+    without it (then ``check`` decides)."""
 
 
 @shape()

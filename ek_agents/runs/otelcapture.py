@@ -2,8 +2,8 @@
 
 :class:`OtelCapture` adds one span processor to the global ``TracerProvider`` (installing an SDK
 one when none is set) and, around each trial, opens a root span ``ek.trial <task_id>`` with the
-attributes ``ek.task_id``, ``ek.trial``, ``ek.seed`` (and ``ek.output``, the agent's answer as
-JSON when it is at most :data:`MAX_OUTPUT_CHARS`). Every span the agent's instrumentations make
+attributes ``ek.task_id``, ``ek.trial``, ``ek.seed`` and ``ek.output``, the agent's answer as
+JSON (cut at :data:`MAX_OUTPUT_CHARS` and flagged: ``TrialSpans.record_output``). Every span the agent's instrumentations make
 below it shares its trace id, and the processor files each ending span under its trace id:
 a trial gets exactly its own spans, whatever runs at the same time -- concurrent asyncio
 trials (each task has its own context) and sync agents on worker threads (the harness runs
@@ -162,14 +162,24 @@ class TrialSpans:
                 got.append(span)  # itself, read with the rest (its error raised there)
 
     def record_output(self, answer: Any) -> None:
-        """Write the agent's answer (its output) on the trial span, when it is small JSON."""
-        out = answer.output if isinstance(answer, Episode) else answer
+        """Write the agent's answer (its output) on the trial span as ``ek.output``: its JSON as
+        the stored episode writes it, so that a read of the trace alone gives the output a
+        stored run reads back. Longer than :data:`MAX_OUTPUT_CHARS`: the first that many
+        characters (of the string, or of the JSON of another value) as a string, with
+        ``ek.output_cut`` = the full JSON length; not JSON (the trial fails: its answer cannot
+        be stored), ``null`` with ``ek.output_unstored`` saying why."""
         try:
+            ep = answer if isinstance(answer, Episode) else construct(Episode, output=answer)
+            out = ep.to_dict()["output"]
             text = canonical_json(out).decode("ascii")
-        except (TypeError, ValueError, RecursionError):
+        except Exception as exc:  # noqa: BLE001 -- whatever the answer is, the trial goes on
+            self.span.set_attribute("ek.output", "null")
+            self.span.set_attribute("ek.output_unstored", f"{type(exc).__name__}: {exc}"[:200])
             return
-        if len(text) <= MAX_OUTPUT_CHARS:
-            self.span.set_attribute("ek.output", text)
+        if len(text) > MAX_OUTPUT_CHARS:
+            self.span.set_attribute("ek.output_cut", len(text))
+            text = canonical_json((out if isinstance(out, str) else text)[:MAX_OUTPUT_CHARS]).decode("ascii")
+        self.span.set_attribute("ek.output", text)
 
 
 class OtelCapture:

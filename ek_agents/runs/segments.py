@@ -65,7 +65,7 @@ from pydantic import Field
 
 from ..base import JsonShape
 from ..core import canonical_json, shape
-from ..errors import ArtifactNotFound, DigestMismatch, DocumentError, InvalidInput
+from ..errors import ArtifactNotFound, DigestMismatch, DocumentError, IntegrityError, InvalidInput
 from ..store import (Store, parse_json, segment_index_key, segment_index_prefix, segment_key,
                      segment_sha256, segments_prefix, sha256_hex)
 
@@ -248,7 +248,14 @@ class SegmentWriter:
         return self.flush() if self.full() else []
 
     def put(self, pair: Pair, data: bytes, episode: Any = None) -> None:
-        """Buffer trial ``pair``'s line, nothing more (the caller seals when :meth:`full`)."""
+        """Buffer trial ``pair``'s line, nothing more (the caller seals when :meth:`full`).
+        A pair already buffered is refused (:class:`~ek_agents.errors.IntegrityError`): which
+        of two lines is the trial is not knowable, and neither is dropped silently."""
+        if (pair[0], pair[1]) in self.buffer:
+            raise IntegrityError(f"segment writer {self.writer!r} of run {self.run_id!r}: task "
+                                 f"{pair[0]!r} trial {pair[1]!r} was given twice before its segment "
+                                 "was stored; each trial is written once (a trial runner runs each "
+                                 "pair once: re-run the run, it resumes from what is stored)")
         self.buffer[(pair[0], pair[1])] = data
         if episode is not None:
             self.episodes[(pair[0], pair[1])] = episode

@@ -31,9 +31,10 @@ from typing import Any, Optional
 
 from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..cost import cost_figures, episode_dollars
-from ..errors import InvalidInput
+from ..errors import IntegrityError, InvalidInput
 from ..scoring.metrics import grade, is_errored
 from ..reporting import ReliabilityReport, reliability, run_provenance
+from ..spancounts import merge_otel_counts, otel_read_sentence
 from ..store import canonical_json, parse_json, sha256_hex
 from .segments import RunSegments, iter_segments, owned, owner, read_segment, segment_line_doc
 
@@ -199,6 +200,8 @@ class StreamingReport:
         self.slice_cost: dict[str, _Cost] = {}
         self.memo: dict = {}
         self.misfiled: list[str] = []  # segment lines that are not the trial their index names
+        self.misfiled_merged = 0  # ... counted in the summaries merged
+        self.otel_read: dict = {}  # what span reads kept once, cut or skipped (spancounts)
         self.n = 0
 
     # -- input --------------------------------------------------------------------------------
@@ -235,6 +238,9 @@ class StreamingReport:
             if is_errored(ep):
                 kind = ep.meta.get("error_kind", "exception")
                 self.errors[kind] = self.errors.get(kind, 0) + 1
+            otel = ep.meta.get("otel")
+            if otel:
+                merge_otel_counts(self.otel_read, otel, episode=True)
             if ep.run is not None and ep.run not in self.runs:
                 self.runs[ep.run] = ep.run
             dollars = (episode_dollars(ep, prices=self.prices)
@@ -251,9 +257,12 @@ class StreamingReport:
     def state(self) -> dict:
         """This report's state as JSON: per-task counts and costs, errors, provenances -- what
         :meth:`merge_state` adds to another report of the same suite."""
+        misfiled = len(self.misfiled) + self.misfiled_merged
         return {"counts": {t: list(v) for t, v in self.counts.items()}, "errors": dict(self.errors),
                 "runs": [r.to_dict() for r in self.runs], "n": self.n, "cost": self.cost.state(),
-                "slices": {label: c.state() for label, c in self.slice_cost.items()}}
+                "slices": {label: c.state() for label, c in self.slice_cost.items()},
+                **({"misfiled": misfiled} if misfiled else {}),
+                **({"otel_read": dict(self.otel_read)} if self.otel_read else {})}
 
     def merge_state(self, st: Mapping) -> None:
         """Add another report's :meth:`state` (trials it holds that this one does not)."""
@@ -269,6 +278,8 @@ class StreamingReport:
             r = RunProvenance.from_dict(doc)
             self.runs.setdefault(r, r)
         self.n += st["n"]
+        self.misfiled_merged += int(st.get("misfiled", 0))
+        merge_otel_counts(self.otel_read, st.get("otel_read") or {})
         self.cost.merge(st["cost"])
         for label, c in st["slices"].items():
             acc = self.slice_cost.get(label)
@@ -281,17 +292,24 @@ class StreamingReport:
         acc = StreamingReport.__new__(StreamingReport)
         acc.__dict__.update(self.__dict__)
         acc.counts, acc.errors, acc.runs, acc.n, acc.misfiled = {}, {}, {}, 0, []
+        acc.misfiled_merged, acc.otel_read = 0, {}
         acc.cost, acc.slice_cost = _Cost(), {}
         return acc
 
     def add_lines(self, lines: Iterable[bytes], episodes: Optional[Iterable[Any]] = None,
-                  where: str = "segment") -> None:
+                  where: str = "segment", pairs: Optional[Iterable[Any]] = None) -> None:
         """Add trials given as their stored lines; ``episodes``: the episode each line was made
-        from where known (a plain answer's: what parsing gives back), else None (parsed)."""
+        from where known (a plain answer's: what parsing gives back), else None (parsed);
+        ``pairs``: the ``(task_id, trial)`` each line is filed under (a line that is another
+        trial is counted in ``misfiled``)."""
         eps = []
         for i, (line, ep) in enumerate(zip(lines, episodes or repeat(None))):
             eps.append(ep if ep is not None
                        else Episode.from_dict(parse_json(line, f"{where} line {i + 1}")))
+        for pair, ep in zip(pairs or (), eps):
+            if ep.task_id != pair[0] or ep.meta.get("trial") != pair[1]:
+                self.misfiled.append(f"{where} trial {tuple(pair)!r} holds task {ep.task_id!r} "
+                                     f"trial {ep.meta.get('trial')!r}")
         self.add_episodes(grade(eps, self.specs, check=self.check))
 
     # -- output -------------------------------------------------------------------------------
@@ -310,9 +328,12 @@ class StreamingReport:
             warnings.append(f"{sum(self.errors.values())} of {self.n} trials failed with an error "
                             f"({', '.join(f'{n} {kind}' for kind, n in sorted(self.errors.items()))}); "
                             "they count as failures")
+        if self.otel_read:
+            warnings.append(otel_read_sentence(self.otel_read))
         metrics = dataclasses.replace(rel, detail={
             **rel.detail, "run": None if prov is None else prov.to_dict(),
-            "errors": dict(self.errors), "warnings": warnings})
+            "errors": dict(self.errors), "warnings": warnings,
+            **({"otel_read": dict(self.otel_read)} if self.otel_read else {})})
         priced = self.prices is not None
         cost = self.cost.report(priced=priced, seed=self.seed)
         labels = sorted({t["slice"] for t in metrics.per_task.values() if t.get("slice") is not None})
@@ -359,7 +380,7 @@ def segment_summarizer(tasks: Any, *, k: int, check: Optional[str] = None,
 
     def summarize(pairs: list, lines: list, episodes: list) -> dict:
         acc = proto.empty_like()
-        acc.add_lines(lines, episodes)
+        acc.add_lines(lines, episodes, pairs=pairs)
         return acc.state()
 
     return summarize
@@ -375,7 +396,9 @@ def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
     has none, or when some of its trials no longer count (dropped, or held by an earlier
     segment), or when ``basis`` is given and the summary was made on another (another suite,
     checker or price catalog) -- ``summaries=False`` reads every segment. ``counts``: trials, segments merged
-    from summaries and segments read."""
+    from summaries and segments read. A line that is not the trial its index names (counted in
+    its segment's summary as the run wrote it, or found as a segment is read) raises
+    :class:`~ek_agents.errors.IntegrityError`: the run's figures would count it wrongly."""
     acc = StreamingReport(tasks, k=k, check=check, prices=prices, seed=seed, run=run)
     segs = RunSegments.load(store, run_id)
     owners = segs.owners(k)  # bounded: a few bytes per trial, not a dict of every pair
@@ -395,6 +418,11 @@ def merged_report(store: Any, run_id: str, tasks: Any, *, k: int, check: Optiona
     for pos, entry in read:  # one segment at a time: its trials that it holds
         acc.add_trials([t for t in read_segment(store, entry)
                         if owner(owners, t.pair) == pos])
+    n_misfiled = len(acc.misfiled) + acc.misfiled_merged
+    if n_misfiled:  # their figures would count them under trials they are not
+        raise IntegrityError(f"run {run_id!r}: {n_misfiled} segment line(s) are not the trial "
+                             f"their index names ({'; '.join(acc.misfiled[:3]) or 'counted as the segments were written'}); "
+                             f"`ek-agents audit {run_id}` lists them: re-run the run with refresh")
     metrics, report = acc.result()
     return metrics, report, {"trials": acc.n, "merged": merged, "read": len(read),
-                             "misfiled": acc.misfiled[:10], "n_misfiled": len(acc.misfiled)}
+                             "misfiled": acc.misfiled[:10], "n_misfiled": n_misfiled}

@@ -22,13 +22,15 @@ from ..core import Finding, GraphGrammar, Score
 from ..errors import InvalidInput
 
 __all__ = ["JudgeSignal", "JudgeMetric", "pairwise_judge", "judge_validation",
-           "JUDGE_COST_TIER", "ALPHA_GOOD", "ALPHA_TENTATIVE"]
+           "JUDGE_COST_TIER", "ALPHA_GOOD", "ALPHA_TENTATIVE", "JUDGE_PASS", "judge_checker"]
 
 #: The cascade tier of a judge: the most expensive signal.
 JUDGE_COST_TIER: int = 5
 #: Krippendorff's conventional thresholds: >= 0.8 reliable, >= 0.667 tentative conclusions only.
 ALPHA_GOOD: float = 0.8
 ALPHA_TENTATIVE: float = 0.667
+#: A judge's score at or above which a trial graded by a judge counts as a success.
+JUDGE_PASS: float = 0.5
 
 
 def _unit_score(value: Any, who: str) -> tuple[float, Optional[str]]:
@@ -121,6 +123,33 @@ class JudgeMetric:
 
     def __repr__(self) -> str:
         return f"JudgeMetric(criteria={self.criteria!r})"
+
+
+def judge_checker(judge: Any) -> Optional[Callable[[Any, Any], bool]]:
+    """A :class:`JudgeMetric` or :class:`JudgeSignal` as a run's checker ``(episode, gold) ->
+    bool``: the trial succeeds when the judge scores it at least :data:`JUDGE_PASS` (a
+    JudgeMetric reads the task's gold as its reference; a JudgeSignal judges the output alone).
+    None for anything else.
+
+    >>> check = judge_checker(JudgeSignal(lambda out, *, criteria: float(out.isupper())))
+    >>> from ek_agents.base import Episode
+    >>> check(Episode("t1", output="HI"), None), check(Episode("t1", output="hi"), None)
+    (True, False)
+    """
+    if isinstance(judge, JudgeMetric):
+        def metric_check(episode: Any, gold: Any) -> bool:
+            return float(judge.score(episode, gold).value) >= JUDGE_PASS
+        fn = metric_check
+    elif isinstance(judge, JudgeSignal):
+        def signal_check(episode: Any, gold: Any) -> bool:
+            output = episode.output if is_episode(episode) and hasattr(episode, "output") else episode
+            return judge(output) >= JUDGE_PASS
+        fn = signal_check
+    else:
+        return None
+    fn.__name__ = f"{type(judge).__name__}_checker"
+    fn.__wrapped__ = judge  # type: ignore[attr-defined]
+    return fn
 
 
 def pairwise_judge(judge: Callable[..., Any], a: Any, b: Any, *, criteria: str = "",

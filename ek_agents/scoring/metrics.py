@@ -23,6 +23,7 @@ Any ``(episode, gold) -> bool`` callable works too. An episode whose ``meta`` ca
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Mapping, Sequence, Set
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
@@ -30,6 +31,7 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 from ..base import Episode, TaskSpec, is_episode, task_table
 from ..core import GraphGrammar, Score, canonicalize
 from ..errors import InvalidInput, UnknownName, did_you_mean
+from .judge import judge_checker
 
 __all__ = [
     "Checker", "output_match", "final_state_match", "recorded_success", "CHECKERS",
@@ -249,10 +251,28 @@ def _checked(check: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
     return checker
 
 
+def _two_args(check: Callable) -> None:
+    """Refuse a callable that cannot be called as ``check(episode, gold)`` (said before any
+    trial runs, not after every trial has been paid for)."""
+    try:
+        sig = inspect.signature(check)
+    except (TypeError, ValueError):  # a builtin without a signature: trusted as given
+        return
+    try:
+        sig.bind(None, None)
+    except TypeError as exc:
+        raise InvalidInput(f"check={getattr(check, '__name__', check)!r} takes {sig}: a checker "
+                           f"is called as check(episode, gold) -> bool ({exc}); wrap it, e.g. "
+                           "lambda ep, gold: fn(ep.output)") from None
+
+
 def get_checker(check: Any = None) -> Callable[[Any, Any], bool]:
     """Resolve ``check`` to an ``(episode, gold) -> bool`` callable.
 
-    ``None`` -> :func:`output_match`; a registered name; or any callable. Whatever it
+    ``None`` -> :func:`output_match`; a registered name; a
+    :class:`~ek_agents.scoring.judge.JudgeMetric` / :class:`~ek_agents.scoring.judge.JudgeSignal`
+    (:func:`~ek_agents.scoring.judge.judge_checker`); or any callable that takes
+    ``(episode, gold)`` (one that cannot is refused here). Whatever it
     resolves to, an errored episode is never a success and a non-bool answer is refused
     (a registered or given callable is wrapped to enforce both).
 
@@ -276,7 +296,14 @@ def get_checker(check: Any = None) -> Callable[[Any, Any], bool]:
         check = fn
     if check is output_match or check is final_state_match or check is recorded_success:
         return check
+    judged = judge_checker(check)
+    if judged is not None:
+        return _checked(judged)
+    if isinstance(check, type):
+        raise InvalidInput(f"check={check.__name__}: a class, not a checker; pass an instance "
+                           f"(e.g. {check.__name__}(judge)) or an (episode, gold) -> bool callable")
     if callable(check):
+        _two_args(check)
         return _checked(check)
     raise InvalidInput(
         f"a checker must be a name ({', '.join(map(repr, sorted(CHECKERS)))}) or an "

@@ -17,6 +17,8 @@ Markdown and HTML reports print. The rate itself is :mod:`ek_agents.stats.judgec
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
@@ -48,6 +50,10 @@ class CorrectedCostPerSuccess:
     """Judged trials (labeled + unlabeled)."""
     method: str
     """How the interval was made."""
+    estimated: int = 0
+    """Judged trials without a known cost (from ``task_totals``: trials the cost report could
+    not price) whose dollars are estimated at the priced trials' mean: ``dollars`` rests on
+    ``trials - estimated`` measured costs. 0 when every trial was priced."""
 
 
 def cost_per_corrected_success(rate: JudgeCorrectedRate, costs: Optional[Sequence[float]] = None, *,
@@ -68,7 +74,8 @@ def cost_per_corrected_success(rate: JudgeCorrectedRate, costs: Optional[Sequenc
 
     Instead of ``costs``, ``task_totals`` (a cost report's ``{task_id: {"n", "dollars"}}`` of
     the priced trials) gives the per-task sums the grouped form needs; the mean cost per trial
-    is then over the priced trials, and dollars are scaled to every judged trial.
+    is then over the priced trials, and dollars are scaled to every judged trial: the trials
+    filled in that way are counted in ``estimated`` (and said by :func:`judge_error_line`).
 
     >>> from ek_agents.stats.judgecorrect import judge_corrected_rate
     >>> r = judge_corrected_rate([1, 0] * 10, [1, 0] * 10, [1, 0] * 90)
@@ -119,8 +126,9 @@ def _cost_from_totals(rate: JudgeCorrectedRate, totals: Mapping[str, Mapping[str
                            "non-finite cost); price the run (prices=...) first")
     cbar = math.fsum(d for d, _ in rows.values()) / n
     v_c, cov = _cluster_cost(rate, rows, cbar, n)
-    return _fieller(rate, cbar, v_c, cov, cbar * trials, trials,
-                    f"cluster-robust over {len(rows)} tasks, with the cost-rate covariance")
+    out = _fieller(rate, cbar, v_c, cov, cbar * trials, trials,
+                   f"cluster-robust over {len(rows)} tasks, with the cost-rate covariance")
+    return dataclasses.replace(out, estimated=max(trials - n, 0))
 
 
 def _cluster_cost(rate: JudgeCorrectedRate, per_task: Mapping[str, Sequence[float]], cbar: float,
@@ -277,7 +285,11 @@ def judge_error_line(detail: Optional[Mapping[str, Any]]) -> Optional[str]:
 
     def pct(x: Any) -> str:
         return "n/a" if not isinstance(x, (int, float)) else f"{100 * x:.1f}%"
+    cps = detail.get("cost_per_success") or {}
+    est = cps.get("estimated") or 0
+    unpriced = (f"; cost per corrected success: {est} of {cps.get('trials', '?')} trials had no "
+                "known cost, their dollars are estimated at the priced trials' mean") if est else ""
     return (f"judge's measured error on {r.get('n_labeled')} labels ({labs.get('source', '?')}, "
             f"sha256 {str(labs.get('digest', ''))[:12]}): sensitivity {pct(r.get('sensitivity'))} "
             f"of {r.get('sensitivity_n')} true successes, specificity {pct(r.get('specificity'))} "
-            f"of {r.get('specificity_n')} true failures; {r.get('description', '')}")
+            f"of {r.get('specificity_n')} true failures; {r.get('description', '')}{unpriced}")

@@ -76,10 +76,14 @@ from .clustered import clustered_rate, cr1_variance
 from .intervals import normal_quantile, t_quantile, wilson_interval, wilson_score
 
 __all__ = ["JudgeCorrectedRate", "judge_corrected_rate", "JUDGE_METHODS", "DISAGREEMENT_PSEUDOCOUNT",
-           "DF_CAP", "rate_quantile", "rate_doc", "rate_of_doc"]
+           "DF_CAP", "rate_quantile", "rate_doc", "rate_of_doc", "MIN_LABELS"]
 
 #: ``method`` names of :func:`judge_corrected_rate`.
 JUDGE_METHODS: tuple[str, ...] = ("score", "clt")
+#: Fewest labeled trials a correction accepts, wherever the labels come from (a labels file,
+#: a run's labels document, or these verdicts given directly): below it the judge's error is
+#: not measured at all.
+MIN_LABELS: int = 10
 #: Pseudo-trials added to each of the two judge-disagreement cells of the labeled 2x2 table
 #: when the default interval estimates the rectifier's variance (chosen by simulation:
 #: ``bench_judge.pseudocount_sweep`` over the 27 iid cells, 1,000 runs each: at 0.03 every cell
@@ -279,9 +283,10 @@ def judge_corrected_rate(gold: Sequence[Any], judge_on_labeled: Sequence[Any],
         raise InvalidInput(f"judge_corrected_rate: {len(y)} gold verdicts for {len(h)} judge "
                            "verdicts on the labeled trials; give one of each per labeled trial")
     n, nu = len(y), len(u)
-    if n < 2:
-        raise InvalidInput(f"judge_corrected_rate: {n} labeled trial(s); label at least 2 (10 or "
-                           "more for a useful interval: `ek-agents plan-labels RUN --n N`)")
+    if n < MIN_LABELS:
+        raise InvalidInput(f"judge_corrected_rate: {n} labeled trial(s); at least {MIN_LABELS} are "
+                           "needed to measure the judge's error -- label more trials "
+                           "(`ek-agents plan-labels RUN --n N` picks them)")
     grouped = labeled_groups is not None or unlabeled_groups is not None
     if grouped and (labeled_groups is None or (unlabeled_groups is None and nu)):
         raise InvalidInput("judge_corrected_rate: give both labeled_groups and unlabeled_groups "

@@ -205,3 +205,42 @@ def test_one_pretty_printed_document_reads_like_its_lines(tmp_path):
     a, = episodes_from_otel(pretty)
     b, = episodes_from_otel(write(tmp_path, line([chat(1, 1), tool(1, 2, start=1)])))
     assert (a.trajectory, a.cost) == (b.trajectory, b.cost)
+
+
+def test_repeated_spans_and_tool_call_ids_are_kept_once_and_counted(tmp_path):
+    """A tool call asked for twice under one id (two model calls repeating it) is one step, and
+    the read says how many repeats it skipped; a repeated span counts in Ingest.duplicates,
+    which every episode of the read carries as meta["otel"]["duplicates"]."""
+    asks = {"gen_ai.completion.0.tool_calls.0.name": "lookup",
+            "gen_ai.completion.0.tool_calls.0.arguments": '{"k": 2}',
+            "gen_ai.completion.0.tool_calls.0.id": "c1"}
+    first = [chat(1, 1, start=1, **asks), chat(1, 2, start=2, **asks)]
+    other = [chat(2, 1, start=3)]
+    a, b = episodes_from_otel(write(tmp_path, line(first), line(other), line(other)))
+    assert [s.tool for s in a.trajectory] == ["lookup"]
+    assert a.meta["otel"]["duplicate_tool_calls"] == 1 and b.meta["otel"]["duplicate_tool_calls"] == 0
+    assert b.meta["otel"]["duplicate_spans"] == 1
+    assert a.meta["otel"]["duplicates"] == b.meta["otel"]["duplicates"] == 1
+
+
+def test_what_a_read_kept_once_reaches_the_report(tmp_path, capsys):
+    from ek_agents.cli import main
+
+    asks = {"gen_ai.completion.0.tool_calls.0.name": "lookup",
+            "gen_ai.completion.0.tool_calls.0.arguments": '{"k": 2}',
+            "gen_ai.completion.0.tool_calls.0.id": "c1", "ek.task_id": "t1", "ek.trial": 0}
+    spans = [chat(1, 1, start=1, **asks), chat(1, 2, start=2, **asks)]
+    path = write(tmp_path, line(spans), line(spans[:1]))
+    store, suite = str(tmp_path / "st"), tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"task_id": "t1", "gold": "x", "checker": "output"}) + "\n")
+    assert main(["ingest", "otlp", str(path), "--suite", str(suite), "--store", store,
+                 "--run-id", "dup"]) == 0
+    capsys.readouterr()
+    assert main(["report", "dup", "--json", "--store", store]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["detail"]["otel_read"] == {"duplicates": 1, "duplicate_tool_calls": 1}
+    html = tmp_path / "r.html"
+    assert main(["report", "dup", "--html", str(html), "--store", store]) == 0
+    assert main(["report", "dup", "--store", store]) == 0
+    said = "OpenTelemetry read: 1 repeated span(s) kept once; 1 repeated tool call id(s) kept once"
+    assert said in capsys.readouterr().out and said in html.read_text()

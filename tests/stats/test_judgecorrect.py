@@ -81,10 +81,22 @@ def test_groups_shared_by_labeled_and_unlabeled_trials_use_one_sandwich():
                              unlabeled_groups=ids[~lab])
     assert r.n_groups == 30 and r.n_labeled_groups == 30 and r.df == 29
     assert r.influence and len(r.influence) == 30
-    assert sum(v * v for v in r.influence.values()) == pytest.approx(r.se ** 2, rel=1e-9) \
-        or r.se ** 2 > sum(v * v for v in r.influence.values())  # the iid floor may bind
-    one = judge_corrected_rate(y[0], h[0], h[1:].ravel(), labeled_groups=[0] * 6,
-                               unlabeled_groups=ids[1:].ravel())
+    # each task's influence on the PPI estimate (weight 1), computed here from the verdicts:
+    # psi_t = (sum_t (gold - judge) - n_t rbar) / n + (sum_t judge_unlabeled - m_t ubar) / m
+    yl, hl, hu = y[lab].astype(float), h[lab].astype(float), h[~lab].astype(float)
+    rbar, ubar = (yl - hl).mean(), hu.mean()
+    yf, hf = y.astype(float), h.astype(float)
+    psi = [((yf[t][:2] - hf[t][:2]).sum() - 2 * rbar) / yl.size + (hf[t][2:].sum() - 4 * ubar) / hu.size
+           for t in range(30)]
+    cr1 = 30 / 29 * sum(v * v for v in psi)
+    # two-sided: influences too small or too large both fail (the iid floor does not bind here)
+    assert sum(v * v for v in r.influence.values()) == pytest.approx(cr1, rel=1e-9)
+    assert r.se ** 2 == pytest.approx(cr1, rel=1e-9)
+    assert sorted(abs(v) for v in r.influence.values()) == pytest.approx(
+        sorted(abs(v) * math.sqrt(30 / 29) for v in psi), rel=1e-9)
+    y1, h1 = bench.clustered_suite(rng, 0.6, 0.9, 0.8, tasks=3, k=10)
+    one = judge_corrected_rate(y1[0], h1[0], h1[1:].ravel(), labeled_groups=[0] * 10,
+                               unlabeled_groups=np.repeat([1, 2], 10))
     assert one.ci == (0.0, 1.0) and "single task" in one.description
 
 
@@ -92,12 +104,14 @@ def test_groups_shared_by_labeled_and_unlabeled_trials_use_one_sandwich():
     (dict(gold=[1, 0, 2], judge_on_labeled=[1, 0, 1], judge_on_unlabeled=[1]), "gold[2] = 2"),
     (dict(gold=[1, 0, "yes"], judge_on_labeled=[1, 0, 1], judge_on_unlabeled=[1]), "True/False"),
     (dict(gold=[1, 0, 1], judge_on_labeled=[1, 0], judge_on_unlabeled=[1]), "3 gold verdicts for 2"),
-    (dict(gold=[1], judge_on_labeled=[1], judge_on_unlabeled=[1]), "label at least 2"),
+    (dict(gold=[1], judge_on_labeled=[1], judge_on_unlabeled=[1]), "at least 10"),
+    (dict(gold=[1, 0, 1, 1, 0], judge_on_labeled=[1, 0, 1, 1, 1], judge_on_unlabeled=[1] * 50),
+     "5 labeled trial(s); at least 10"),
     (dict(gold=[1, 0], judge_on_labeled=[1, 0], judge_on_unlabeled=[1], method="wilson"), "one of"),
     (dict(gold=[1, 0], judge_on_labeled=[1, 0], judge_on_unlabeled=[1], method="scor"), "did you mean"),
-    (dict(gold=[1, 0], judge_on_labeled=[1, 0], judge_on_unlabeled=[1], labeled_groups=["a", "b"]),
-     "both labeled_groups and unlabeled_groups"),
-    (dict(gold=[1, 0], judge_on_labeled=[1, 0], judge_on_unlabeled=[1], labeled_groups=["a"],
+    (dict(gold=[1, 0] * 5, judge_on_labeled=[1, 0] * 5, judge_on_unlabeled=[1],
+          labeled_groups=list("abcdeabcde")), "both labeled_groups and unlabeled_groups"),
+    (dict(gold=[1, 0] * 5, judge_on_labeled=[1, 0] * 5, judge_on_unlabeled=[1], labeled_groups=["a"],
           unlabeled_groups=["b"]), "one task id per trial"),
 ])
 def test_bad_inputs_are_typed_errors_naming_the_fix(kwargs, needle):
@@ -167,13 +181,13 @@ def test_task_groups_of_the_wrong_length_are_refused_by_either_method(method):
     """A group list shorter than its verdicts is refused (naming the list and the fix) by the
     clt method too, which does not use the groups for its interval: it used to zip them
     silently against the verdicts for the judge's interval."""
-    gold, judged, unlab = [1, 0, 1, 1, 0, 1], [1, 0, 1, 0, 0, 1], [1, 1, 0, 1]
-    with pytest.raises(InvalidInput, match="labeled_groups has 5 entries for 6 trials"):
-        judge_corrected_rate(gold, judged, unlab, labeled_groups=list("aabbc"),
+    gold, judged, unlab = [1, 0, 1, 1, 0, 1] * 2, [1, 0, 1, 0, 0, 1] * 2, [1, 1, 0, 1]
+    with pytest.raises(InvalidInput, match="labeled_groups has 11 entries for 12 trials"):
+        judge_corrected_rate(gold, judged, unlab, labeled_groups=list("aabbccddeef"),
                              unlabeled_groups=list("abcc"), method=method)
     with pytest.raises(InvalidInput, match="unlabeled_groups has 3 entries for 4 trials"):
-        judge_corrected_rate(gold, judged, unlab, labeled_groups=list("aabbcc"),
+        judge_corrected_rate(gold, judged, unlab, labeled_groups=list("aabbccddeeff"),
                              unlabeled_groups=list("abc"), method=method)
-    ok = judge_corrected_rate(gold, judged, unlab, labeled_groups=list("aabbcc"),
+    ok = judge_corrected_rate(gold, judged, unlab, labeled_groups=list("aabbccddeeff"),
                               unlabeled_groups=list("abcc"), method=method)
     assert ok.ci[0] <= ok.estimate <= ok.ci[1]  # (the clt interval is not clipped to [0, 1])

@@ -135,3 +135,15 @@ def test_build_report_and_the_gate_compare_corrected_rates():
     g2 = regression_gate(raw, base)
     assert g2.details["checks"][0]["metric"] == "success rate"
     assert any("only the baseline has labels" in w for w in g2.warnings)
+
+
+def test_graded_episodes_that_repeat_a_trial_are_refused_naming_the_pair():
+    """60 graded episodes of 10 (task, trial) pairs (an ingested run can repeat them): the
+    correction must not keep one per pair and drop the other 50 without a word."""
+    eps, truth = _run(tasks=5, k=2)
+    repeated = eps * 6
+    labels = _lines([{"task_id": t, "trial": j, "gold": g} for (t, j), g in truth.items()])
+    with pytest.raises(LabelError, match=r"task 't0' trial 0 appears 6 times") as err:
+        corrected_rate_of(repeated, labels, check="recorded")
+    assert "ambiguous" in str(err.value)
+    assert corrected_rate_of(eps, labels, check="recorded").n_labeled == 10
