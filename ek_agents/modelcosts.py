@@ -128,10 +128,11 @@ def capture_notes(episodes: Any) -> dict:
         fig["calls_without_usage"] = sum(unknown.values())
         fig["calls_without_usage_by_model"] = unknown
         fig["streamed_without_usage"] = streamed
+        said = f"; {streamed} of them streamed" if streamed else ""
         notes.append(f"{fig['calls_without_usage']} model call(s) reported no token usage "
-                     f"({_listed(unknown)}; {streamed} of them streamed): they are not in the "
-                     "bill, so the dollar figures are a LOWER BOUND; a streamed OpenAI call "
-                     "reports usage only with stream_options={'include_usage': True}")
+                     f"({_listed(unknown)}{said}): they are not in the bill, so the dollar "
+                     "figures are a LOWER BOUND; a streamed OpenAI chat completion reports "
+                     "usage only with stream_options={'include_usage': True}")
     if unfinished:
         fig["unfinished_spans"] = unfinished
         notes.append(f"{unfinished} span(s) of {unfinished_trials} trial(s) had not ended within "

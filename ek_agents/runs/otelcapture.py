@@ -100,7 +100,7 @@ class _Collector:
         self.active: dict = {}  # trace id -> the trial's TrialSpans
         self.settled: dict = {}  # trace ids of trials already read (insertion-ordered, bounded)
         self.late = 0            # spans of a trial that ended after it was read
-        self.outside = 0         # model-call spans that ended in no trial's trace
+        self.outside = 0         # model-call spans that ended in no open trial's trace
         self.epoch = uuid.uuid4().hex[:12]  # names this process's count of outside spans
         self.lock = threading.Lock()
 
@@ -121,11 +121,12 @@ class _Collector:
                     got.ended += 1
                     if got.closed and got.ended >= got.opened:
                         self.release(got)
-        elif tid in self.settled:
-            self.late += 1
-        elif is_model_call(span.attributes):
-            with self.lock:
-                self.outside += 1
+        else:
+            if tid in self.settled:
+                self.late += 1
+            if is_model_call(span.attributes):  # in no trial's bill
+                with self.lock:
+                    self.outside += 1
 
     def release(self, got: "TrialSpans") -> None:
         """Stop filing spans under ``got`` (under :attr:`lock`)."""

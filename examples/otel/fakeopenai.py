@@ -56,6 +56,7 @@ import json
 import re
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Mapping, NamedTuple, Optional
@@ -165,14 +166,19 @@ class FakeOpenAI:
     ``seed`` seeds the faults (and the default judge); ``fault_rate`` / ``fault_status`` /
     ``retry_after`` set a fault rule for every model, ``rate_limit`` (requests/s) and ``burst``
     a token bucket, ``loop=True`` the endless tool-call loop, ``judge`` a
-    :class:`~.fakejudge.Judge` -- each also settable while the server runs (``set_*``)."""
+    :class:`~.fakejudge.Judge` -- each also settable while the server runs (``set_*``);
+    ``latency_s`` delays every answer (at most 5 s)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, seed: int = 0,
                  fault_rate: float = 0.0, fault_status: int = 429, retry_after: Optional[float] = 0.05,
                  rate_limit: Optional[float] = None, burst: Optional[float] = None,
-                 loop: bool = False, judge: Optional[Judge] = None) -> None:
+                 loop: bool = False, judge: Optional[Judge] = None,
+                 latency_s: float = 0.0) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"the scripted server serves the loopback only, not {host!r}")
+        if not 0 <= latency_s <= 5:
+            raise ValueError(f"latency_s must be in [0, 5] seconds, got {latency_s!r}")
+        self.latency_s = latency_s  # each answered request waits this long (a slow provider)
         self.sent: dict[str, list[Sent]] = {}
         self.ledger: dict[str, Billed] = {}
         self.judged: list[Judged] = []
@@ -298,6 +304,8 @@ class FakeOpenAI:
             refusal = self.faults.decide(model, raw)
         if refusal is not None:
             return self._refuse(refusal, model, anthropic)
+        if self.latency_s:
+            time.sleep(self.latency_s)
         code, doc, events = self._route(path, body, raw)
         with self._lock:
             if code == 200:
