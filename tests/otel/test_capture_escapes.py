@@ -111,13 +111,21 @@ def test_calls_on_worker_threads_billed_to_their_trial(srv, prices):
     assert "capture" not in report.cost
 
 
-def _late_agent(task, *, seed=None):
-    """Leaves its one call running on a thread and returns before it ends."""
-    client = agents._client("sync")
-    msg = [{"role": "user", "content": f"{agents.marker(task, seed)} summarise: x"}]
-    threading.Thread(target=client.chat.completions.create,
-                     kwargs={"model": SUMMARISER, "messages": msg}).start()
-    return "left running"
+def _late_agent(release: threading.Event, after_s=None):
+    """Leaves its one call on a thread waiting for ``release`` (set ``after_s`` seconds later
+    when given) and returns before it ends."""
+    def agent(task, *, seed=None):
+        client = agents._client("sync")
+        msg = [{"role": "user", "content": f"{agents.marker(task, seed)} summarise: x"}]
+
+        def work():
+            release.wait(5.0)
+            client.chat.completions.create(model=SUMMARISER, messages=msg)
+        threading.Thread(target=work).start()
+        if after_s is not None:
+            threading.Timer(after_s, release.set).start()
+        return "left running"
+    return agent
 
 
 def _outside_agent(task, *, seed=None):
@@ -135,17 +143,21 @@ def _outside_agent(task, *, seed=None):
 
 def test_late_spans_waited_for_within_the_grace_and_outside_calls_counted(prices):
     agents.instrument_openai_v2()
-    with FakeOpenAI(latency_s=0.3) as slow:   # the call ends 0.3 s after the trial returned
+    with FakeOpenAI() as slow:
         agents.configure(slow.base_url)
-        eps = run_trials(_late_agent, TASKS[:2], k=1, seed=40, capture=OtelCapture(grace_s=5.0))
+        eps = run_trials(_late_agent(threading.Event(), after_s=0.2), TASKS[:2], k=1, seed=40,
+                         capture=OtelCapture(grace_s=5.0))   # the wait ends when the work does
         assert all(_calls_match(ep, slow) and len(ep.cost.calls) == 1 for ep in eps)
         assert all("unfinished_work" not in ep.meta["otel"] for ep in eps)
-        cut = run_trials(_late_agent, TASKS[:2], k=1, seed=50, capture=OtelCapture(grace_s=0.0))
+        release = threading.Event()
+        cut = run_trials(_late_agent(release), TASKS[:2], k=1, seed=50,
+                         capture=OtelCapture(grace_s=0.0))
+        release.set()    # the calls left behind run now, after their trials were read
         assert all(ep.cost is None and ep.meta["otel"]["unfinished_work"] == 1 for ep in cut)
         notes = build_report(cut, TASKS[:2], k=1, check=_ok, prices=prices).cost
         assert notes["capture"]["unfinished_work"] == 2
         assert any("had not ended within the capture's grace" in w for w in notes["warnings"])
-        time.sleep(1.0)  # the calls left running end (in no trial: counted, not filed)
+        time.sleep(0.5)  # they end in no open trial: counted, not filed
     with FakeOpenAI() as srv:
         agents.configure(srv.base_url)
         eps = run_trials(_outside_agent, TASKS[:4], k=1, seed=60, capture="otel",
