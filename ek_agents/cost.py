@@ -483,6 +483,8 @@ def _add_by_model(table: dict, ep: Any, prices: Optional[Mapping[str, ModelPrice
             row["unknown_cached"] += not call.cached_known
         return math.fsum(d for _, d in parts) if priced else math.nan
     d = _billed(ep, prices, price, batch, memo) if priced else math.nan
+    if not any(getattr(cost, k) for k in TOKEN_KINDS):  # nothing billed (every call refused):
+        return d  # no row of its own (the refused calls are counted in "capture")
     row = _row(table, episode_model(ep) or _NO_MODEL)
     row["episodes"] += 1
     _add_tokens(row, cost, d)

@@ -206,3 +206,4 @@ def test_refused_calls_billed_zero_never_an_upper_bound_nor_an_unknown_price(srv
     report = build_report(eps, TASKS[:2], k=1, check=_ok, prices=dated)
     assert all(ep.meta.get("error") and ep.cost.input_tokens == 0 for ep in eps)
     assert report.cost["total_dollars"] == 0.0 and report.cost["capture"]["failed_calls"] == 2
+    assert report.cost["n_without_cost"] == 0 and not report.cost.get("per_model")

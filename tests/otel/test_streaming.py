@@ -188,3 +188,25 @@ def test_anthropic_prompt_caching_billed_at_cache_write_and_read_rates(srv):
     # 2,000 cache-write tokens a trial at $3.75/M, not the $3/M input rate
     as_input = report.cost["total_dollars"] - 16_000 * (3.75e-06 - 3e-06)
     assert report.cost["total_dollars"] / 8 - as_input / 8 == pytest.approx(0.0015, rel=1e-9)
+
+
+async def _agents_sdk_streaming_agent(task, *, seed=None):
+    from agents import Runner
+
+    planner, _ = agents._agents_pair()
+    run = Runner.run_streamed(planner, f"{agents.marker(task, seed)} {task.input}")
+    async for _event in run.stream_events():
+        pass
+    return str(run.final_output)
+
+
+def test_responses_api_streams_billed_from_the_completed_event(srv, prices):
+    agents.instrument_openinference()
+    eps, report = run(_agents_sdk_streaming_agent, TASKS[:2], k=1, seed=500, prices=prices)
+    assert all(s.endpoint == "responses" and s.stream for sent in srv.sent.values() for s in sent)
+    for ep in eps:
+        sent = srv.sent[f"{ep.task_id}.{ep.run.seed}"]
+        assert [(c.input_tokens, c.output_tokens, c.cached_input_tokens) for c in ep.cost.calls] \
+            == [(s.input_tokens, s.output_tokens, s.cached_input_tokens) for s in sent]
+    assert report.cost["total_dollars"] == pytest.approx(srv.ledger_dollars(prices), rel=1e-12)
+    assert not report.cost["upper_bound"]
