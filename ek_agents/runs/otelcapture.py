@@ -335,8 +335,10 @@ class OtelCapture:
         the threads and executor work it started, to end; then stop filing its spans. What is
         still open or running is counted (``got.unfinished``, ``got.unfinished_work``)."""
         deadline = time.monotonic() + self.grace_s
+        pause = 0.0005  # polls back off to 10 ms (a sync agent's thread ends within the first)
         while got.busy() and time.monotonic() < deadline:
-            await asyncio.sleep(min(0.01, max(deadline - time.monotonic(), 0)))
+            await asyncio.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+            pause = min(pause * 2, 0.01)
         running = got.running()
         col = self.collector
         with col.lock:
