@@ -235,8 +235,8 @@ class FakeOpenAI:
         return self.base_url[:-len("/v1")]
 
     def start(self) -> "FakeOpenAI":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
-                                        name="fakeopenai")
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
+                                        daemon=True, name="fakeopenai")  # stops within 50 ms
         self._thread.start()
         return self
 
