@@ -85,6 +85,7 @@ def _trace_api() -> Any:
     from opentelemetry import trace  # optional dependency: only under a capture
     return trace
 
+
 _lock = threading.Lock()
 _registered: dict = {}  # id(provider) -> provider: where the one collector is a processor
 
