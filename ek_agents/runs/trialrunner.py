@@ -192,9 +192,10 @@ class TrialRunner:
             answer = await self._attempts(task, trial)
             if isinstance(answer, _Answer):
                 got.record_output(answer.result)
+        await self.capture.settle(got)  # its spans still open: waited for, a short grace
         if isinstance(answer, Episode):  # failed: what it spent is spent
             return self.capture.episode(answer, got.spans, agent_episode=False, failed=True,
-                                        sampled=got.sampled)
+                                        sampled=got.sampled, trial=got)
         return answer._replace(spans=got)
 
     async def _attempts(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
@@ -246,7 +247,8 @@ class TrialRunner:
               if own else self._plain(task, trial, result, trial_seed, attempts, transient, elapsed))
         if spans is not None:  # captured (otelcapture.TrialSpans): its steps and calls
             return self.capture.episode(ep, spans.spans, agent_episode=own, retries=transient,
-                                        latency_s=elapsed, sampled=spans.sampled), False
+                                        latency_s=elapsed, sampled=spans.sampled,
+                                        trial=spans), False
         return ep, not own
 
     def _plain(self, task: TaskSpec, trial: int, result: Any, trial_seed: Optional[int],
