@@ -160,6 +160,14 @@ def expected_steps(marker: str) -> list:
     return [(n, a, tool_result(n, a)) for n, a in _planned_calls(marker)]
 
 
+class _Server(ThreadingHTTPServer):
+    """A thread per connection; a listen backlog deep enough for a burst of concurrent trials
+    (the default of 5 resets connections under a loaded machine)."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+
 class FakeOpenAI:
     """The server; a context manager (start on enter, stop on exit). ``base_url`` ends in ``/v1``.
 
@@ -219,8 +227,7 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(ans.body)
 
-        self._httpd = ThreadingHTTPServer((host, port), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((host, port), Handler)
         self._thread: Optional[threading.Thread] = None
 
     # -- lifecycle

@@ -111,9 +111,9 @@ def test_calls_on_worker_threads_billed_to_their_trial(srv, prices):
     assert "capture" not in report.cost
 
 
-def _late_agent(release: threading.Event, after_s=None):
+def _late_agent(release: threading.Event, after_s=None, threads=None):
     """Leaves its one call on a thread waiting for ``release`` (set ``after_s`` seconds later
-    when given) and returns before it ends."""
+    when given) and returns before it ends; each such thread is appended to ``threads``."""
     def agent(task, *, seed=None):
         client = agents._client("sync")
         msg = [{"role": "user", "content": f"{agents.marker(task, seed)} summarise: x"}]
@@ -121,7 +121,10 @@ def _late_agent(release: threading.Event, after_s=None):
         def work():
             release.wait(5.0)
             client.chat.completions.create(model=SUMMARISER, messages=msg)
-        threading.Thread(target=work).start()
+        thread = threading.Thread(target=work)
+        thread.start()
+        if threads is not None:
+            threads.append(thread)
         if after_s is not None:
             threading.Timer(after_s, release.set).start()
         return "left running"
@@ -149,15 +152,17 @@ def test_late_spans_waited_for_within_the_grace_and_outside_calls_counted(prices
                          capture=OtelCapture(grace_s=5.0))   # the wait ends when the work does
         assert all(_calls_match(ep, slow) and len(ep.cost.calls) == 1 for ep in eps)
         assert all("unfinished_work" not in ep.meta["otel"] for ep in eps)
-        release = threading.Event()
-        cut = run_trials(_late_agent(release), TASKS[:2], k=1, seed=50,
+        release, left = threading.Event(), []
+        cut = run_trials(_late_agent(release, threads=left), TASKS[:2], k=1, seed=50,
                          capture=OtelCapture(grace_s=0.0))
         release.set()    # the calls left behind run now, after their trials were read
         assert all(ep.cost is None and ep.meta["otel"]["unfinished_work"] == 1 for ep in cut)
         notes = build_report(cut, TASKS[:2], k=1, check=_ok, prices=prices).cost
         assert notes["capture"]["unfinished_work"] == 2
         assert any("had not ended within the capture's grace" in w for w in notes["warnings"])
-        time.sleep(0.5)  # they end in no open trial: counted, not filed
+        for thread in left:  # they end in no open trial: counted, not filed; and they end
+            thread.join(10)  # here, before the next capture starts (whatever the load)
+        assert not any(thread.is_alive() for thread in left)
     with FakeOpenAI() as srv:
         agents.configure(srv.base_url)
         eps = run_trials(_outside_agent, TASKS[:4], k=1, seed=60, capture="otel",
