@@ -2,7 +2,7 @@
 
 :func:`regression_gate` compares a new :class:`~ek_agents.reporting.ReliabilityReport` with a
 baseline (a report and its :class:`~ek_agents.base.RunProvenance`; storing and loading named
-baselines is :mod:`ek_agents.runs.baselines`'s job, which also holds the spec's name-taking
+baselines is :mod:`ek_agents.records.baselines`'s job, which also holds the spec's name-taking
 ``agent_regression_gate``):
 
 - **success rate** -- when both runs cover the same tasks (their ``per_task`` tables list the

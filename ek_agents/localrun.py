@@ -32,13 +32,15 @@ from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 from .report import htmlreport
-from .runs import documents, pipeline_support, stages
+from .records import documents
+from .pipeline import chunks as pipeline_support
+from .stages import evaluate as stages
 from .base import RunProvenance
 from .errors import InvalidInput
-from .runs.harness import new_run_id
-from .runs.manifest import RunInputs
-from .runs.pipeline_support import TrialChunk, TrialPlan, TrialRequest
-from .runs.stagecache import GateRef, StageRef
+from .execution.harness import new_run_id
+from .records.manifest import RunInputs
+from .pipeline.chunks import TrialChunk, TrialPlan, TrialRequest
+from .records.stagecache import GateRef, StageRef
 from .store import Store, acquire_lease, release_lease
 
 __all__ = ["evaluate_agent", "run_trials", "sequential_trials", "ORCHESTRATOR"]

@@ -6,11 +6,11 @@ from typing import Optional
 from prefect import get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from ek_agents.runs import pipeline_support
+from ek_agents.pipeline import chunks as pipeline_support
 from ek_agents.base import RunProvenance
-from ek_agents.runs.harness import new_run_id
-from ek_agents.runs.manifest import RunInputs
-from ek_agents.runs.pipeline_support import TrialPlan, TrialRequest
+from ek_agents.execution.harness import new_run_id
+from ek_agents.records.manifest import RunInputs
+from ek_agents.pipeline.chunks import TrialPlan, TrialRequest
 from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate,
                                       grade, ingest_bridge, ingest_tasks, judge_correct,

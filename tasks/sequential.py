@@ -11,9 +11,10 @@ from typing import Optional
 
 from prefect import task
 
-from ek_agents.runs import pipeline_support, stages
-from ek_agents.runs.pipeline_support import TrialChunk, TrialRequest
-from ek_agents.runs.stagecache import GateRef, StageRef, SuiteRef
+from ek_agents.pipeline import chunks as pipeline_support
+from ek_agents.stages import evaluate as stages
+from ek_agents.pipeline.chunks import TrialChunk, TrialRequest
+from ek_agents.records.stagecache import GateRef, StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS

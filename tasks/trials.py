@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from prefect import task
 from prefect.runtime import task_run
 
-from ek_agents.runs import pipeline_support
-from ek_agents.runs.pipeline_support import ChunkResult, TrialChunk, TrialPlan, TrialRequest
-from ek_agents.runs.stagecache import EpisodesRef, StageRef
+from ek_agents.pipeline import chunks as pipeline_support
+from ek_agents.pipeline.chunks import ChunkResult, TrialChunk, TrialPlan, TrialRequest
+from ek_agents.records.stagecache import EpisodesRef, StageRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS

@@ -121,7 +121,7 @@ def test_no_import_cycle_among_ek_agents_modules():
         if v not in index:
             connect(v)
     assert cycles == []
-    assert graph["ek_agents.store"] and graph["ek_agents.runs.harness"]  # the graph was really built
+    assert graph["ek_agents.store"] and graph["ek_agents.execution.harness"]  # the graph was really built
 
 
 def test_no_module_imports_another_modules_private_names():

@@ -32,7 +32,7 @@ from ..base import NonFiniteJson, decode_nonfinite
 from ..core import shape
 from ..errors import InvalidInput
 from ..modelcosts import upper_bound_reason
-from ..runs import documents
+from ..records import documents
 from ..reporting import pass_hat_curve
 from ..store import Store, open_store, run_key
 

@@ -2,7 +2,9 @@
 them, a retried chunk, and how the run's concurrency is shared among its chunks."""
 from __future__ import annotations
 
-from ek_agents.runs import documents, pipeline_support, stages
+from ek_agents.records import documents
+from ek_agents.pipeline import chunks as pipeline_support
+from ek_agents.stages import evaluate as stages
 from ek_agents.base import RunProvenance
 from ek_agents.core import canonical_json
 from ek_agents.store import Store, episodes_prefix

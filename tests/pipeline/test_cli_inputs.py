@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from ek_agents import cli
-from ek_agents.runs import pipeline_support
-from ek_agents.runs.harness import run_suite
+from ek_agents.pipeline import chunks as pipeline_support
+from ek_agents.execution.harness import run_suite
 
 from .conftest import PRICES, ROOT, write_suite
 

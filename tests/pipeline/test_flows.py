@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents.runs import pipeline_support
-from ek_agents.runs.audit import differences
+from ek_agents.pipeline import chunks as pipeline_support
+from ek_agents.stages.audit import differences
 from ek_agents.errors import AuditFailed, GateFailed, IncomparableRuns, SuiteError
 from ek_agents.store import Store
 
@@ -79,7 +79,7 @@ def test_second_identical_run_makes_zero_agent_calls(tmp_path, suite, calls):
 
 def test_killed_run_resumes_without_rerunning_finished_trials(tmp_path, suite, calls):
     """A run stopped part-way (here: one chunk finished, then the process died) resumes."""
-    from ek_agents.runs import stages
+    from ek_agents.stages import evaluate as stages
     from ek_agents.base import RunProvenance
 
     from ek_agents_pipeline.flows import evaluate_agent
@@ -114,7 +114,7 @@ def test_audit_passes_then_catches_one_flipped_byte(tmp_path, suite, calls):
 
 
 def test_audit_names_a_recorded_figure_that_differs(tmp_path, suite, calls):
-    from ek_agents.runs.audit import audit
+    from ek_agents.stages.audit import audit
 
     from ek_agents_pipeline.flows import evaluate_agent
 

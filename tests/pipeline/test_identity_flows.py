@@ -6,7 +6,9 @@ import importlib
 
 import pytest
 
-from ek_agents.runs import documents, pipeline_support, stagecache, stages
+from ek_agents.records import documents, stagecache
+from ek_agents.pipeline import chunks as pipeline_support
+from ek_agents.stages import evaluate as stages
 from ek_agents.base import RunProvenance
 from ek_agents.cli import main
 from ek_agents.errors import RunMismatch, StoreError, TooManyErrors

@@ -1,4 +1,4 @@
-"""The pipeline's library side (ek_agents.runs: stages / documents / pipeline_support / manifest / audit): no Prefect needed."""
+"""The pipeline's library side (ek_agents.stages, records, pipeline: stages / documents / chunks / manifest / audit): no Prefect needed."""
 from __future__ import annotations
 
 import sys
@@ -6,9 +6,11 @@ import sys
 import pytest
 
 import ek_agents.version
-from ek_agents.runs import documents, pipeline_support, stagecache
+from ek_agents.records import documents, stagecache
+from ek_agents.pipeline import chunks as pipeline_support
 from ek_agents.errors import InvalidInput, UnknownName
-from ek_agents.runs.manifest import RunManifest, input_digest, package_info, report_markdown, report_rows
+from ek_agents.records.manifest import (RunManifest, input_digest, package_info, report_markdown,
+                                        report_rows)
 from ek_agents.store import Store
 
 
@@ -97,6 +99,6 @@ def test_report_presentation():
 def test_importing_ek_agents_pipeline_modules_imports_no_prefect():
     import subprocess
 
-    code = ("import sys, ek_agents.cli, ek_agents.runs.stages, ek_agents.runs.audit, ek_agents.runs.manifest; "
+    code = ("import sys, ek_agents.cli, ek_agents.stages.evaluate, ek_agents.stages.audit, ek_agents.records.manifest; "
             "sys.exit('prefect' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

@@ -1,12 +1,13 @@
 """The stages after the trials reuse, within one process, the episodes a stage already parsed
-or wrote (``runs.trials.read_episodes``): same bytes out, and a changed document is still refused."""
+or wrote (``records.trials.read_episodes``): same bytes out, and a changed document is still refused."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from ek_agents.runs import documents, stagecache, stages, trials
+from ek_agents.records import documents, stagecache, trials
+from ek_agents.stages import evaluate as stages
 from ek_agents.base import Episode
 from ek_agents.errors import DigestMismatch
 from ek_agents.store import Store, canonical_json
@@ -107,8 +108,8 @@ def test_the_grade_stage_takes_what_the_chunks_graded_and_it_is_what_grading_the
     # the chunks grade the trials they stored (record.grade_trials); in the same process the
     # grade stage takes that document instead of parsing and grading the episodes again, and
     # it is byte for byte what grading the stored episodes document gives
-    from ek_agents.runs import pipeline_support
-    from ek_agents.runs.pipeline_support import TrialRequest
+    from ek_agents.pipeline import chunks as pipeline_support
+    from ek_agents.pipeline.chunks import TrialRequest
 
     suite = tmp_path / "suite.jsonl"
     rows = [{"suite": {"name": "chunks", "version": "1", "checker": "output"}}]

@@ -1,4 +1,4 @@
-"""The trial runner under :func:`ek_agents.runs.harness.run_trials`: one event loop running the
+"""The trial runner under :func:`ek_agents.execution.harness.run_trials`: one event loop running the
 agent's trials concurrently (bounded, seeded, each under its timeout, transient errors retried
 with backoff), containing whatever a trial raises as a failed episode, and handing finished
 trials to writer threads that store them as they finish.
@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional, Union
 
-from . import trials as stored_trials
+from ..records import trials as stored_trials
 from .otelcapture import OtelCapture
 from ..base import Episode, RunProvenance, TaskSpec
 from ..core import canonical_json, construct
 from ..errors import AgentTimeout, InvalidInput, TransientAgentError
 from ..parsing import MAX_DEPTH, check_tree
 from ..store import Store
-from .segments import Pair, SegmentWriter
+from ..records.segments import Pair, SegmentWriter
 from .trialwriter import WRITER_BACKLOG, TrialWriter, abort_on, writer_threads
 
 def run_coroutine(factory: Callable[[], Any]) -> Any:

@@ -25,17 +25,18 @@ from ..base import JsonShape, RunProvenance
 from ..core import shape
 from ..errors import InvalidInput, did_you_mean
 from ..base import Episode
-from .agentid import agent_identity
+from ..identity.agentid import agent_identity
 from .errorrate import MAX_ERROR_RATE as MAX_ERROR_RATE, check_errors as check_errors
-from .harness import run_trials, store_trials
-from .manifest import input_digest
+from ..execution.harness import run_trials, store_trials
+from ..records.manifest import input_digest
 from ..scoring.metrics import final_state_match, get_checker, grade, output_match
 from ..prices import load_prices, price_of
-from .baselines import load_baseline
-from .documents import SOURCES, episodes_doc, episodes_of, tasks_of
-from .identity import RunFingerprint, agent_config, claim_run, code_digest, errored
-from .stagecache import EpisodesRef, StageRef, SuiteRef, cache_origin, index_output, lookup, stage_output, write_doc
-from .trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
+from ..records.baselines import load_baseline
+from ..records.documents import SOURCES, episodes_doc, episodes_of, tasks_of
+from ..records.fingerprint import RunFingerprint, agent_config, claim_run, code_digest, errored
+from ..records.stagecache import (EpisodesRef, StageRef, SuiteRef, cache_origin, index_output,
+                                  lookup, stage_output, write_doc)
+from ..records.trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
 from ..sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
                          per_check_alpha, sequential_look)
 from ..suite import load_suite

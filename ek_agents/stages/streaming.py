@@ -35,7 +35,8 @@ from ..errors import InvalidInput
 from ..scoring.metrics import grade, is_errored
 from ..reporting import ReliabilityReport, reliability, run_provenance
 from ..store import canonical_json, parse_json, sha256_hex
-from .segments import RunSegments, iter_segments, owned, owner, read_segment, segment_line_doc
+from ..records.segments import (RunSegments, iter_segments, owned, owner, read_segment,
+                                segment_line_doc)
 
 __all__ = ["StreamingReport", "ExactSum", "stream_report", "segment_summarizer", "summary_basis",
            "merged_report", "STREAMED"]

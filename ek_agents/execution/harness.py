@@ -3,7 +3,7 @@
 This module runs trials and nothing else: :func:`run_suite` = :func:`run_trials` (run the
 agent, concurrently, seeded, fault-tolerant, optionally persisted and resumable) +
 ``reporting.build_report`` (grade -> metrics -> cost -> reliability), recorded through
-:mod:`ek_agents.runs.stages` when persisted. The spec documents the report, baseline and gate
+:mod:`ek_agents.stages.evaluate` when persisted. The spec documents the report, baseline and gate
 functions under this module too: they are re-exported from their homes
 (``reporting.build_report``, ``record.save_agent_baseline`` / ``load_agent_baseline`` /
 ``agent_regression_gate``, ``gate.AgentGateResult``).
@@ -31,7 +31,7 @@ exponential backoff (``backoff_s * 2**i``); the retries are counted in ``Cost.re
 ``meta["retries"]`` when the agent reported no Cost -- an unknown cost stays unknown).
 
 The trial runner itself (concurrency, timeouts, retries, the writer threads) is
-:mod:`ek_agents.runs.trialrunner`.
+:mod:`ek_agents.execution.trialrunner`.
 """
 from __future__ import annotations
 
@@ -43,8 +43,10 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
-from . import baselines, documents, identity, stagecache, stages, trials as stored_trials
-from .agentid import agent_identity
+from ..records import (baselines, documents, fingerprint as identity, stagecache,
+                       trials as stored_trials)
+from ..stages import evaluate as stages
+from ..identity.agentid import agent_identity
 from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..errors import InvalidInput
 from ..labels import Labels, labels_doc, read_labels
@@ -52,16 +54,16 @@ from ..reporting import graded_report
 from ..scoring.metrics import grade
 from ..sequential import check_baseline_comparable, gate_document, sequential_gate
 from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
-from .manifest import RunInputs
+from ..records.manifest import RunInputs
 from .otelcapture import make_capture
 from .trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner, run_coroutine
 
 # the spec documents these under ``harness`` too: re-exported from their homes
 from ..gate import AgentGateResult as AgentGateResult
 from ..reporting import build_report as build_report
-from .baselines import (agent_regression_gate as agent_regression_gate,
-                        load_agent_baseline as load_agent_baseline,
-                        save_agent_baseline as save_agent_baseline)
+from ..records.baselines import (agent_regression_gate as agent_regression_gate,
+                                 load_agent_baseline as load_agent_baseline,
+                                 save_agent_baseline as save_agent_baseline)
 
 __all__ = ["run_suite", "run_trials", "store_trials", "build_report", "new_run_id", "trial_fingerprint", "EPISODE_DEPTH",
            "save_agent_baseline", "load_agent_baseline", "agent_regression_gate",
@@ -115,14 +117,14 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       live client, a lock) from another process -- or declare ``ek_config`` on the agent.
     - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
     - ``segments=True``: the finished trials are stored a segment of a few thousand at a
-      time (``ek_agents.runs.segments``: JSON Lines, zstd, content-addressed, indexed per
+      time (``ek_agents.records.segments``: JSON Lines, zstd, content-addressed, indexed per
       writer), not one file each; a trial counts as stored once its segment is indexed, so a
       killed run loses at most its unflushed segment. The default writes one file per trial at
       ``store.episode_key`` (both layouts are read back, resumed and audited).
     - ``progress``: a rich progress bar (default: when stderr is a terminal).
     - ``capture="otel"``: each trial runs under a root span of its own and its OpenTelemetry
       spans (from the instrumentations the agent runs) give the episode its trajectory and its
-      per-model-call cost (:mod:`ek_agents.runs.otelcapture` says which wins when the agent
+      per-model-call cost (:mod:`ek_agents.execution.otelcapture` says which wins when the agent
       returns an Episode too); needs ``pip install 'ek-agents[otel]'``. An
       ``otelcapture.OtelCapture(keep_spans=N)`` instead also keeps each trial's first N spans
       in ``meta["otel"]["spans_kept"]`` (opt-in, for the audit).
@@ -343,7 +345,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     digest in ``manifest.inputs.labels``), so the audit verifies them and recomputes the
     correction. (Not with ``sequential``/``baseline``: labels come after a run.)
     ``capture="otel"``: the trials' OpenTelemetry spans give each episode its tool calls and
-    its per-model-call cost (see :func:`run_trials` and :mod:`ek_agents.runs.otelcapture`).
+    its per-model-call cost (see :func:`run_trials` and :mod:`ek_agents.execution.otelcapture`).
     """
     if labels is not None:  # read (and refused) before any trial runs
         if sequential or baseline is not None:
@@ -446,7 +448,7 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
                       agent=identity.agent_name(agent),
                       parameters={"k": k, "seed": seed, **runner,
                                   **({"sequential": True} if gate is not None else {})},
-                      orchestrator={"orchestrator": "ek_agents.runs.harness.run_suite"})
+                      orchestrator={"orchestrator": "ek_agents.execution.harness.run_suite"})
 
 
 def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential: bool, k: int,

@@ -1,4 +1,4 @@
-"""The writer threads under :class:`ek_agents.runs.trialrunner.TrialRunner`: a run's finished
+"""The writer threads under :class:`ek_agents.execution.trialrunner.TrialRunner`: a run's finished
 trials stored as they finish, one file each or in segments (``segments.SegmentWriter``), with
 the event loop held back -- without polling -- when a segment writer falls behind.
 """
@@ -10,11 +10,11 @@ import queue
 import threading
 from typing import Any, Callable, Optional
 
-from . import trials as stored_trials
+from ..records import trials as stored_trials
 from ..base import Episode
 from ..core import construct
 from ..store import Store, episode_key
-from .segments import Pair, SegmentWriter
+from ..records.segments import Pair, SegmentWriter
 
 __all__ = ["TrialWriter", "WRITER_BACKLOG", "abort_on", "writer_threads"]
 

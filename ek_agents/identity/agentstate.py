@@ -1,6 +1,6 @@
 """How an agent's code and state are digested: one canonical walk of values and code objects.
 
-:func:`~ek_agents.runs.agentid.agent_identity` decides what of an agent is its code and what
+:func:`~ek_agents.identity.agentid.agent_identity` decides what of an agent is its code and what
 its state; this module turns each into a deterministic JSON tree (a :class:`Walker` per agent)
 and that tree into a sha256 (:func:`tree_digest`).
 

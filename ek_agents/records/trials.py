@@ -22,7 +22,7 @@ from ..errors import ArtifactNotFound, IntegrityError, InvalidInput
 from ..scoring.metrics import grade
 from ..store import canonical_json, episode_key, episodes_prefix, parse_json, sha256_hex
 from .documents import check_run_doc, episodes_doc_bytes, episodes_of, tasks_of, verified_bytes
-from .identity import trial_matches
+from .fingerprint import trial_matches
 from .manifest import input_digest
 from .segments import RunSegments, iter_segments
 from .stagecache import StageRef
@@ -111,7 +111,7 @@ def episodes_json(episodes: Iterable[Episode]) -> bytes:
     documents, written at the end of ``run_suite``).
 
     >>> from ek_agents.core import canonical_json
-    >>> from ek_agents.runs.documents import episodes_doc
+    >>> from ek_agents.records.documents import episodes_doc
     >>> eps = [Episode("t1", output="A", meta={"trial": 0}), Episode("t2", output=[1])]
     >>> episodes_json(eps) == canonical_json(episodes_doc(eps))
     True

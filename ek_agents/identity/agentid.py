@@ -15,7 +15,7 @@ digests:
   method's ``__self__``, a partial's function / args / keywords, an instance's ``__dict__``
   and ``__slots__`` (and, for a class with no source file or defined inside a function, the
   class's own attributes and methods). Values go through one canonical encoding (the walk
-  in :mod:`ek_agents.runs.agentstate`: containers order-free where Python's are, pydantic
+  in :mod:`ek_agents.identity.agentstate`: containers order-free where Python's are, pydantic
   models, dataclasses, numpy arrays, pickle recipes, ...). An object that declares
   ``ek_config`` (a JSON mapping, or a method returning one) is identified by that declaration
   instead of its attributes.

@@ -7,7 +7,7 @@ stopped. :class:`StageRef` (and its kinds) is what one stage hands the next: sma
 travels to any worker. (Split out of the former ``record.py``.)
 
 >>> from ek_agents.store import Store
->>> from ek_agents.runs.manifest import input_digest
+>>> from ek_agents.records.manifest import input_digest
 >>> s = Store("memory://ek-record-doctest")
 >>> calls = []
 >>> doc, sha, hit = cached(s, "square", input_digest("square", x=3), lambda: calls.append(1) or {"y": 9})

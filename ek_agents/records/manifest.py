@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from pydantic import Field, StrictBool
 
-from .agentid import identity_note
+from ..identity.agentid import identity_note
 from ..base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from ..core import canonical_json, shape
 from ..errors import BaselineError, DocumentError, EkAgentsError
@@ -85,7 +85,7 @@ class RunInputs(JsonShape):
     """The values a run's stages were computed with: what an audit recomputes them with.
 
     Written by the pipeline (``flows/evaluate.py``) and by ``harness.run_suite``, read back by
-    :mod:`ek_agents.runs.audit`.
+    :mod:`ek_agents.stages.audit`.
     """
 
     k: int = 1

@@ -20,7 +20,7 @@ from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..errors import ArtifactNotFound, DigestMismatch, DocumentError, InvalidInput, UnknownName, did_you_mean
 from ..prices import ModelPrice, load_prices
 from ..store import canonical_json, episodes_prefix, parse_json, read_url, run_key, sha256_hex
-from .identity import fingerprint_key
+from .fingerprint import fingerprint_key
 from .manifest import (DOCUMENTS, RunInputs, RunManifest, as_plain, check_baseline, check_document,
                        check_manifest, check_report)
 from .segments import RunSegments
@@ -148,7 +148,7 @@ def results_of(report: Mapping) -> dict:
 
 def trial_digests(store: Any, run_id: str) -> dict[str, str]:
     """``{key: sha256}`` of every per-trial episode file the harness stored for the run, and
-    of its segments and segment index documents (``ek_agents.runs.segments``)."""
+    of its segments and segment index documents (``ek_agents.records.segments``)."""
     keys = store.list(episodes_prefix(run_id))
     with ThreadPoolExecutor(max_workers=8) as pool:
         return {**dict(zip(keys, pool.map(store.digest, keys))),

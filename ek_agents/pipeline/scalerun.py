@@ -1,7 +1,7 @@
 """A run at scale (issue 27): trials in segments on a cluster, the report streamed from them.
 
 What only the ``evaluate-at-scale`` flow needs (``flows/scale.py``), beside
-:mod:`ek_agents.runs.pipeline_support`. The run is planned once from its segment index
+:mod:`ek_agents.pipeline.chunks`. The run is planned once from its segment index
 (:func:`plan_scale`: fingerprint checked, orphans removed, the trials no indexed segment holds
 split into chunks of whole tasks); each chunk (:func:`run_scale_chunk`, one task run on a Dask
 worker) runs its trials with ``harness.store_trials(segments=True)``, each segment graded and
@@ -30,15 +30,16 @@ from ..base import JsonShape, RunProvenance
 from ..core import shape
 from ..errors import IntegrityError, InvalidInput, RunMismatch
 from ..store import Store
-from .documents import prices_of, read_ref, record_run, tasks_of
-from .harness import store_trials
-from .identity import RunFingerprint, check_fingerprint, fingerprint_key
-from .manifest import RunInputs
-from .pipeline_support import TrialRequest, load_agent, request_fingerprint
-from .segments import SEGMENT_TRIALS, RunSegments, new_writer_name, pack_pairs, unpack_pairs
-from .stagecache import ManifestRef, StageRef, write_doc
-from .streaming import STREAMED, merged_report, segment_summarizer
-from .streaming import summary_basis as streaming_basis
+from ..records.documents import prices_of, read_ref, record_run, tasks_of
+from ..execution.harness import store_trials
+from ..records.fingerprint import RunFingerprint, check_fingerprint, fingerprint_key
+from ..records.manifest import RunInputs
+from .chunks import TrialRequest, load_agent, request_fingerprint
+from ..records.segments import (SEGMENT_TRIALS, RunSegments, new_writer_name, pack_pairs,
+                                unpack_pairs)
+from ..records.stagecache import ManifestRef, StageRef, write_doc
+from ..stages.streaming import STREAMED, merged_report, segment_summarizer
+from ..stages.streaming import summary_basis as streaming_basis
 
 __all__ = ["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale", "run_scale_chunk",
            "finish_scale", "summary_basis", "peak_rss_mb", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"]
@@ -256,4 +257,4 @@ def finish_scale(plan: ScalePlan, prices: Optional[StageRef],
                       parameters={**(parameters or {}), "layout": LAYOUT,
                                   "merged_segments": counts["merged"],
                                   "read_segments": counts["read"]},
-                      orchestrator=orchestrator or {"orchestrator": "ek_agents.runs.scalerun"})
+                      orchestrator=orchestrator or {"orchestrator": "ek_agents.pipeline.scalerun"})

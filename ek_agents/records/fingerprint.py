@@ -19,8 +19,8 @@ from ..base import Episode, JsonShape
 from ..core import shape
 from ..errors import ArtifactNotFound, IntegrityError, InvalidInput, RunMismatch, UnidentifiedAgent
 from ..store import episode_key, episodes_prefix, parse_json, run_key, sha256_hex
-from . import agentid
-from .agentstate import EK_CONFIG, declared_config
+from ..identity import agentid
+from ..identity.agentstate import EK_CONFIG, declared_config
 from .segments import RunSegments, iter_segments
 
 __all__ = ["EK_CONFIG", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
