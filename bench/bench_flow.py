@@ -44,7 +44,7 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   Prefect's threads in one process, each loop turn waiting ~1 ms for the GIL on a busy box.
   Alone (no Prefect) 20,000 trials at 4 x 16 in flight run at x1.05-1.13 of ideal depending on
   the box's load; in the flow x1.08-1.15.
-  Each chunk is a whole number of rounds of its slots (``pipeline_support.plan_chunks``), so
+  Each chunk is a whole number of rounds of its slots (``pipeline.plan_chunks``), so
   no worker ends a chunk with a round of mostly idle slots.
   Chunks no longer list the run (``plan_trials`` lists it once) and return what they stored
   (``ChunkResult``);

@@ -83,7 +83,7 @@ def child_plain(suite: str, k: int, out: str) -> dict:
 
 def child_suite(suite: str, k: int, store: str) -> dict:
     from ek_agents.execution.harness import run_suite
-    from ek_agents.pipeline.chunks import load_agent
+    from ek_agents.pipeline.request import load_agent
     from ek_agents.suite import load_suite
 
     tasks = load_suite(suite)

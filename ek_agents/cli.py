@@ -253,7 +253,7 @@ def _print_report(st: Any, run_id: str) -> None:
 
 def _cmd_run(a: argparse.Namespace) -> int:
     from .execution.harness import new_run_id
-    from .pipeline.chunks import check_inputs, check_request, load_agent
+    from .pipeline.request import check_inputs, check_request, load_agent
     from .store import run_key
 
     clock = _Clock(a.verbose, since=getattr(a, "started", None))  # from main(): the parsing too
@@ -409,7 +409,7 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 def _cmd_gate(a: argparse.Namespace) -> int:
     from .stages.labelrun import gate_with_labels  # labels=None: stages.gate_run
-    from .pipeline.chunks import raise_for_verdict
+    from .pipeline.request import raise_for_verdict
 
     verdict = gate_with_labels(_store(a.store), a.run_id, a.baseline, a.labels,
                                tolerance=a.tolerance, cost_tolerance=a.cost_tolerance)

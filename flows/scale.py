@@ -16,7 +16,8 @@ from prefect import get_run_logger
 
 from ek_agents.base import RunProvenance
 from ek_agents.execution.harness import new_run_id
-from ek_agents.pipeline.chunks import TrialRequest, check_request
+from ek_agents.pipeline.chunks import TrialRequest
+from ek_agents.pipeline.request import check_request
 from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_pipeline.tasks.inputs import load_prices, load_suite
 from ek_agents_pipeline.tasks.scale import finish_scale, plan_scale, run_scale_chunk

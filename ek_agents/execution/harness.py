@@ -193,7 +193,7 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     bytes as written), in ``(task_id, trial)`` order.
 
     Nothing is listed or read back: a run's chunks take this after the run was planned once
-    (``pipeline_support.plan_trials``), so that no chunk lists the run's stored trials.
+    (``pipeline.plan_trials``), so that no chunk lists the run's stored trials.
     ``on_stored(stored, episode)`` is called with each trial once its file is stored, on the
     writer thread that stored it (off the event loop: the chunks grade their trials there);
     ``episode`` is the episode its bytes parse back to when the harness built it from a plain

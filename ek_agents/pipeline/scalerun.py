@@ -34,7 +34,8 @@ from ..records.documents import prices_of, read_ref, record_run, tasks_of
 from ..execution.harness import store_trials
 from ..records.fingerprint import RunFingerprint, check_fingerprint, fingerprint_key
 from ..records.manifest import RunInputs
-from .chunks import TrialRequest, load_agent, request_fingerprint
+from .chunks import TrialRequest, request_fingerprint
+from .request import load_agent
 from ..records.segments import (SEGMENT_TRIALS, RunSegments, new_writer_name, pack_pairs,
                                 unpack_pairs)
 from ..records.stagecache import ManifestRef, StageRef, write_doc

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents.pipeline import chunks as pipeline_support
+from ek_agents import pipeline
 from ek_agents.stages.audit import differences
 from ek_agents.errors import AuditFailed, GateFailed, IncomparableRuns, SuiteError
 from ek_agents.store import Store
@@ -85,12 +85,12 @@ def test_killed_run_resumes_without_rerunning_finished_trials(tmp_path, suite, c
     from ek_agents_pipeline.flows import evaluate_agent
 
     store = str(tmp_path / "store")
-    request = pipeline_support.TrialRequest(  # what the flow asks for, planned in chunks of 3
+    request = pipeline.TrialRequest(  # what the flow asks for, planned in chunks of 3
         store=Store(store).url, run_id="r", tasks=stages.record_suite(Store(store), "r", suite),
         agent=AGENT, k=2, seed=5, run=RunProvenance(seed=5, suite_version="1").to_dict(),
         chunk_size=3)
-    first = pipeline_support.plan_trials(request).chunks[0]
-    pipeline_support.run_trial_chunk(first)  # one chunk finished, then the process died
+    first = pipeline.plan_trials(request).chunks[0]
+    pipeline.run_trial_chunk(first)  # one chunk finished, then the process died
     assert len(calls) == 3 and list(first.pairs) == [("t0", 0), ("t0", 1), ("t1", 0)]
     evaluate_agent(suite=suite, agent=AGENT, k=2, seed=5, store=store, run_id="r")
     assert len(calls) == 12  # 12 trials in all, the 3 stored ones not re-run

@@ -12,7 +12,8 @@ from ek_agents.stages.audit import audit
 from ek_agents.base import RunProvenance
 from ek_agents.errors import RunMismatch
 from ek_agents.harness import run_trials
-from ek_agents.pipeline.chunks import TrialRequest, load_agent
+from ek_agents.pipeline.chunks import TrialRequest
+from ek_agents.pipeline.request import load_agent
 from ek_agents.records.documents import read_ref, tasks_of
 from ek_agents.stages.evaluate import record_prices, record_suite
 from ek_agents.reporting import graded_report

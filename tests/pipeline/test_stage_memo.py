@@ -108,7 +108,7 @@ def test_the_grade_stage_takes_what_the_chunks_graded_and_it_is_what_grading_the
     # the chunks grade the trials they stored (record.grade_trials); in the same process the
     # grade stage takes that document instead of parsing and grading the episodes again, and
     # it is byte for byte what grading the stored episodes document gives
-    from ek_agents.pipeline import chunks as pipeline_support
+    from ek_agents import pipeline
     from ek_agents.pipeline.chunks import TrialRequest
 
     suite = tmp_path / "suite.jsonl"
@@ -121,10 +121,10 @@ def test_the_grade_stage_takes_what_the_chunks_graded_and_it_is_what_grading_the
     tasks = stages.record_suite(st, "r", str(suite))
     request = TrialRequest(store=st.url, run_id="r", tasks=tasks, k=3, seed=1, chunk_size=4,
                            agent="tests.pipeline.pipeline_agents:counting_agent", check=None)
-    plan = pipeline_support.plan_trials(request)
-    ran = [pipeline_support.run_trial_chunk(c) for c in plan.chunks]
+    plan = pipeline.plan_trials(request)
+    ran = [pipeline.run_trial_chunk(c) for c in plan.chunks]
     assert len(ran) == 5 and all(len(c.graded) == len(c.trials) for c in ran)
-    episodes = pipeline_support.collect_episodes(plan, ran)
+    episodes = pipeline.collect_episodes(plan, ran)
     parsed = []
     real = documents.episodes_of
     for mod in (trials, stages):  # every reader of a stored episodes document
@@ -138,8 +138,8 @@ def test_the_grade_stage_takes_what_the_chunks_graded_and_it_is_what_grading_the
     assert trials.read_episodes(st, graded) == real(expected)
     # a changed episodes document is refused, as when the stage grades it itself
     trials.forget_episodes()
-    again = [pipeline_support.run_trial_chunk(c) for c in plan.chunks]
-    ref = pipeline_support.collect_episodes(plan, again)
+    again = [pipeline.run_trial_chunk(c) for c in plan.chunks]
+    ref = pipeline.collect_episodes(plan, again)
     st.write_bytes(ref.key, st.read_bytes(ref.key) + b" ")
     with pytest.raises(DigestMismatch):
         stages.run_grade(st, "r2", ref, tasks, None)
