@@ -18,22 +18,20 @@ from ..lazy import lazy_exports
 #: ``TYPE_CHECKING`` block to it). A name resolves on first use: importing one module of the
 #: package does not import the others.
 _EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["TrialRunner", "run_coroutine"], "_trialrunner"),
     **dict.fromkeys(["run_suite", "run_trials", "store_trials", "build_report", "new_run_id",
-                    "trial_fingerprint", "AgentGateResult"], "harness"),
+                    "trial_fingerprint"], "harness"),
     **dict.fromkeys(["OtelCapture", "TrialSpans", "make_capture", "CAPTURES"], "otelcapture"),
-    **dict.fromkeys(["TrialRunner", "run_coroutine", "EPISODE_DEPTH"], "trialrunner"),
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
+    from ._trialrunner import (TrialRunner as TrialRunner, run_coroutine as run_coroutine)
     from .harness import (run_suite as run_suite, run_trials as run_trials,
                           store_trials as store_trials, build_report as build_report,
-                          new_run_id as new_run_id, trial_fingerprint as trial_fingerprint,
-                          AgentGateResult as AgentGateResult)
+                          new_run_id as new_run_id, trial_fingerprint as trial_fingerprint)
     from .otelcapture import (OtelCapture as OtelCapture, TrialSpans as TrialSpans,
                               make_capture as make_capture, CAPTURES as CAPTURES)
-    from .trialrunner import (TrialRunner as TrialRunner, run_coroutine as run_coroutine,
-                              EPISODE_DEPTH as EPISODE_DEPTH)
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

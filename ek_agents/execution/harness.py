@@ -31,7 +31,7 @@ exponential backoff (``backoff_s * 2**i``); the retries are counted in ``Cost.re
 ``meta["retries"]`` when the agent reported no Cost -- an unknown cost stays unknown).
 
 The trial runner itself (concurrency, timeouts, retries, the writer threads) is
-:mod:`ek_agents.execution.trialrunner`.
+:mod:`ek_agents.execution._trialrunner`.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ from ..sequential import check_baseline_comparable, gate_document, sequential_ga
 from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
 from ..records.manifest import RunInputs
 from .otelcapture import make_capture
-from .trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner, run_coroutine
+from ._trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner, run_coroutine
 
 # the spec documents these under ``harness`` too: re-exported from their homes
 from ..gate import AgentGateResult as AgentGateResult

@@ -18,12 +18,14 @@ from ..lazy import lazy_exports
 #: ``TYPE_CHECKING`` block to it). A name resolves on first use: importing one module of the
 #: package does not import the others.
 _EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["EK_CONFIG", "declared_config"], "_agentstate"),
     **dict.fromkeys(["AgentIdentity", "agent_identity", "identity_note"], "agentid"),
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
+    from ._agentstate import (EK_CONFIG as EK_CONFIG, declared_config as declared_config)
     from .agentid import (AgentIdentity as AgentIdentity, agent_identity as agent_identity,
                           identity_note as identity_note)
 

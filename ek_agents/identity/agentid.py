@@ -15,7 +15,7 @@ digests:
   method's ``__self__``, a partial's function / args / keywords, an instance's ``__dict__``
   and ``__slots__`` (and, for a class with no source file or defined inside a function, the
   class's own attributes and methods). Values go through one canonical encoding (the walk
-  in :mod:`ek_agents.identity.agentstate`: containers order-free where Python's are, pydantic
+  in :mod:`ek_agents.identity._agentstate`: containers order-free where Python's are, pydantic
   models, dataclasses, numpy arrays, pickle recipes, ...). An object that declares
   ``ek_config`` (a JSON mapping, or a method returning one) is identified by that declaration
   instead of its attributes.
@@ -55,7 +55,7 @@ from pydantic import Field
 from ..base import JsonShape
 from ..core import shape
 from ..errors import InvalidInput
-from .agentstate import (BIG_BYTES, EK_CONFIG, MAX_DEPTH, MAX_NODES, Walker, attributes,
+from ._agentstate import (BIG_BYTES, EK_CONFIG, MAX_DEPTH, MAX_NODES, Walker, attributes,
                          declared_config, name_of, numpy_array, static_attr, tree_digest)
 
 __all__ = ["AgentIdentity", "agent_identity", "declared_config", "differences",

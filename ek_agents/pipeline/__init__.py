@@ -19,30 +19,30 @@ from ..lazy import lazy_exports
 #: ``TYPE_CHECKING`` block to it). A name resolves on first use: importing one module of the
 #: package does not import the others.
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(["plan_batch", "batch_look", "collect_batches"], "batches"),
-    **dict.fromkeys(["plan_chunks", "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan",
+    **dict.fromkeys(["plan_batch", "batch_look", "collect_batches"], "_batches"),
+    **dict.fromkeys(["check_errors", "MAX_ERROR_RATE"], "_errorrate"),
+    **dict.fromkeys(["DEFAULT_CHUNKS", "plan_chunks", "TrialRequest", "TrialChunk", "TrialPlan",
                     "ChunkResult", "plan_trials", "cached_plan", "run_trial_chunk",
                     "collect_episodes", "chunk_workers", "request_fingerprint"], "chunks"),
-    **dict.fromkeys(["check_errors", "MAX_ERROR_RATE"], "errorrate"),
     **dict.fromkeys(["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint",
                     "raise_for_verdict"], "request"),
     **dict.fromkeys(["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale",
-                    "run_scale_chunk", "finish_scale", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"], "scalerun"),
+                    "run_scale_chunk", "finish_scale", "SCALE_CHUNK"], "scalerun"),
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
-    from .batches import (plan_batch as plan_batch, batch_look as batch_look,
-                          collect_batches as collect_batches)
-    from .chunks import (plan_chunks as plan_chunks, DEFAULT_CHUNKS as DEFAULT_CHUNKS,
+    from ._batches import (plan_batch as plan_batch, batch_look as batch_look,
+                           collect_batches as collect_batches)
+    from ._errorrate import (check_errors as check_errors, MAX_ERROR_RATE as MAX_ERROR_RATE)
+    from .chunks import (DEFAULT_CHUNKS as DEFAULT_CHUNKS, plan_chunks as plan_chunks,
                          TrialRequest as TrialRequest, TrialChunk as TrialChunk,
                          TrialPlan as TrialPlan, ChunkResult as ChunkResult,
                          plan_trials as plan_trials, cached_plan as cached_plan,
                          run_trial_chunk as run_trial_chunk, collect_episodes as collect_episodes,
                          chunk_workers as chunk_workers,
                          request_fingerprint as request_fingerprint)
-    from .errorrate import (check_errors as check_errors, MAX_ERROR_RATE as MAX_ERROR_RATE)
     from .request import (check_request as check_request, check_inputs as check_inputs,
                           MAX_K as MAX_K, load_agent as load_agent,
                           agent_fingerprint as agent_fingerprint,
@@ -50,7 +50,6 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
     from .scalerun import (ScaleChunk as ScaleChunk, ScalePlan as ScalePlan,
                            ScaleChunkResult as ScaleChunkResult, plan_scale as plan_scale,
                            run_scale_chunk as run_scale_chunk, finish_scale as finish_scale,
-                           SCALE_CHUNK as SCALE_CHUNK, held_bitmaps as held_bitmaps,
-                           LAYOUT as LAYOUT)
+                           SCALE_CHUNK as SCALE_CHUNK)
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -71,6 +71,8 @@ class ScaleChunk(JsonShape):
 
 @shape()
 class ScalePlan(JsonShape):
+    """A run at scale planned from its segment index: the chunks still to run and what is held."""
+
     request: TrialRequest
     chunks: tuple[ScaleChunk, ...] = ()
     total: int = 0
@@ -85,6 +87,8 @@ class ScalePlan(JsonShape):
 
 @shape()
 class ScaleChunkResult(JsonShape):
+    """What one chunk at scale ran and stored, and what its process spent doing it."""
+
     index: int
     ran: int = 0
     """Trials run (agent calls)."""

@@ -274,6 +274,8 @@ def read_ref(store: Any, ref: StageRef) -> Any:
 
 
 def verified_bytes(store: Any, ref: StageRef) -> bytes:
+    """The bytes ``ref`` points to, which must still hash to ``ref.sha256`` (else DigestMismatch
+    naming the key)."""
     data = store.read_bytes(ref.key)
     actual = sha256_hex(data)
     if actual != ref.sha256:

@@ -20,7 +20,7 @@ from ..core import shape
 from ..errors import ArtifactNotFound, IntegrityError, InvalidInput, RunMismatch, UnidentifiedAgent
 from ..store import episode_key, episodes_prefix, parse_json, run_key, sha256_hex
 from ..identity import agentid
-from ..identity.agentstate import EK_CONFIG, declared_config
+from ..identity import EK_CONFIG, declared_config
 from .segments import RunSegments, iter_segments
 
 __all__ = ["EK_CONFIG", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
@@ -139,6 +139,7 @@ def errored(episode: Episode) -> bool:
 
 
 def fingerprint_key(run_id: str) -> str:
+    """The key of a run's fingerprint document."""
     return run_key(run_id, "fingerprint")
 
 

@@ -36,7 +36,7 @@ from ..records import documents
 from . import evaluate as stages
 from .labelrun import labels_stage
 from ..records.segments import stored_pair
-from .streamaudit import STREAMED, audit_streamed, segment_episodes
+from ._streamaudit import STREAMED, audit_streamed, segment_episodes
 
 __all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
 

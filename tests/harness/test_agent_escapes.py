@@ -10,7 +10,7 @@ import pytest
 
 from ek_agents.base import TaskSpec
 from ek_agents.execution.harness import EPISODE_DEPTH, run_suite, run_trials
-from ek_agents.execution.trialrunner import TrialRunner
+from ek_agents.execution import TrialRunner
 from ek_agents.store import Store
 
 N_TASKS, K = 40, 5

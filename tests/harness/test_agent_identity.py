@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents.identity import agentid, agentstate
+from ek_agents.identity import _agentstate as agentstate, agentid
 from ek_agents.stages import audit
 from ek_agents.base import TaskSpec
 from ek_agents.errors import RunMismatch, UnidentifiedAgent
@@ -272,7 +272,7 @@ def test_agentid_doctests_and_it_sits_low_in_the_layers():
     import ast
     import doctest
 
-    for module, allowed in ((agentid, {"errors", "core", "base", "agentstate"}),
+    for module, allowed in ((agentid, {"errors", "core", "base", "_agentstate"}),
                             (agentstate, {"errors", "core"})):
         assert doctest.testmod(module).failed == 0
         tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))

@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from ek_agents.execution import trialrunner
+from ek_agents.execution import _trialrunner as trialrunner
 from ek_agents.stages.audit import audit
 from ek_agents.cli import main
 from ek_agents.store import Store

@@ -23,9 +23,11 @@ from ..errors import AgentTimeout, InvalidInput, TransientAgentError
 from ..parsing import MAX_DEPTH, check_tree
 from ..store import Store
 from ..records.segments import Pair, SegmentWriter
-from .trialwriter import WRITER_BACKLOG, TrialWriter, abort_on, writer_threads
+from ._trialwriter import WRITER_BACKLOG, TrialWriter, abort_on, writer_threads
 
 def run_coroutine(factory: Callable[[], Any]) -> Any:
+    """Run the coroutine ``factory()`` makes to its end from sync code: on a loop of its own,
+    or on a thread of its own when the caller is already inside an event loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

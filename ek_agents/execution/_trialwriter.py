@@ -1,4 +1,4 @@
-"""The writer threads under :class:`ek_agents.execution.trialrunner.TrialRunner`: a run's finished
+"""The writer threads under :class:`ek_agents.execution._trialrunner.TrialRunner`: a run's finished
 trials stored as they finish, one file each or in segments (``segments.SegmentWriter``), with
 the event loop held back -- without polling -- when a segment writer falls behind.
 """
