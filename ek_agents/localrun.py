@@ -6,14 +6,14 @@ temporary server is >= 6-7 s on a 2-core machine; the shop suite's 96 trials tak
 So, with no API to record it, the CLI runs the same plan as ``flows/evaluate.py`` here, by
 calling the same library functions its tasks call (each task in ``tasks/`` is one of them):
 
-- ``record.record_suite`` (load-suite), or ``record.ingest_run`` + ``record.ingest_suite``
+- ``stages.evaluate.record_suite`` (load-suite), or ``stages.evaluate.ingest_run`` + ``stages.evaluate.ingest_suite``
   for a recorded run;
 - ``pipeline.plan_trials`` -> ``run_trial_chunk`` -> ``collect_episodes``: the same
   plan, identity rules (fingerprint, ``refresh``, ``retry_errored``) and stored trials; the
   chunks of the plan run as one chunk, on one asyncio loop, at most ``max_concurrency``
   trials at once (the flow fans chunks out on a task runner; here there is nothing to fan
   out to). ``sequential=True`` runs batch by batch as ``flows/sequential.py`` does;
-- ``record.record_prices``, ``run_grade``, ``run_metrics``, ``run_cost``, ``run_gate``,
+- ``stages.evaluate.record_prices``, ``run_grade``, ``run_metrics``, ``run_cost``, ``run_gate``,
   ``record_run`` (the manifest: its orchestrator record says no orchestrator ran it,
   :data:`ORCHESTRATOR`), ``htmlreport.publish_run`` (its log lines to ``log``),
   ``pipeline.check_errors`` and ``raise_for_verdict``;

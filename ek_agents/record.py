@@ -1,10 +1,10 @@
-"""``ek_agents.record``: the former run-record module, split by concept into ``ek_agents.runs``, kept as a thin re-export of ``ek_agents.records.stagecache``, ``ek_agents.records.documents``, ``ek_agents.stages.evaluate``, ``ek_agents.records.baselines``, ``ek_agents.records.fingerprint``, ``ek_agents.records.trials``.
+"""``ek_agents.record``: a documented path, kept as a thin re-export of ``ek_agents.records.stagecache``, ``ek_agents.records.documents``, ``ek_agents.stages.evaluate``, ``ek_agents.records.baselines``, ``ek_agents.records.fingerprint``, ``ek_agents.records.trials``.
 
 New code imports from the home module; this file only re-exports its public names
 (see docs/ARCHITECTURE.md)."""
 from __future__ import annotations
 
-# each home's __all__; record's own is their union (a superset of its names before the split)
+# each home's __all__; record's own is their union
 from .records.stagecache import *  # noqa: F403
 from .records.documents import *  # noqa: F403
 from .stages.evaluate import *  # noqa: F403

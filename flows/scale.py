@@ -1,5 +1,5 @@
 """``evaluate-at-scale``: a run of many trials on a Dask cluster, stored in segments, its
-report streamed (issue 27).
+report streamed.
 
 suite -> plan (segment index) -> chunks on Dask workers (each writes its own segments to the
 shared store) -> metrics + report merged from the segments' summaries -> manifest. Point it at

@@ -76,7 +76,7 @@ class TrialRunner:
         self.writer_name = writer
         self.unbuilt = 0  # segments: trials called whose episode is not handed to the writer yet
         self.built: Optional[asyncio.Event] = None  # segments: set while unbuilt is low
-        self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
+        self.written: dict = {}  # pair -> records.trials.StoredTrial, as each trial is stored
         self.writer: Optional[TrialWriter] = None  # run_all's, when the run is stored
         self.is_async = _is_async(agent)
         self.pass_seed = _accepts_seed(agent)

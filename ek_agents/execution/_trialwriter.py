@@ -30,7 +30,7 @@ class TrialWriter:
 
     The event loop hands each finished trial's bytes over with one queue put (no future, no
     wake-up of the loop per write: a thread hop per trial cost ~0.1 ms of the loop's CPU) and
-    goes on with the next trial; ``written`` gets each trial's :class:`record.StoredTrial`
+    goes on with the next trial; ``written`` gets each trial's :class:`records.trials.StoredTrial`
     once its file is in the store (and ``then`` is called with it). The first failed write is kept in ``error`` and reported
     once with ``on_error`` (the run then stops); later trials are not written. A trial
     handed over but not yet written when the process dies is simply not stored: a resume

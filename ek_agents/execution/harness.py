@@ -5,7 +5,7 @@ agent, concurrently, seeded, fault-tolerant, optionally persisted and resumable)
 ``reporting.build_report`` (grade -> metrics -> cost -> reliability), recorded through
 :mod:`ek_agents.stages.evaluate` when persisted. The spec documents the report, baseline and gate
 functions under this module too: they are re-exported from their homes
-(``reporting.build_report``, ``record.save_agent_baseline`` / ``load_agent_baseline`` /
+(``reporting.build_report``, ``records.baselines.save_agent_baseline`` / ``load_agent_baseline`` /
 ``agent_regression_gate``, ``gate.AgentGateResult``).
 
 >>> from ek_agents.base import TaskSpec
@@ -104,11 +104,11 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       ``store.episode_key(run_id, task, trial)``; trials already stored there are loaded,
       not re-run (so a killed run resumes without losing or duplicating anything). ``run_id``
       alone uses the default store; ``store`` alone is an error. A resume must be the same
-      run: its fingerprint (``record.RunFingerprint``: agent, its code and declared
+      run: its fingerprint (``records.fingerprint.RunFingerprint``: agent, its code and declared
       ``ek_config``, suite, k, seed, provenance, timeout, retries; ``fingerprint`` overrides
       the one computed here) is stored at the first write, and a different one raises
       :class:`~ek_agents.errors.RunMismatch` naming the fields. A stored file that is not the
-      trial its key names is run again, never kept (``record.claim_run``).
+      trial its key names is run again, never kept (``records.fingerprint.claim_run``).
     - ``refresh``: run every trial afresh (stored trials are removed first); ``retry_errored``:
       run again only the stored trials that ended in an error.
     - ``agent_id``: what identifies the agent, said by the caller (e.g. ``"bot-v3/gpt-4o"``):
@@ -188,7 +188,7 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  keep: bool = True, writer: Optional[str] = None,
                  capture: Optional[str] = None) -> list[stored_trials.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
-    ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
+    ``records.fingerprint.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
     bytes as written), in ``(task_id, trial)`` order.
 
@@ -197,7 +197,7 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     ``on_stored(stored, episode)`` is called with each trial once its file is stored, on the
     writer thread that stored it (off the event loop: the chunks grade their trials there);
     ``episode`` is the episode its bytes parse back to when the harness built it from a plain
-    answer (``record.PlainEpisodeJson``), else None (parse ``stored.data``). What it raises
+    answer (``records.trials.PlainEpisodeJson``), else None (parse ``stored.data``). What it raises
     fails the run as a failed write does. ``segments``: as :func:`run_trials` (then a
     stored trial's ``key`` and ``sha256`` are its segment's, ``on_stored`` is called as each
     segment is indexed); ``summarize(pairs, lines, episodes)``: a segment's summary, stored
@@ -309,7 +309,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     resume a killed run. At the end the run is recorded as the pipeline records one: its
     stage documents (``tasks``, ``episodes``, ``graded``, ``metrics``, ``report``, ``prices``
     when ``prices`` is given, at ``store.run_key(run_id, name)``) and its manifest
-    (``record.record_run``: every artifact and per-trial episode
+    (``records.documents.record_run``: every artifact and per-trial episode
     with its sha256), so ``ek-agents report / gate / audit / promote`` work on it. An input a
     run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
     recorded as such in the manifest's inputs, and the audit says which figures it cannot
@@ -422,8 +422,8 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
             runner: Mapping, gate: Optional[stagecache.GateRef] = None,
             reuse: Optional[identity.RunReuse] = None, labels: Optional[Labels] = None) -> None:
     """Record a persisted ``run_suite`` run as the pipeline records one: its stage documents
-    and its manifest (``record.record_run``); ``gate`` a verdict already written
-    (``record.write_gate``: the sequential gate's); ``reuse`` what the run kept of its stored
+    and its manifest (``records.documents.record_run``); ``gate`` a verdict already written
+    (``stages.evaluate.write_gate``: the sequential gate's); ``reuse`` what the run kept of its stored
     trials (recorded on the episodes stage)."""
     graded, reliability, report = scored
     ep_ref = stagecache.write_doc(st, run_id, "episodes", stored_trials.episodes_json(episodes))

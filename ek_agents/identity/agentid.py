@@ -1,6 +1,6 @@
 """What identifies an agent: its code and everything in its state that decides its answers.
 
-A stored trial is reused only for the same agent (``record.RunFingerprint``), so the identity
+A stored trial is reused only for the same agent (``records.fingerprint.RunFingerprint``), so the identity
 must tell ``make_agent("OK")`` from ``make_agent("WRONG")``, ``Agent(model="gpt-4o")`` from
 ``Agent(model="gpt-4o-mini")`` and one ``python -`` lambda from another -- and must be the same
 for an equal agent built in another process or on another machine. :func:`agent_identity`

@@ -114,7 +114,7 @@ class TrialRequest(JsonShape):
     episodes this run would otherwise reuse)."""
     check: Optional[str] = None
     """The checker the run's grade stage uses (None: the suite's). Each chunk grades the trials
-    it stored with it (``record.trial_grader``), so that the grade stage, in the same process,
+    it stored with it (``records.trials.trial_grader``), so that the grade stage, in the same process,
     takes that work instead of grading 20,000 episodes after the last trial."""
     capture: Optional[str] = None
     """``"otel"``: each trial's OpenTelemetry spans give its episode's steps and per-call cost
@@ -150,7 +150,7 @@ class ChunkResult(JsonShape):
     """Its trials' stored files (key, sha256, bytes); empty for a chunk that claimed the run
     itself (the collect step reads those from the store)."""
     graded: tuple[Episode, ...] = ()
-    """``trials`` graded as the run's grade stage grades them (``record.trial_grader`` with the
+    """``trials`` graded as the run's grade stage grades them (``records.trials.trial_grader`` with the
     request's ``check``, on the writer threads as each trial is stored), in the same order;
     empty when they were not all graded here."""
     graded_data: tuple[str, ...] = ()
@@ -177,7 +177,7 @@ class TrialPlan(JsonShape):
 
 def request_fingerprint(request: TrialRequest) -> RunFingerprint:
     """The run's fingerprint: the agent's import path, code digest and declared configuration
-    (``record.agent_config`` of the loaded agent), its identity (``agentid.agent_identity``:
+    (``records.fingerprint.agent_config`` of the loaded agent), its identity (``agentid.agent_identity``:
     code and state, or ``request.agent_id``), the suite digest, k, seed, provenance and
     limits."""
     agent = load_agent(request.agent)
@@ -241,7 +241,7 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     reused only from a run with the same agent, code, configuration, suite, k, seed,
     provenance and limits. ``refresh`` skips the cache; ``retry_errored`` reuses a cached
     run's successful trials and runs its errored ones again. The run's own stored trials go
-    through ``record.claim_run`` (fingerprint checked, misfiled files removed).
+    through ``records.fingerprint.claim_run`` (fingerprint checked, misfiled files removed).
     """
     st = Store(request.store)
     identity = fp, digest, ids, pairs = _identity(st, request)  # once: a cache hit asks first

@@ -113,7 +113,7 @@ def load_agent(path: str) -> Callable[..., Any]:
 
 def agent_fingerprint(path: str) -> Optional[str]:
     """sha256 of the source file that defines the agent (None when it has none):
-    ``record.code_digest`` of the import path.
+    ``records.fingerprint.code_digest`` of the import path.
 
     It goes into the run's fingerprint, so editing the agent's code invalidates the cached
     episodes even when its import path stays the same.

@@ -1,4 +1,4 @@
-"""A run at scale (issue 27): trials in segments on a cluster, the report streamed from them.
+"""A run at scale: trials in segments on a cluster, the report streamed from them.
 
 What only the ``evaluate-at-scale`` flow needs (``flows/scale.py``), beside
 :mod:`ek_agents.pipeline.chunks`. The run is planned once from its segment index

@@ -1,6 +1,5 @@
 """Baselines by name: freezing a run's report as a named baseline, loading it, promoting a
-stored run, and the library's regression gate against a named baseline. (Split out of the former
-``record.py``.)
+stored run, and the library's regression gate against a named baseline.
 """
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ the prices, the episodes, the graded episodes, the metrics, the report, the gate
 the manifest listing each with its sha256 (:func:`record_run`). A command that uses a stored
 run's documents (report, gate, promote, the flows) reads them here: the manifest validated
 (DocumentError naming the field), each document's bytes checked against the manifest's sha256
-(DigestMismatch: the audit's exit code) and its shape validated. (Split out of the former
-``record.py``.)
+(DigestMismatch: the audit's exit code) and its shape validated.
 """
 from __future__ import annotations
 

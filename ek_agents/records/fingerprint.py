@@ -3,7 +3,7 @@ configuration and code digest, and the claim a (re)run makes on a run id's store
 
 What decides a run's episodes is its fingerprint, stored at the run's first write
 (``store.run_key(run_id, "fingerprint")``); a resume must match it, and a resume trusts no
-per-trial file it has not checked (:func:`claim_run`). (Split out of the former ``record.py``.)
+per-trial file it has not checked (:func:`claim_run`).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ A stage's output is a content-addressed artifact; the cache index (``store.cache
 digest)``) maps the stage's input digest (``manifest.input_digest``: everything that decided it)
 to that artifact, so a re-run with the same inputs is a hit and a killed run resumes where it
 stopped. :class:`StageRef` (and its kinds) is what one stage hands the next: small JSON that
-travels to any worker. (Split out of the former ``record.py``.)
+travels to any worker.
 
 >>> from ek_agents.store import Store
 >>> from ek_agents.records.manifest import input_digest

@@ -4,8 +4,7 @@
 document of a run is assembled from their bytes (:func:`episodes_bytes`). The memo keeps the
 episodes of a document this process parsed or wrote, and a graded document made ahead of its
 stage, so the next stage in the same process does not parse and validate 20,000 episodes again
-(:func:`read_episodes`, :func:`trial_grader`, :func:`remember_graded`). (Split out of the
-former ``record.py``.)
+(:func:`read_episodes`, :func:`trial_grader`, :func:`remember_graded`).
 """
 from __future__ import annotations
 

@@ -289,7 +289,7 @@ def load_runs(store: Union[Store, str], run_ids: Sequence[str]) -> list[RunSumma
     """The :class:`RunSummary` of each stored run, in the order given.
 
     Reads ``runs/<id>/manifest.json``, ``runs/<id>/report.json`` and, when the manifest lists
-    it, ``runs/<id>/gate.json`` (``record.read_run_doc``: each checked against the manifest's
+    it, ``runs/<id>/gate.json`` (``records.documents.read_run_doc``: each checked against the manifest's
     sha256); a run without a manifest raises :class:`~ek_agents.errors.ArtifactNotFound`
     naming it and the store.
     """

@@ -1,4 +1,4 @@
-"""The audit of a run stored in segments (issue 27), beside :mod:`ek_agents.stages.audit`.
+"""The audit of a run stored in segments, beside :mod:`ek_agents.stages.audit`.
 
 :func:`segment_episodes`: every trial a run's segments hold, each line checked against the
 trial its index names (the per-trial audit compares them with ``episodes.json``).

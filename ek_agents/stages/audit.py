@@ -6,7 +6,7 @@ metrics, the cost report, the headline results and the gate verdict from the sto
 with the very stage functions the pipeline ran (:mod:`ek_agents.stages.evaluate`), and compares them
 figure by figure with what was recorded. Each problem names the artifact or the figure. A run
 recorded by ``harness.run_suite`` with an input it cannot store (a callable ``check``, custom
-``metrics``, a single ``price``: ``record.UNSTORED`` or the metric names in its manifest's
+``metrics``, a single ``price``: ``records.documents.UNSTORED`` or the metric names in its manifest's
 inputs) gets a problem saying which figures cannot be recomputed; the rest is still compared.
 
 >>> from ek_agents.store import Store

@@ -5,7 +5,7 @@ calling the library (``metrics.grade``, ``reporting.reliability_with_run``,
 the stage cache (:mod:`.stagecache`) and return the :class:`~.stagecache.StageRef` the next
 stage takes. The library's persisted ``harness.run_suite``, the audit and the Prefect tasks in
 ``tasks/`` all use these, so a recorded figure and its recomputation can only differ when
-stored bytes differ. (Split out of the former ``record.py``.)
+stored bytes differ.
 """
 from __future__ import annotations
 
