@@ -1,7 +1,7 @@
 """Execution: running an agent's trials -- the harness, the trial runner, the writer threads.
 
-``harness`` (``run_trials``, ``store_trials``, ``run_suite``) runs over ``trialrunner`` (the
-event loop, timeouts, retries), which hands finished trials to ``trialwriter``'s writer
+``harness`` (``run_trials``, ``store_trials``, ``run_suite``) runs over ``_trialrunner`` (the
+event loop, timeouts, retries), which hands finished trials to ``_trialwriter``'s writer
 threads; ``otelcapture`` captures each trial's OpenTelemetry spans (``capture="otel"``).
 
 May import: ``stages``, ``records``, ``identity`` and the layers below them (see
@@ -18,7 +18,8 @@ from ..lazy import lazy_exports
 #: ``TYPE_CHECKING`` block to it). A name resolves on first use: importing one module of the
 #: package does not import the others.
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(["TrialRunner", "run_coroutine"], "_trialrunner"),
+    **dict.fromkeys(["run_coroutine"], "_sync"),
+    **dict.fromkeys(["TrialRunner"], "_trialrunner"),
     **dict.fromkeys(["run_suite", "run_trials", "store_trials", "build_report", "new_run_id",
                     "trial_fingerprint"], "harness"),
     **dict.fromkeys(["OtelCapture", "TrialSpans", "make_capture", "CAPTURES"], "otelcapture"),
@@ -27,7 +28,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
-    from ._trialrunner import (TrialRunner as TrialRunner, run_coroutine as run_coroutine)
+    from ._sync import (run_coroutine as run_coroutine)
+    from ._trialrunner import (TrialRunner as TrialRunner)
     from .harness import (run_suite as run_suite, run_trials as run_trials,
                           store_trials as store_trials, build_report as build_report,
                           new_run_id as new_run_id, trial_fingerprint as trial_fingerprint)

@@ -12,7 +12,6 @@ import inspect
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 from ..records import trials as stored_trials
@@ -25,18 +24,7 @@ from ..store import Store
 from ..records.segments import Pair, SegmentWriter
 from ._trialwriter import WRITER_BACKLOG, TrialWriter, abort_on, writer_threads
 
-def run_coroutine(factory: Callable[[], Any]) -> Any:
-    """Run the coroutine ``factory()`` makes to its end from sync code: on a loop of its own,
-    or on a thread of its own when the caller is already inside an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())
-    # called from inside an event loop (a notebook, an async flow): use a loop of our own
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ek-harness") as ex:
-        return ex.submit(lambda: asyncio.run(factory())).result()
-
-__all__ = ["TrialRunner", "run_coroutine", "EPISODE_DEPTH"]
+__all__ = ["TrialRunner", "EPISODE_DEPTH"]
 
 
 #: Deepest episode a trial may produce: an episode sits two levels down in the run's episodes

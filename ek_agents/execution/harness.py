@@ -46,7 +46,6 @@ from typing import Any, Callable, Optional, Union
 from ..records import (baselines, documents, fingerprint as identity, stagecache,
                        trials as stored_trials)
 from ..stages import evaluate as stages
-from ..identity.agentid import agent_identity
 from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..errors import InvalidInput
 from ..labels import Labels, labels_doc, read_labels
@@ -56,11 +55,13 @@ from ..sequential import check_baseline_comparable, gate_document, sequential_ga
 from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
 from ..records.manifest import RunInputs
 from .otelcapture import make_capture
-from ._trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner, run_coroutine
+from ._sync import run_coroutine
+from ._trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner
 
 # the spec documents these under ``harness`` too: re-exported from their homes
 from ..gate import AgentGateResult as AgentGateResult
 from ..reporting import build_report as build_report
+from ..records.baselines import no_baseline
 from ..records.baselines import (agent_regression_gate as agent_regression_gate,
                                  load_agent_baseline as load_agent_baseline,
                                  save_agent_baseline as save_agent_baseline)
@@ -235,16 +236,13 @@ def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int
                                 else type(agent))
     except (TypeError, OSError):
         own = ""
-    prov = {} if run is None else {f: v for f, v in run.to_dict().items() if f != "schema_version"}
-    if capture:  # the episodes are read from spans: another run's than one without
-        prov["capture"] = str(capture)
-    return identity.RunFingerprint(
-        agent=identity.agent_name(agent),
-        agent_code=None if code is None and not own else
+    return identity.run_fingerprint(
+        agent, name=identity.agent_name(agent),
+        code=None if code is None and not own else
         sha256_hex(f"{code}\n{own}".encode("utf-8", "surrogatepass")),
-        agent_config=identity.agent_config(agent), suite=documents.tasks_doc(tasks)["digest"],
-        k=k, seed=seed, run=prov, timeout_s=timeout_s, retries=retries,
-        agent_identity=agent_identity(agent, agent_id=agent_id))
+        suite=documents.tasks_doc(tasks)["digest"], k=k, seed=seed,
+        run={} if run is None else run.to_dict(), capture=capture, timeout_s=timeout_s,
+        retries=retries, agent_id=agent_id)
 
 
 def _check_params(agent: Any, *, k: Any, seed: Any, max_concurrency: Any, timeout_s: Any,
@@ -469,8 +467,7 @@ def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential:
     if isinstance(baseline, str):
         doc = load_agent_baseline(baseline, rootdir=rootdir)
         if doc is None:
-            raise InvalidInput(f"run_suite: no baseline named {baseline!r} in the store; save one "
-                               f"with save_agent_baseline(report, {baseline!r})")
+            raise no_baseline(open_store(rootdir), baseline)
         baseline = doc
     base_doc = baseline if isinstance(baseline, Mapping) else baseline.to_dict()
     check_baseline_comparable(run, base_doc)

@@ -1,9 +1,9 @@
 """Pipeline: what the pipeline and the CLI need around the library, without Prefect.
 
 ``request`` checks a request, loads an agent from its import path and maps a verdict to an
-exit code; ``chunks`` plans a run's trials as chunks and runs one; ``batches`` runs the
+exit code; ``chunks`` plans a run's trials as chunks and runs one; ``_batches`` runs the
 sequential gate's batches; ``scalerun`` the ``evaluate-at-scale`` plan, chunk and finish;
-``errorrate`` when a run fails for its errored trials.
+``_errorrate`` when a run fails for its errored trials.
 
 May import: ``execution``, ``stages``, ``records``, ``identity`` and the layers below them
 (see ``ek_agents.layers``).

@@ -16,11 +16,11 @@ from pydantic import Field
 from ..base import Episode, JsonShape, RunProvenance
 from ..core import shape
 from ..errors import InvalidInput
-from ..identity.agentid import agent_identity
 from ..execution.harness import run_trials, store_trials
 from ..records.manifest import input_digest
-from ..records.documents import episodes_of, tasks_of
-from ..records.fingerprint import RunFingerprint, agent_config, claim_run, code_digest, errored
+from ..records.documents import episodes_of, tasks_of, tasks_of_chunk
+from ..identity import code_digest
+from ..records.fingerprint import RunFingerprint, claim_run, errored, run_fingerprint
 from ..records.stagecache import (EpisodesRef, StageRef, SuiteRef, cache_origin, index_output,
                                   lookup, stage_output)
 from ..records.trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
@@ -180,14 +180,11 @@ def request_fingerprint(request: TrialRequest) -> RunFingerprint:
     (``records.fingerprint.agent_config`` of the loaded agent), its identity (``agentid.agent_identity``:
     code and state, or ``request.agent_id``), the suite digest, k, seed, provenance and
     limits."""
-    agent = load_agent(request.agent)
-    return RunFingerprint(agent=request.agent, agent_code=code_digest(request.agent),
-                          agent_config=agent_config(agent),
-                          agent_identity=agent_identity(agent, agent_id=request.agent_id),
-                          suite=request.tasks.digest, k=request.k, seed=request.seed,
-                          run={**{f: v for f, v in request.run.items() if f != "schema_version"},
-                               **({"capture": request.capture} if request.capture else {})},
-                          timeout_s=request.timeout_s, retries=request.retries)
+    return run_fingerprint(load_agent(request.agent), name=request.agent,
+                           code=code_digest(request.agent), suite=request.tasks.digest,
+                           k=request.k, seed=request.seed, run=request.run,
+                           capture=request.capture, timeout_s=request.timeout_s,
+                           retries=request.retries, agent_id=request.agent_id)
 
 
 def request_trials(request: TrialRequest, only: Optional[Sequence] = None,
@@ -340,12 +337,7 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
     st = Store(req.store)
     pairs = [(t, n) for t, n in chunk.pairs]
     found = read_trials(st, req.run_id, pairs) if resume else {}
-    suite = st.read_json(req.tasks.key)
-    # only this chunk's tasks are built (a pair of a task not in the suite is refused by
-    # store_trials as before): each of a 20,000-trial run's chunks built the whole suite twice
-    ids = {t for t, _ in pairs}
-    tasks = {**suite, "tasks": [t for t in suite["tasks"] if t.get("task_id") in ids]
-             or suite["tasks"]}
+    tasks = tasks_of_chunk(st.read_json(req.tasks.key), (t for t, _ in pairs))
     grader, graded = trial_grader(tasks, req.check), {}
 
     def grade_one(trial: StoredTrial, episode: Optional[Episode] = None) -> None:

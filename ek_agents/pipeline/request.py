@@ -20,7 +20,7 @@ from ..errors import InvalidInput, did_you_mean
 from ..prices import load_prices, price_of
 from ..records.baselines import load_baseline
 from ..records.documents import SOURCES
-from ..records.fingerprint import code_digest
+from ..identity import code_digest
 from ..scoring.metrics import final_state_match, get_checker, output_match
 from ..store import Store
 from ..suite import load_suite

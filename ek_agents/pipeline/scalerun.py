@@ -30,7 +30,7 @@ from ..base import JsonShape, RunProvenance
 from ..core import shape
 from ..errors import IntegrityError, InvalidInput, RunMismatch
 from ..store import Store
-from ..records.documents import prices_of, read_ref, record_run, tasks_of
+from ..records.documents import prices_of, read_ref, record_run, tasks_of, tasks_of_chunk
 from ..execution.harness import store_trials
 from ..records.fingerprint import RunFingerprint, check_fingerprint, fingerprint_key
 from ..records.manifest import RunInputs
@@ -40,10 +40,10 @@ from ..records.segments import (SEGMENT_TRIALS, RunSegments, new_writer_name, pa
                                 unpack_pairs)
 from ..records.stagecache import ManifestRef, StageRef, write_doc
 from ..stages.streaming import STREAMED, merged_report, segment_summarizer
-from ..stages.streaming import summary_basis as streaming_basis
+from ..stages.streaming import summary_basis
 
 __all__ = ["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale", "run_scale_chunk",
-           "finish_scale", "summary_basis", "peak_rss_mb", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"]
+           "finish_scale", "peak_rss_mb", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"]
 
 #: Trials per chunk by default: four segments. A chunk is a task run and one segment writer;
 #: its memory is bounded by its size (not the run's), and a killed worker loses at most its
@@ -106,11 +106,10 @@ class ScaleChunkResult(JsonShape):
     """Seconds it took."""
 
 
-def summary_basis(request: TrialRequest, prices: Optional[StageRef]) -> str:
-    """What a segment's summary depends on besides its bytes: the suite, the checker and the
-    price catalog (k, the seed and the provenance only enter when the report is built)."""
-    return streaming_basis(request.tasks.digest, request.check,
-                           None if prices is None else prices.sha256)
+def _basis(request: TrialRequest, prices: Optional[StageRef]) -> str:
+    """``streaming.summary_basis`` of a request's suite, checker and prices document."""
+    return summary_basis(request.tasks.digest, request.check,
+                         None if prices is None else prices.sha256)
 
 
 def held_bitmaps(segments: RunSegments, k: int) -> dict[str, bytearray]:
@@ -190,14 +189,12 @@ def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
     mine = f"c{chunk.index:05d}-"
     held = held_bitmaps(RunSegments.load(st, req.run_id, writers=mine), req.k)
     todo = [p for p in pairs if not (p[0] in held and held[p[0]][p[1]])]
-    suite = st.read_json(req.tasks.key)
-    ids = {t for t, _ in todo}
-    tasks = {**suite, "tasks": [t for t in suite["tasks"] if t.get("task_id") in ids] or suite["tasks"]}
+    tasks = tasks_of_chunk(st.read_json(req.tasks.key), (t for t, _ in todo))
     prices = prices_of(read_ref(st, chunk.prices)) if chunk.prices is not None else None
     run = RunProvenance.from_dict(req.run)
     summarize = segment_summarizer(tasks, k=req.k, check=req.check, prices=prices,
                                    seed=req.seed or 0, run=run)
-    basis = summary_basis(req, chunk.prices)
+    basis = _basis(req, chunk.prices)
     puts = [0]
 
     def with_basis(pairs_: list, lines: list, episodes: list) -> dict:
@@ -248,7 +245,7 @@ def finish_scale(plan: ScalePlan, prices: Optional[StageRef],
     run = RunProvenance.from_dict(req.run)
     metrics, report, counts = merged_report(
         st, req.run_id, tasks_doc, k=req.k, check=req.check, prices=price_table,
-        seed=req.seed or 0, run=run, basis=summary_basis(req, prices))
+        seed=req.seed or 0, run=run, basis=_basis(req, prices))
     if counts["trials"] != plan.total:
         raise IntegrityError(f"run {req.run_id!r}: its segments hold {counts['trials']} of its "
                              f"{plan.total} trials after every chunk ran; run it again (it "

@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
                     "tasks_doc", "tasks_of", "tasks_for_episodes", "read_source", "prices_doc",
                     "prices_of", "results_of", "record_run", "read_manifest", "read_run_doc",
                     "read_ref", "check_run_doc", "run_report", "verified_bytes"], "documents"),
-    **dict.fromkeys(["RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
+    **dict.fromkeys(["RunFingerprint", "RunReuse", "run_fingerprint", "agent_config",
                     "check_fingerprint", "claim_run", "fingerprint_key"], "fingerprint"),
     **dict.fromkeys(["RunManifest", "RunInputs", "input_digest", "report_markdown",
                     "report_rows", "TasksDocument", "EpisodesDocument", "GateDocument",
@@ -61,9 +61,9 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
                             check_run_doc as check_run_doc, run_report as run_report,
                             verified_bytes as verified_bytes)
     from .fingerprint import (RunFingerprint as RunFingerprint, RunReuse as RunReuse,
-                              agent_config as agent_config, agent_name as agent_name,
-                              code_digest as code_digest, check_fingerprint as check_fingerprint,
-                              claim_run as claim_run, fingerprint_key as fingerprint_key)
+                              run_fingerprint as run_fingerprint, agent_config as agent_config,
+                              check_fingerprint as check_fingerprint, claim_run as claim_run,
+                              fingerprint_key as fingerprint_key)
     from .manifest import (RunManifest as RunManifest, RunInputs as RunInputs,
                            input_digest as input_digest, report_markdown as report_markdown,
                            report_rows as report_rows, TasksDocument as TasksDocument,

@@ -28,7 +28,8 @@ from .stagecache import EpisodesRef, ManifestRef, StageRef
 __all__ = ["UNSTORED", "source_digest", "episodes_doc", "episodes_doc_bytes", "episodes_of",
            "tasks_doc", "tasks_of", "tasks_for_episodes", "SOURCES", "read_source", "prices_doc",
            "prices_of", "results_of", "trial_digests", "record_run", "read_manifest",
-           "check_run_doc", "read_run_doc", "read_ref", "verified_bytes", "run_report"]
+           "check_run_doc", "read_run_doc", "read_ref", "verified_bytes", "run_report",
+           "tasks_of_chunk"]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
 #: cannot store (a callable ``check``, a single ``price``): an audit cannot recompute from it.
@@ -88,6 +89,15 @@ def tasks_for_episodes(episodes: Iterable[Episode], *, name: str = "ingested") -
     return {"schema_version": 1, "name": name, "version": f"ids:{digest[:12]}", "digest": digest,
             "path": "", "checker": "recorded",
             "tasks": [TaskSpec(t, checker="recorded").to_dict() for t in ids]}
+
+
+def tasks_of_chunk(suite: Mapping, task_ids: Iterable[str]) -> dict:
+    """The tasks document ``suite`` cut to the tasks of ``task_ids`` (what one chunk runs: its
+    trials build only their own tasks), or the whole of it when none of them is in the suite
+    (the harness then refuses the unknown task, naming it)."""
+    ids = set(task_ids)
+    return {**suite, "tasks": [t for t in suite["tasks"] if t.get("task_id") in ids]
+            or suite["tasks"]}
 
 
 #: ``ingest`` kinds -> the bridge reader of that format.

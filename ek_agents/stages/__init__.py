@@ -2,7 +2,7 @@
 
 ``evaluate`` holds the stages of a run (grade, metrics, cost, gate, sequential gate) over
 documents and their store-backed ``run_*`` steps; ``streaming`` a run's report from a stream
-of trials with per-task state; ``audit`` (and ``streamaudit`` for a run streamed from its
+of trials with per-task state; ``audit`` (and ``_streamaudit`` for a run streamed from its
 segments) the recomputation of a stored run; ``labelrun`` the labels and judge-correction
 stages over a stored run.
 

@@ -33,6 +33,7 @@ from ..store import (baseline_key, episode_key, episodes_prefix, parse_json, run
                      segment_index_prefix, segments_prefix, sha256_hex)
 from ..labels import labels_of_doc
 from ..records import documents
+from ..records.baselines import no_baseline
 from . import evaluate as stages
 from .labelrun import labels_stage
 from ..records.segments import stored_pair
@@ -173,7 +174,7 @@ def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> Op
         problems.append(f"baseline {name!r} ({key}) is damaged: {exc}")
         return None
     if raw is None:
-        raise BaselineError(f"no baseline named {name!r} in store {store.url!r}")
+        raise no_baseline(store, name)
     try:
         doc = check_baseline(raw, key)
     except EkAgentsError as exc:

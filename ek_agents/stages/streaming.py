@@ -35,6 +35,7 @@ from ..errors import InvalidInput
 from ..scoring.metrics import grade, is_errored
 from ..reporting import ReliabilityReport, reliability, run_provenance
 from ..store import canonical_json, parse_json, sha256_hex
+from ..records.fingerprint import trial_matches
 from ..records.segments import (RunSegments, iter_segments, owned, owner, read_segment,
                                 segment_line_doc)
 
@@ -209,7 +210,7 @@ class StreamingReport:
         eps = []
         for t in trials:
             ep = Episode.from_dict(segment_line_doc(t))
-            if ep.task_id != t.pair[0] or ep.meta.get("trial") != t.pair[1]:
+            if not trial_matches(ep, *t.pair):
                 self.misfiled.append(f"{t.key} trial {t.pair!r} holds task {ep.task_id!r} "
                                      f"trial {ep.meta.get('trial')!r}")
             eps.append(ep)
