@@ -47,7 +47,7 @@ def _agent(task, *, seed=0):
 def make_run(store: str, run_id: str, n_tasks: int, k: int, agent) -> float:
     from ek_agents.base import TaskSpec
     from ek_agents.prices import load_prices
-    from ek_agents.runs.harness import run_suite
+    from ek_agents.execution.harness import run_suite
 
     tasks = [TaskSpec(f"t{i:06d}", input=f"q{i}", gold=f"g{i}", slice=f"s{i % 5}") for i in range(n_tasks)]
     t0 = time.perf_counter()
@@ -109,9 +109,9 @@ print(json.dumps({"s": time.perf_counter() - t0, "rss_mb": hwm / 1024, "rows": r
 def make_scale_run(store: str, run_id: str, trials: int, k: int = 100) -> float:
     """bench-scale's run of ``trials`` trials (``trials // k`` tasks), without Prefect."""
     from ek_agents.base import RunProvenance
-    from ek_agents.runs import stages
-    from ek_agents.runs.pipeline_support import TrialRequest
-    from ek_agents.runs.scalerun import finish_scale, plan_scale, run_scale_chunk
+    from ek_agents.stages import evaluate as stages
+    from ek_agents.pipeline.chunks import TrialRequest
+    from ek_agents.pipeline.scalerun import finish_scale, plan_scale, run_scale_chunk
     from ek_agents.store import Store
 
     from bench.scale import AGENT, SEED, write_suite

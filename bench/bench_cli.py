@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = str(ROOT / "examples" / "shop" / "suite.yaml")
 PRICES = str(ROOT / "examples" / "prices.json")
 AGENT = "ek_agents_examples.shop.agents:small_agent"
-LIBRARY = ("import sys; from ek_agents.runs.harness import run_suite; from ek_agents.suite import "
+LIBRARY = ("import sys; from ek_agents.execution.harness import run_suite; from ek_agents.suite import "
            "load_suite; from ek_agents.prices import load_prices; "
-           "from ek_agents.runs.pipeline_support import load_agent; "
+           "from ek_agents.pipeline.request import load_agent; "
            "r = run_suite(load_agent(sys.argv[1]), load_suite(sys.argv[2]), k=int(sys.argv[3]), "
            "seed=0, prices=load_prices(sys.argv[4])); print(r.n_trials)")
 

@@ -38,13 +38,13 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   slots (``trialrunner.TrialRunner._slot``: one task per slot) starts its next agent call in the
   event-loop turn its last one returned, and the finished trial's episode and bytes are
   built by a task of their own after that (a plain answer's bytes assembled directly,
-  ``runs.trials.PlainEpisodeJson``: the general path's bytes, ~3x cheaper); each trial's file is
+  ``records.trials.PlainEpisodeJson``: the general path's bytes, ~3x cheaper); each trial's file is
   written, and graded from the episode the loop handed over (no re-parse of the file), by the
   run's writer threads. What is left is mostly the GIL: 4 chunk loops, 8 writer threads and
   Prefect's threads in one process, each loop turn waiting ~1 ms for the GIL on a busy box.
   Alone (no Prefect) 20,000 trials at 4 x 16 in flight run at x1.05-1.13 of ideal depending on
   the box's load; in the flow x1.08-1.15.
-  Each chunk is a whole number of rounds of its slots (``pipeline_support.plan_chunks``), so
+  Each chunk is a whole number of rounds of its slots (``pipeline.plan_chunks``), so
   no worker ends a chunk with a round of mostly idle slots.
   Chunks no longer list the run (``plan_trials`` lists it once) and return what they stored
   (``ChunkResult``);
@@ -63,7 +63,7 @@ What limits each figure (profiled; bench/PROFILE-flow.md has the numbers):
   pass.
 - After the trials: ``grade`` takes the graded document the chunks made (same bytes; the
   episodes document is still read and verified), metrics and cost take the graded episodes
-  from the in-process memo (``runs.trials.read_episodes``), the report's pass^k curve draws its
+  from the in-process memo (``records.trials.read_episodes``), the report's pass^k curve draws its
   bootstrap indices once: ~1-2 s together with Prefect's task-run gaps.
 - Cache hit: ``plan-trials`` finds the episodes and every stage is a byte copy of a verified
   artifact (nothing parsed); what is left is Prefect's flow run (~0.5-1 s) and the report.

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ek_agents.runs.agentid import agent_identity
+from ek_agents.identity.agentid import agent_identity
 
 MB10 = 10 * 1024 * 1024
 

@@ -6,9 +6,9 @@ inputs (byte flips, truncation, type swaps, deleted keys, 5000-digit integers, N
 leave the results folder, compression bombs) round-robin to the loaders in :data:`LOADERS`, and
 counts each outcome. Besides the input files, the stored documents of a real run (the shop
 agents, ``run_suite(persist=True)``, built once) are mutated: its manifest
-(``runs.documents.read_manifest``), its report and ``gate.json`` (``runs.documents.read_run_doc``, the mutated
+(``records.documents.read_manifest``), its report and ``gate.json`` (``records.documents.read_run_doc``, the mutated
 bytes' sha256 patched into the manifest so the shape check answers), a baseline
-(``runs.baselines.load_baseline``; a ``success_rate`` contradicting ``n_success / n_trials`` is nonsense
+(``records.baselines.load_baseline``; a ``success_rate`` contradicting ``n_success / n_trials`` is nonsense
 if accepted), and the ``report`` / ``gate`` / ``audit`` commands in-process (``cli.main``: exit
 0, 1 or 2 with one stderr line, never an exception; no Prefect API, so the library path):
 
@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ek_agents import cli
-from ek_agents.runs import baselines, documents
+from ek_agents.records import baselines, documents
 from ek_agents.base import Cost
 from ek_agents.bridge import read_inspect_log, read_messages_jsonl, read_tau_bench_results
 from ek_agents.cost import dollars
@@ -522,7 +522,7 @@ def _check_report(rep: Any, what: str) -> None:
 
 
 def load_run_manifest(data: bytes, rnd: random.Random) -> Any:
-    """``runs.documents.read_manifest`` of a real run whose manifest.json is ``data``, then the
+    """``records.documents.read_manifest`` of a real run whose manifest.json is ``data``, then the
     report it lists (a verified read: a changed digest is a DigestMismatch)."""
     store = _store_with(rnd, "manifest", data)
     man = documents.read_manifest(store, RUN)
@@ -549,7 +549,7 @@ def load_gate_json(data: bytes, rnd: random.Random) -> Any:
 
 
 def load_baseline_doc(data: bytes, rnd: random.Random) -> Any:
-    """``runs.baselines.load_baseline`` of a stored baseline (validated by ``check_baseline``)."""
+    """``records.baselines.load_baseline`` of a stored baseline (validated by ``check_baseline``)."""
     store = _store_with(rnd, "baseline", data)
     doc = baselines.load_baseline(store, BASELINE)
     if not isinstance(doc, dict) or not isinstance(doc.get("report"), dict):

@@ -83,7 +83,7 @@ def capture_overhead(trials: int, repeat: int) -> dict:
     from opentelemetry.sdk.trace import TracerProvider
 
     from ek_agents.base import TaskSpec
-    from ek_agents.runs.harness import run_trials
+    from ek_agents.execution.harness import run_trials
 
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
         trace.set_tracer_provider(TracerProvider())

@@ -11,8 +11,9 @@ import tempfile
 import time
 from typing import Any
 
-from ek_agents.runs import documents, stagecache, stages
-from ek_agents.runs.manifest import input_digest
+from ek_agents.records import documents, stagecache
+from ek_agents.stages import evaluate as stages
+from ek_agents.records.manifest import input_digest
 from ek_agents.base import Cost, Episode, RunProvenance, TaskSpec
 from ek_agents.store import Store
 

@@ -40,7 +40,7 @@ def main() -> None:
     from ek_agents.base import TaskSpec
     from ek_agents.prices import load_prices
     from ek_agents.reporting import build_report
-    from ek_agents.runs.harness import run_trials
+    from ek_agents.execution.harness import run_trials
     from ek_agents_examples.otel import agents
     from ek_agents_examples.otel.fakeopenai import PLANNER, SUMMARISER, FakeOpenAI
 

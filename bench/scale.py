@@ -51,7 +51,7 @@ def write_suite(path: Path, n_tasks: int) -> str:
 
 
 def _rss_mb() -> float:
-    from ek_agents.runs.scalerun import peak_rss_mb  # (the children's, after their imports)
+    from ek_agents.pipeline.scalerun import peak_rss_mb  # (the children's, after their imports)
 
     return peak_rss_mb()
 
@@ -82,8 +82,8 @@ def child_plain(suite: str, k: int, out: str) -> dict:
 
 
 def child_suite(suite: str, k: int, store: str) -> dict:
-    from ek_agents.runs.harness import run_suite
-    from ek_agents.runs.pipeline_support import load_agent
+    from ek_agents.execution.harness import run_suite
+    from ek_agents.pipeline.request import load_agent
     from ek_agents.suite import load_suite
 
     tasks = load_suite(suite)
@@ -114,7 +114,7 @@ def _killer(store: str, run_id: str, k: int, suite: str, killed: dict) -> None:
     """SIGKILL one Dask worker process once the run's index holds half its trials."""
     import psutil
 
-    from ek_agents.runs.segments import RunSegments
+    from ek_agents.records.segments import RunSegments
     from ek_agents.store import Store
 
     n_tasks = sum(1 for line in open(suite)) - 1
@@ -142,7 +142,7 @@ def _killer(store: str, run_id: str, k: int, suite: str, killed: dict) -> None:
 
 
 def child_audit(store: str, run_id: str) -> dict:
-    from ek_agents.runs.audit import audit
+    from ek_agents.stages.audit import audit
     from ek_agents.store import Store
 
     t0 = time.perf_counter()
@@ -152,7 +152,7 @@ def child_audit(store: str, run_id: str) -> dict:
 
 
 def child_count(store: str, run_id: str) -> dict:
-    from ek_agents.runs.segments import RunSegments
+    from ek_agents.records.segments import RunSegments
     from ek_agents.store import Store
 
     st = Store(store)

@@ -43,14 +43,14 @@ for _mod, _names in {
     "cost": ["per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report"],
     "scoring.judge": ["JudgeSignal", "JudgeMetric", "pairwise_judge", "judge_validation"],
     "reporting": ["reliability", "ReliabilityReport", "build_report"],
-    "runs.harness": ["run_suite", "run_trials"],
-    "runs.baselines": ["save_agent_baseline", "load_agent_baseline", "agent_regression_gate"],
+    "execution.harness": ["run_suite", "run_trials"],
+    "records.baselines": ["save_agent_baseline", "load_agent_baseline", "agent_regression_gate"],
     "gate": ["AgentGateResult"],
     "scoring.facades": ["score", "evaluate", "estimate_quality"],
     "store": ["Store"],
     "suite": ["load_suite", "dump_suite", "Suite"],
-    "runs.manifest": ["RunManifest"],
-    "runs.audit": ["AuditResult"],
+    "records.manifest": ["RunManifest"],
+    "stages.audit": ["AuditResult"],
     "stats.judgecorrect": ["judge_corrected_rate", "JudgeCorrectedRate"],
     "stats.correctedrates": ["cost_per_corrected_success"],
     "stats.budget": ["plan_budget", "BudgetPlan"],
@@ -113,15 +113,17 @@ if TYPE_CHECKING:  # type checkers see the real types; at runtime the names reso
                         pairwise_judge as pairwise_judge, judge_validation as judge_validation)
     from .reporting import (reliability as reliability, ReliabilityReport as ReliabilityReport,
                             build_report as build_report)
-    from .runs.harness import (run_suite as run_suite, run_trials as run_trials)
-    from .runs.baselines import save_agent_baseline as save_agent_baseline, load_agent_baseline as load_agent_baseline, agent_regression_gate as agent_regression_gate
+    from .execution.harness import run_suite as run_suite, run_trials as run_trials
+    from .records.baselines import (save_agent_baseline as save_agent_baseline,
+                                    load_agent_baseline as load_agent_baseline,
+                                    agent_regression_gate as agent_regression_gate)
     from .gate import (AgentGateResult as AgentGateResult)
     from .scoring.facades import (score as score, evaluate as evaluate,
                           estimate_quality as estimate_quality)
     from .store import (Store as Store)
     from .suite import (load_suite as load_suite, dump_suite as dump_suite, Suite as Suite)
-    from .runs.manifest import (RunManifest as RunManifest)
-    from .runs.audit import (AuditResult as AuditResult)
+    from .records.manifest import RunManifest as RunManifest
+    from .stages.audit import AuditResult as AuditResult
     from .stats.judgecorrect import (judge_corrected_rate as judge_corrected_rate,
                                      JudgeCorrectedRate as JudgeCorrectedRate)
     from .stats.correctedrates import (cost_per_corrected_success as cost_per_corrected_success)

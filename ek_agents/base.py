@@ -286,7 +286,7 @@ class Cost(JsonShape):
     """Each model call, when the source reports them one by one (a trace, per-call usage): the
     episode is then billed call by call, each at its own model's rates, and the token counts
     above are the sums over the calls (build it with :meth:`Cost.of_calls`). Empty: one tally
-    billed at the episode's model rates, as before. The JSON form omits an empty ``calls``."""
+    billed at the episode's model rates. The JSON form omits an empty ``calls``."""
 
     def __post_init__(self) -> None:
         _check_token_kinds("Cost", self)
@@ -422,7 +422,7 @@ class Episode(JsonShape):
         Every field but ``success`` and ``meta`` is this (validated) episode's own, so an
         ``Episode`` graded ``True`` / ``False`` / ``None`` is built without validating it
         again (``core.construct``); any other ``success`` (``1``, a numpy bool), or a subclass,
-        goes through the validating ``dataclasses.replace`` as before.
+        goes through the validating ``dataclasses.replace``.
         """
         meta = copy_plain(self.meta)
         if type(self) is Episode and (success is None or type(success) is bool):

@@ -18,7 +18,7 @@ record the flow run takes longer to start than the run takes. ``--prefect-server
 exit or SIGTERM/SIGHUP/SIGINT. ``-v`` says which way ran and where the time went.
 
 The library modules a command needs are imported inside the command, for a measured
-import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.runs.pipeline_support``
+import-time reason: ``import ek_agents.cli`` takes ~30 ms, ``ek_agents.pipeline.chunks``
 (harness, record, reporting, metrics, cost, bridge) ~250-350 ms, which ``ek-agents --help``
 and an argument error should not pay.
 
@@ -250,15 +250,15 @@ def _store(url: Optional[str]) -> Any:
 
 
 def _print_report(st: Any, run_id: str) -> None:
-    from .runs.manifest import report_markdown
-    from .runs.documents import run_report
+    from .records.manifest import report_markdown
+    from .records.documents import run_report
 
     print(report_markdown(*run_report(st, run_id)))
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from .runs.harness import new_run_id
-    from .runs.pipeline_support import check_inputs, check_request, load_agent
+    from .execution.harness import new_run_id
+    from .pipeline.request import check_inputs, check_request, load_agent
     from .store import run_key
 
     clock = _Clock(a.verbose, since=getattr(a, "started", None))  # from main(): the parsing too
@@ -385,7 +385,7 @@ def _say_path(verbose: bool, here: bool, local: Any, server: Any) -> None:
 def _cmd_report(a: argparse.Namespace) -> int:
     st = _store(a.store)
     if a.labels is not None:
-        from .runs.labelrun import labeled_report_text
+        from .stages.labelrun import labeled_report_text
 
         if len(a.run_ids) > 1 or a.html is not None or a.markdown is not None:
             raise InvalidInput("report --labels: one run, printed (or --json); to keep labels with a "
@@ -398,7 +398,7 @@ def _cmd_report(a: argparse.Namespace) -> int:
         for kind, path in write_report(st, a.run_ids, html=a.html, markdown=a.markdown).items():
             print(f"{kind} report of {len(a.run_ids)} run(s): {path}")
     elif a.json:
-        from .runs.documents import run_report
+        from .records.documents import run_report
 
         docs = {rid: run_report(st, rid)[1] for rid in a.run_ids}
         print(json.dumps(docs[a.run_ids[0]] if len(a.run_ids) == 1 else docs, indent=2, sort_keys=True))
@@ -413,8 +413,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_gate(a: argparse.Namespace) -> int:
-    from .runs.labelrun import gate_with_labels  # labels=None: stages.gate_run
-    from .runs.pipeline_support import raise_for_verdict
+    from .stages.labelrun import gate_with_labels  # labels=None: stages.gate_run
+    from .pipeline.request import raise_for_verdict
 
     verdict = gate_with_labels(_store(a.store), a.run_id, a.baseline, a.labels,
                                tolerance=a.tolerance, cost_tolerance=a.cost_tolerance)
@@ -426,7 +426,7 @@ def _cmd_gate(a: argparse.Namespace) -> int:
 
 
 def _cmd_plan(a: argparse.Namespace) -> int:  # plan-labels and plan
-    from .runs.labelrun import plan_labels_lines, plan_run
+    from .stages.labelrun import plan_labels_lines, plan_run
 
     st = _store(a.store)
     print("\n".join(plan_labels_lines(st, a.run_id, a.n, seed=a.seed, width=a.width,
@@ -455,7 +455,7 @@ def _cmd_audit(a: argparse.Namespace) -> int:
         result = _flows().call_flow("audit_run", run_id=a.run_id, baseline=a.baseline,
                                     store=_store(a.store).url)
     else:
-        from .runs.audit import audit
+        from .stages.audit import audit
 
         with warnings.catch_warnings():  # the recomputation repeats the run's own warnings
             warnings.simplefilter("ignore")
@@ -474,7 +474,7 @@ def _cmd_promote(a: argparse.Namespace) -> int:
         out = _flows().call_flow("promote_baseline", run_id=a.run_id, name=a.name,
                                  store=_store(a.store).url, replace=a.replace)
     else:
-        from .runs.baselines import promote_baseline
+        from .records.baselines import promote_baseline
 
         out = promote_baseline(_store(a.store), a.run_id, a.name, replace=a.replace)
     was = out.get("replaced")

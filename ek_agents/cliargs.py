@@ -17,7 +17,7 @@ __all__ = ["MAX_K", "MAX_CONCURRENCY", "MAX_RETRIES", "MAX_SEED", "int_in", "num
            "store_arg", "eval_args", "tolerance_args"]
 
 #: Bounds of the options (beyond them a value is a typo, and costs minutes or memory to find out).
-MAX_K = 10_000  # = pipeline_support.MAX_K (not imported here: import time)
+MAX_K = 10_000  # = pipeline.MAX_K (not imported here: import time)
 MAX_CONCURRENCY = 10_000
 MAX_RETRIES = 100
 MAX_SEED = 2**63 - 1

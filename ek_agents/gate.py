@@ -2,7 +2,7 @@
 
 :func:`regression_gate` compares a new :class:`~ek_agents.reporting.ReliabilityReport` with a
 baseline (a report and its :class:`~ek_agents.base.RunProvenance`; storing and loading named
-baselines is :mod:`ek_agents.runs.baselines`'s job, which also holds the spec's name-taking
+baselines is :mod:`ek_agents.records.baselines`'s job, which also holds the spec's name-taking
 ``agent_regression_gate``):
 
 - **success rate** -- when both runs cover the same tasks (their ``per_task`` tables list the
@@ -180,8 +180,8 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
                     paired: Optional[bool] = None) -> AgentGateResult:
     """Fail only when the evidence says the agent **really** got worse -- not on noise.
 
-    Pure: documents in, verdict out. ``baseline`` is the dict ``record.save_agent_baseline`` /
-    ``record.load_agent_baseline`` return, or a report (a ReliabilityReport or its dict);
+    Pure: documents in, verdict out. ``baseline`` is the dict ``records.baselines.save_agent_baseline`` /
+    ``records.baselines.load_agent_baseline`` return, or a report (a ReliabilityReport or its dict);
     ``label`` names it in the messages. (``ek_agents.agent_regression_gate`` also takes a
     baseline's name and loads it from a store first.)
     ``tolerance`` is in success-rate / pass^k units (0.02 = 2 points); ``cost_tolerance`` a

@@ -22,7 +22,12 @@ LAYERS: tuple = (
     ("prices and agents", ("prices", "cost", "modelcosts", "adapters")),
     ("scoring", ("scoring",)),
     ("evaluation", ("reporting", "gate", "sequential")),
-    ("runs", ("runs",)),
+    ("identity", ("identity",)),
+    ("records", ("records",)),
+    ("stages", ("stages",)),
+    ("execution", ("execution",)),
+    ("pipeline", ("pipeline",)),
+    ("runs", ("runs",)),  # the re-exports of the five packages above
     ("reports", ("report",)),
     ("commands", ("localrun", "cliargs", "exportcmd", "cli")),
     ("facade", ("",)),  # ek_agents/__init__: the public names, resolved lazily
@@ -35,11 +40,11 @@ SHIMS: dict = {
     "trajectory": ("scoring.trajectory",),
     "metrics": ("scoring.metrics",),
     "judge": ("scoring.judge",),
-    "harness": ("runs.harness",),
-    "manifest": ("runs.manifest",),
+    "harness": ("execution.harness",),
+    "manifest": ("records.manifest",),
     "htmlreport": ("report.htmlreport",),
-    "record": ("runs.stagecache", "runs.documents", "runs.stages", "runs.baselines",
-               "runs.identity", "runs.trials"),
+    "record": ("records.stagecache", "records.documents", "stages.evaluate", "records.baselines",
+               "records.fingerprint", "records.trials"),
 }
 
 #: Function-level imports of ek_agents modules, each pointing down (or within its package) and
@@ -60,7 +65,7 @@ DOCUMENTED_LAZY: tuple = ("cli", "cliargs", "exportcmd")
 
 
 def layer_of(module: str) -> tuple:
-    """``(layer index, entry)`` of an ``ek_agents`` module (``"runs.stages"``, ``""`` for the
+    """``(layer index, entry)`` of an ``ek_agents`` module (``"stages.evaluate"``, ``""`` for the
     package root); a shim's is the facade's. KeyError when the table does not place it."""
     if module in SHIMS:
         return len(LAYERS) - 1, module

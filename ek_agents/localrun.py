@@ -6,17 +6,17 @@ temporary server is >= 6-7 s on a 2-core machine; the shop suite's 96 trials tak
 So, with no API to record it, the CLI runs the same plan as ``flows/evaluate.py`` here, by
 calling the same library functions its tasks call (each task in ``tasks/`` is one of them):
 
-- ``record.record_suite`` (load-suite), or ``record.ingest_run`` + ``record.ingest_suite``
+- ``stages.evaluate.record_suite`` (load-suite), or ``stages.evaluate.ingest_run`` + ``stages.evaluate.ingest_suite``
   for a recorded run;
-- ``pipeline_support.plan_trials`` -> ``run_trial_chunk`` -> ``collect_episodes``: the same
+- ``pipeline.plan_trials`` -> ``run_trial_chunk`` -> ``collect_episodes``: the same
   plan, identity rules (fingerprint, ``refresh``, ``retry_errored``) and stored trials; the
   chunks of the plan run as one chunk, on one asyncio loop, at most ``max_concurrency``
   trials at once (the flow fans chunks out on a task runner; here there is nothing to fan
   out to). ``sequential=True`` runs batch by batch as ``flows/sequential.py`` does;
-- ``record.record_prices``, ``run_grade``, ``run_metrics``, ``run_cost``, ``run_gate``,
+- ``stages.evaluate.record_prices``, ``run_grade``, ``run_metrics``, ``run_cost``, ``run_gate``,
   ``record_run`` (the manifest: its orchestrator record says no orchestrator ran it,
   :data:`ORCHESTRATOR`), ``htmlreport.publish_run`` (its log lines to ``log``),
-  ``pipeline_support.check_errors`` and ``raise_for_verdict``;
+  ``pipeline.check_errors`` and ``raise_for_verdict``;
 
 under the run's writer lease, as the flow holds it. The stage documents are the flow's, byte
 for byte (``tests/pipeline/test_cli_local.py`` compares every artifact digest of the two
@@ -32,13 +32,15 @@ from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 from .report import htmlreport
-from .runs import documents, pipeline_support, stages
+from .records import documents
+from . import pipeline
+from .stages import evaluate as stages
 from .base import RunProvenance
 from .errors import InvalidInput
-from .runs.harness import new_run_id
-from .runs.manifest import RunInputs
-from .runs.pipeline_support import TrialChunk, TrialPlan, TrialRequest
-from .runs.stagecache import GateRef, StageRef
+from .execution.harness import new_run_id
+from .records.manifest import RunInputs
+from .pipeline.chunks import TrialChunk, TrialPlan, TrialRequest
+from .records.stagecache import GateRef, StageRef
 from .store import Store, acquire_lease, release_lease
 
 __all__ = ["evaluate_agent", "run_trials", "sequential_trials", "ORCHESTRATOR"]
@@ -91,8 +93,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     st = Store(store)
     run_id = run_id or new_run_id()
     parameters.update(store=st.url, run_id=run_id)
-    pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
-                                   sequential=sequential, baseline=baseline)
+    pipeline.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
+                           sequential=sequential, baseline=baseline)
     seed = int(time.time() * 1000) if seed is None else seed
     lease = acquire_lease(st, run_id, wait_s=lease_wait_s, force=break_lease)
     try:
@@ -158,9 +160,9 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
         log(line)
     log(f"HTML report: {st.url}/{shown.html_key}")
     if not ingest:
-        pipeline_support.check_errors(st.read_json(report.key), max_error_rate=max_error_rate,
-                                      run_id=run_id)
-    pipeline_support.raise_for_verdict(verdict and verdict.verdict)
+        pipeline.check_errors(st.read_json(report.key), max_error_rate=max_error_rate,
+                              run_id=run_id)
+    pipeline.raise_for_verdict(verdict and verdict.verdict)
     return {"run_id": run_id, "store": st.url, "manifest": manifest.key,
             "results": manifest.manifest["results"], "gate": manifest.manifest["gate"]}
 
@@ -177,7 +179,7 @@ def run_trials(request: TrialRequest, *, log: Log = _default_log) -> StageRef:
     """The evaluate flow's trial steps here (plan-trials, the chunks, collect-episodes): k
     trials per task (those not already stored), or the cached episodes when the same inputs
     ran before (then no agent is called)."""
-    plan = pipeline_support.plan_trials(request)
+    plan = pipeline.plan_trials(request)
     if plan.episodes is not None:
         log(f"run {request.run_id}: reused all {plan.reused} episodes from run "
             f"{plan.reused_from} (same fingerprint); no agent call")
@@ -186,8 +188,8 @@ def run_trials(request: TrialRequest, *, log: Log = _default_log) -> StageRef:
         f"{plan.reused_from}), running {sum(len(c.pairs) for c in plan.chunks)} trials in "
         f"{len(plan.chunks)} chunks, in this process")
     plan = _as_one_chunk(plan)
-    ran = [pipeline_support.run_trial_chunk(chunk) for chunk in plan.chunks]
-    return pipeline_support.collect_episodes(plan, ran)
+    ran = [pipeline.run_trial_chunk(chunk) for chunk in plan.chunks]
+    return pipeline.collect_episodes(plan, ran)
 
 
 def _as_one_chunk(plan: TrialPlan) -> TrialPlan:
@@ -200,14 +202,14 @@ def sequential_trials(request: TrialRequest, baseline: str, check: Optional[str]
     gate's look after each, until it has decided or k batches ran; ``(episodes, gate)``."""
     looks = 0
     for batch in range(request.k):
-        for chunk in _one_loop(pipeline_support.plan_batch(request, batch)):
-            pipeline_support.run_trial_chunk(chunk)
+        for chunk in _one_loop(pipeline.plan_batch(request, batch)):
+            pipeline.run_trial_chunk(chunk)
         looks = batch + 1
-        look = pipeline_support.batch_look(request, baseline, looks, check=check,
-                                           tolerance=tolerance, priced=priced)
+        look = pipeline.batch_look(request, baseline, looks, check=check,
+                                   tolerance=tolerance, priced=priced)
         if look["decision"] != "continue":
             break
-    episodes = pipeline_support.collect_batches(request, looks)
+    episodes = pipeline.collect_batches(request, looks)
     verdict = stages.run_sequential_gate(Store(request.store), request.run_id, episodes,
                                          request.tasks, baseline, k=request.k, check=check,
                                          tolerance=tolerance, priced=priced)

@@ -184,7 +184,7 @@ def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: 
 # leave nothing to check after the parse.
 # Everything orjson refuses -- NaN/Infinity, floats overflowing to infinity, lone surrogates
 # (escaped or encoded), a BOM, bad UTF-8, too deep, bad syntax -- goes to the strict path,
-# which accepts or refuses it exactly as before. Duplicate keys: both keep the last value at
+# which decides whether it is accepted. Duplicate keys: both keep the last value at
 # the first key's position.
 
 _ORJSON: Any = None

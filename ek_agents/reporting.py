@@ -305,7 +305,7 @@ def build_report(episodes: Any, tasks: Any, *, k: int, check: Any = None,
     run's provenance, what the gate checks comparability on: ``run``'s fields, empty ones
     filled from the episodes' own ``run``) and ``"errors"`` (failed trials by ``error_kind``);
     ``report.cost`` has one cost report per slice under ``"per_slice"``. The pipeline's
-    ``record.metrics_stage`` and ``record.cost_stage`` compute the same report (the same two
+    ``stages.evaluate.metrics_stage`` and ``stages.evaluate.cost_stage`` compute the same report (the same two
     helpers), so a run recorded by either reads alike.
 
     ``labels`` (a labels file's path, its bytes, or ``labels.Labels``: people's verdicts on
@@ -432,7 +432,7 @@ def score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) -> 
 
 def run_provenance(episodes: list, run: Optional[RunProvenance]) -> tuple:
     """``(RunProvenance | None, warning | None)``: ``run``'s fields, empty ones filled from the
-    episodes' own (what :func:`build_report` and ``record.metrics_stage`` record as
+    episodes' own (what :func:`build_report` and ``stages.evaluate.metrics_stage`` record as
     ``detail["run"]``).
 
     A field the episodes disagree on (two simulators in one run) is reported as a warning:

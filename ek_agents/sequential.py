@@ -32,7 +32,7 @@ The verdict covers the **success-rate** check (the only one that exists after on
 task; pass^k needs all k trials). :func:`sequential_gate` drives the looks with two callables
 (run one batch of ``(task_id, trial)`` pairs; read a success from an episode) so this module
 does not depend on the harness: ``run_suite(..., baseline=..., sequential=True)`` wires it to
-:func:`~ek_agents.runs.harness.run_trials`.
+:func:`~ek_agents.execution.harness.run_trials`.
 
 >>> base = {f"t{i}": (3, 4) for i in range(40)}
 >>> look = sequential_look({t: (0, 1) for t in base}, base, look=1, n_looks=4)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ek_agents.runs.audit import AuditResult
+from ek_agents.stages.audit import AuditResult
 from ek_agents.errors import AuditFailed, InvalidInput
 from ek_agents.store import Store
 from ek_agents_pipeline.tasks import audit, promote, publish_audit

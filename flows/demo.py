@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from ek_agents.runs import manifest as _manifest
+from ek_agents.records import manifest as _manifest
 import ek_agents_examples
-from ek_agents.runs import documents
+from ek_agents.records import documents
 from ek_agents.errors import CheckFailed
-from ek_agents.runs.harness import new_run_id
+from ek_agents.execution.harness import new_run_id
 from ek_agents.report.htmlreport import REPORT_FILE, render_html
 from ek_agents.report.runsummary import load_runs
 from ek_agents.store import Store, baseline_key, report_key, run_file_key, run_key

@@ -21,8 +21,8 @@ How (:func:`entry_flow`, used in place of ``@flow`` on each of our top-level flo
   engine's own timeout could only interrupt at an ``await``, and the body has none. The run
   ends TimedOut either way.
 - ``flow(...)`` returns the result (or, with ``return_state=True``, the final state) to a sync
-  caller, as a sync flow does: :func:`run_to_end` drives the engine's coroutine on a fresh event
-  loop in the calling thread, or, when that thread already runs a loop (a notebook, a
+  caller, as a sync flow does: ``ek_agents.execution.run_coroutine`` drives the engine's
+  coroutine on a fresh event loop in the calling thread, or, when that thread already runs a loop (a notebook, a
   caller's coroutine), on a thread of its own. ``with_options`` keeps this behaviour.
 - Inside a body, call Prefect's dual sync/async helpers (artifacts, variables, events) from a
   task, not from the body itself: on an async flow run they would return a coroutine. (Our
@@ -30,19 +30,18 @@ How (:func:`entry_flow`, used in place of ``@flow`` on each of our top-level flo
 """
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
-import contextvars
 import gc
 import inspect
-from typing import Any, Callable, Coroutine, Iterator
+from typing import Any, Callable, Iterator
 
 from prefect import Flow
 from prefect.context import FlowRunContext, SyncClientContext
 from prefect.flow_engine import FlowRunTimeoutError
 from prefect.utilities.hashing import file_hash
 from prefect.utilities.timeout import timeout
+
+from ek_agents.execution import run_coroutine
 
 #: What a wrapped body's function keeps of the body (not ``__wrapped__``: Prefect would take
 #: the flow for a sync one).
@@ -55,40 +54,14 @@ class EntryFlow(Flow):
     def __call__(self, *args: Any, return_state: bool = False, wait_for: Any = None,
                  **kwargs: Any) -> Any:
         outcome = super().__call__(*args, return_state=return_state, wait_for=wait_for, **kwargs)
-        return run_to_end(outcome) if inspect.iscoroutine(outcome) else outcome
+        return run_coroutine(lambda: outcome, cancel_on_interrupt=False) \
+            if inspect.iscoroutine(outcome) else outcome
 
     def with_options(self, **options: Any) -> "EntryFlow":
         """Prefect's ``with_options`` (which builds a plain ``Flow``), kept an EntryFlow."""
         new = super().with_options(**options)
         new.__class__ = type(self)
         return new
-
-
-def run_to_end(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coro`` to its end and return what it returns: on a new event loop in this thread,
-    or, if this thread already runs a loop, on a new one in a thread of its own (this thread's
-    context, e.g. a parent flow run's, goes with it)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _on_new_loop(coro)
-    context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ek-flow") as pool:
-        return pool.submit(context.run, _on_new_loop, coro).result()
-
-
-def _on_new_loop(coro: Coroutine[Any, Any, Any]) -> Any:
-    # not asyncio.run: its SIGINT handler would only cancel the task at its next await, which
-    # the body (sync) never reaches; here Ctrl-C raises KeyboardInterrupt in the body, as in a
-    # sync flow
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(coro)
-    finally:
-        try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
 
 
 @contextlib.contextmanager

@@ -6,11 +6,11 @@ from typing import Optional
 from prefect import get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from ek_agents.runs import pipeline_support
+from ek_agents import pipeline
 from ek_agents.base import RunProvenance
-from ek_agents.runs.harness import new_run_id
-from ek_agents.runs.manifest import RunInputs
-from ek_agents.runs.pipeline_support import TrialPlan, TrialRequest
+from ek_agents.execution.harness import new_run_id
+from ek_agents.records.manifest import RunInputs
+from ek_agents.pipeline.chunks import TrialPlan, TrialRequest
 from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate,
                                       grade, ingest_bridge, ingest_tasks, judge_correct,
@@ -83,8 +83,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     if not run_id:
         run_id = new_run_id()
         rename_flow_run(evaluate_run_name(run_id))
-    pipeline_support.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
-                                   sequential=sequential, baseline=baseline)
+    pipeline.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
+                           sequential=sequential, baseline=baseline)
     seed = scheduled_seed() if seed is None else seed
     lease = acquire_lease(Store(st), run_id, wait_s=lease_wait_s, force=break_lease)
     try:
@@ -120,7 +120,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
     else:
         tasks = load_suite(st, run_id, suite)
         run = RunProvenance(seed, temperature, model, simulator, tasks.version, scaffold).to_dict()
-        workers = pipeline_support.chunk_workers(max_workers, max_concurrency)
+        workers = pipeline.chunk_workers(max_workers, max_concurrency)
         runner = make_task_runner(task_runner, max_workers=workers, dask_address=dask_address)
         request = TrialRequest(
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
@@ -156,7 +156,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
     publish_report(st, run_id, as_data(manifest))  # its manifest lists every trial file
     if not ingest:
         check_errors(st, run_id, report, max_error_rate)
-    pipeline_support.raise_for_verdict(verdict and verdict.verdict)
+    pipeline.raise_for_verdict(verdict and verdict.verdict)
     return {"run_id": run_id, "store": st, "manifest": manifest.key,
             "results": manifest.manifest["results"], "gate": manifest.manifest["gate"]}
 

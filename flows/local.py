@@ -184,9 +184,9 @@ def stop_server() -> None:
 @contextlib.contextmanager
 def local_settings() -> Iterator[None]:
     """Without a server of the user's (none configured, or our temporary one), switch off the
-    flow-run heartbeat: nobody watches the run for a crash. (It no longer costs our flows'
-    callers time: they run on Prefect's async engine, which does not wait for the heartbeat
-    thread at the end, ``flows/entry.py``.)"""
+    flow-run heartbeat: nobody watches the run for a crash. (It costs our flows' callers no
+    time: they run on Prefect's async engine, which does not wait for the heartbeat thread at
+    the end, ``flows/entry.py``.)"""
     from prefect.settings import (PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
                                   temporary_settings)
 

@@ -1,5 +1,5 @@
 """``evaluate-at-scale``: a run of many trials on a Dask cluster, stored in segments, its
-report streamed (issue 27).
+report streamed.
 
 suite -> plan (segment index) -> chunks on Dask workers (each writes its own segments to the
 shared store) -> metrics + report merged from the segments' summaries -> manifest. Point it at
@@ -15,8 +15,9 @@ from typing import Optional
 from prefect import get_run_logger
 
 from ek_agents.base import RunProvenance
-from ek_agents.runs.harness import new_run_id
-from ek_agents.runs.pipeline_support import TrialRequest, check_request
+from ek_agents.execution.harness import new_run_id
+from ek_agents.pipeline.chunks import TrialRequest
+from ek_agents.pipeline.request import check_request
 from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_pipeline.tasks.inputs import load_prices, load_suite
 from ek_agents_pipeline.tasks.scale import finish_scale, plan_scale, run_scale_chunk

@@ -13,8 +13,8 @@ from typing import Optional
 from prefect import flow
 from prefect.futures import wait
 
-from ek_agents.runs.pipeline_support import TrialRequest
-from ek_agents.runs.stagecache import GateRef, StageRef
+from ek_agents.pipeline.chunks import TrialRequest
+from ek_agents.records.stagecache import GateRef, StageRef
 from ek_agents_pipeline.tasks import run_trial_chunk
 from ek_agents_pipeline.tasks.sequential import (batch_look, collect_batches, plan_batch,
                                                  sequential_gate)

@@ -4,7 +4,7 @@ Every task takes the store URL and small JSON references (``{"key", "sha256", ..
 documents it reads, and returns the reference of the document it wrote, so a task runs the
 same on a thread, a Dask worker or another machine sharing the store. Caching is ours, not
 Prefect's: a stage's output is a content-addressed artifact in the store, indexed by the
-digest of its inputs (``ek_agents.runs.stagecache.cached``); Prefect result persistence stays off, so
+digest of its inputs (``ek_agents.records.stagecache.cached``); Prefect result persistence stays off, so
 nothing is ever pickled.
 """
 from .inputs import load_prices, load_suite

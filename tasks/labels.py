@@ -5,8 +5,8 @@ from typing import Optional
 
 from prefect import task
 
-from ek_agents.runs import labelrun
-from ek_agents.runs.stagecache import StageRef, SuiteRef
+from ek_agents.stages import labelrun
+from ek_agents.records.stagecache import StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS

@@ -8,12 +8,12 @@ from typing import Optional
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from ek_agents.runs import audit as audit_mod
+from ek_agents.stages import audit as audit_mod
 from ek_agents.report import htmlreport, runsummary
-from ek_agents.runs import baselines, documents
+from ek_agents.records import baselines, documents
 from ek_agents.errors import EkAgentsError
-from ek_agents.runs.manifest import RunInputs
-from ek_agents.runs.stagecache import ManifestRef
+from ek_agents.records.manifest import RunInputs
+from ek_agents.records.stagecache import ManifestRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS, deployment_name, run_name

@@ -1,5 +1,5 @@
 """Tasks of a run at scale (``flows/scale.py``): plan from the segment index, one chunk per
-Dask task, the report merged from the segments' summaries. Each is one ``ek_agents.runs.scalerun``
+Dask task, the report merged from the segments' summaries. Each is one ``ek_agents.pipeline.scalerun``
 call; each takes and returns small typed JSON (a chunk's pairs are packed ranges)."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Optional
 
 from prefect import task
 
-from ek_agents.runs import scalerun
-from ek_agents.runs.pipeline_support import TrialRequest
-from ek_agents.runs.stagecache import ManifestRef, StageRef
-from ek_agents.runs.scalerun import ScaleChunk, ScaleChunkResult, ScalePlan
+from ek_agents.pipeline import scalerun
+from ek_agents.pipeline.chunks import TrialRequest
+from ek_agents.records.stagecache import ManifestRef, StageRef
+from ek_agents.pipeline.scalerun import ScaleChunk, ScaleChunkResult, ScalePlan
 
 from .common import IO_RETRIES, TASK_DEFAULTS
 

@@ -5,8 +5,8 @@ from typing import Optional
 
 from prefect import task
 
-from ek_agents.runs import stages
-from ek_agents.runs.stagecache import GateRef, StageRef, SuiteRef
+from ek_agents.stages import evaluate as stages
+from ek_agents.records.stagecache import GateRef, StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS, run_name

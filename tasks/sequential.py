@@ -11,9 +11,10 @@ from typing import Optional
 
 from prefect import task
 
-from ek_agents.runs import pipeline_support, stages
-from ek_agents.runs.pipeline_support import TrialChunk, TrialRequest
-from ek_agents.runs.stagecache import GateRef, StageRef, SuiteRef
+from ek_agents import pipeline
+from ek_agents.stages import evaluate as stages
+from ek_agents.pipeline.chunks import TrialChunk, TrialRequest
+from ek_agents.records.stagecache import GateRef, StageRef, SuiteRef
 from ek_agents.store import Store
 
 from .common import IO_RETRIES, TASK_DEFAULTS
@@ -21,23 +22,23 @@ from .common import IO_RETRIES, TASK_DEFAULTS
 
 @task(name="plan-batch", **TASK_DEFAULTS, **IO_RETRIES)
 def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
-    """``pipeline_support.plan_batch``: the chunks of trial ``batch`` of every task."""
-    return pipeline_support.plan_batch(request, batch)
+    """``pipeline.plan_batch``: the chunks of trial ``batch`` of every task."""
+    return pipeline.plan_batch(request, batch)
 
 
 @task(name="sequential-look", task_run_name="look-{request.run_id}-{look}", **TASK_DEFAULTS,
       **IO_RETRIES)
 def batch_look(request: TrialRequest, baseline: str, look: int, check: Optional[str],
                tolerance: float, priced: bool) -> dict:
-    """``pipeline_support.batch_look``: the gate's look after ``look`` batches."""
-    return pipeline_support.batch_look(request, baseline, look, check=check, tolerance=tolerance,
-                                       priced=priced)
+    """``pipeline.batch_look``: the gate's look after ``look`` batches."""
+    return pipeline.batch_look(request, baseline, look, check=check, tolerance=tolerance,
+                               priced=priced)
 
 
 @task(name="collect-batches", **TASK_DEFAULTS, **IO_RETRIES)
 def collect_batches(request: TrialRequest, batches: int) -> StageRef:
-    """``pipeline_support.collect_batches``: the trials that ran -> the run's episodes."""
-    return pipeline_support.collect_batches(request, batches)
+    """``pipeline.collect_batches``: the trials that ran -> the run's episodes."""
+    return pipeline.collect_batches(request, batches)
 
 
 @task(name="sequential-gate", **TASK_DEFAULTS, **IO_RETRIES)

@@ -121,7 +121,7 @@ def test_no_import_cycle_among_ek_agents_modules():
         if v not in index:
             connect(v)
     assert cycles == []
-    assert graph["ek_agents.store"] and graph["ek_agents.runs.harness"]  # the graph was really built
+    assert graph["ek_agents.store"] and graph["ek_agents.execution.harness"]  # the graph was really built
 
 
 def test_no_module_imports_another_modules_private_names():
@@ -334,3 +334,124 @@ def test_the_facade_shows_type_checkers_every_name_from_its_home():
         home = getattr(obj, "__module__", None) if callable(obj) else None
         assert home is None or home == f"ek_agents.{mod}" or home.startswith(f"ek_agents.{mod}."), \
             (name, mod, home)  # a subpackage (bridge) may define a name in a private submodule
+
+
+# --------------------------------------------------------------------------- package surfaces
+
+#: Most names a subpackage of ek_agents may export: a surface a reader can hold in mind.
+MAX_EXPORTS = 80
+#: Most lines a module may have.
+MAX_LINES = 600
+PACKAGES = sorted(m for m, p in MODULES.items() if p.name == "__init__.py" and m != "ek_agents")
+
+
+def _export_table(module: str) -> tuple[dict, list]:
+    """A package's ``_EXPORTS`` table (name -> module) and every statement that assigns
+    ``_EXPORTS`` or ``__all__`` at its top level."""
+    tree = _tree(MODULES[module])
+    table, assigns = {}, []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        names += [e.id for t in targets if isinstance(t, ast.Tuple) for e in t.elts
+                  if isinstance(e, ast.Name)]
+        if "_EXPORTS" in names or "__all__" in names:
+            assigns.append(node)
+        if "_EXPORTS" in names and node.value is not None:
+            table = eval(compile(ast.Expression(node.value), "_EXPORTS", "eval"))  # dict literal
+    return table, assigns
+
+
+def _type_checking_names(module: str) -> dict:
+    seen: dict = {}
+    for node in _tree(MODULES[module]).body:
+        if _is_type_checking(node):
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom), ast.unparse(imp)
+                for a in imp.names:
+                    assert a.asname == a.name, ast.unparse(imp)  # an explicit re-export
+                    seen[a.name] = (imp.module or "") if imp.level == 1 else \
+                        "." * imp.level + (imp.module or "")  # a sibling package's
+    return seen
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_package_keeps_its_export_list_once(package):
+    """A lazily exporting package has one table, ``_EXPORTS``; ``__all__`` is ``sorted(_EXPORTS)``
+    and its ``TYPE_CHECKING`` block names the same names from the same modules. Any other
+    package assigns ``__all__`` once."""
+    table, assigns = _export_table(package)
+    if not table:
+        assert len(assigns) == 1, [ast.unparse(a)[:60] for a in assigns]
+        return
+    all_assigns = [a for a in assigns if "__all__" in ast.unparse(a).split("=")[0]]
+    assert len(assigns) == 2 and len(all_assigns) == 1
+    assert ast.unparse(all_assigns[0].value) == "sorted(_EXPORTS)"
+    assert _type_checking_names(package) == table
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_package_exports_at_most_80_documented_names(package):
+    """No subpackage exports more than :data:`MAX_EXPORTS` names, and each name it exports is
+    documented where it is defined (a docstring, or a ``#:`` comment over a constant): the
+    surface is chosen, not a private module's internals passed through."""
+    import importlib
+
+    mod = importlib.import_module(package)
+    exported = list(getattr(mod, "__all__", []))
+    assert len(exported) <= MAX_EXPORTS, (package, len(exported))
+    table, _ = _export_table(package)
+    undocumented = []
+    for name in exported:
+        obj = getattr(mod, name)
+        if isinstance(obj, type) or callable(obj) and hasattr(obj, "__code__"):
+            if not (obj.__doc__ or "").strip():
+                undocumented.append(name)
+            continue
+        home = table.get(name)
+        if home is None or home.startswith("."):
+            continue  # an eager package's name, or a sibling package's (checked there)
+        if not _constant_documented(f"{package}.{home}", name):
+            undocumented.append(f"{home}.{name}")
+    assert undocumented == [], f"{package} exports undocumented {undocumented}"
+
+
+def _constant_documented(module: str, name: str) -> bool:
+    path = MODULES[module]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    body = _tree(path).body
+    for i, node in enumerate(body):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            above = lines[node.lineno - 2].lstrip() if node.lineno > 1 else ""
+            after = body[i + 1] if i + 1 < len(body) else None
+            return above.startswith("#:") or "#:" in lines[node.lineno - 1] or (
+                isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str))
+    return True  # defined elsewhere and imported: documented at its own home
+
+
+def test_no_module_is_over_600_lines_and_no_file_is_named_support_or_util():
+    long = {m: n for m, p in MODULES.items()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}
+    named = [str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*")
+             if "support" in p.name.lower() or "util" in p.name.lower()]
+    assert named == []
+
+
+def test_no_module_of_ek_agents_imports_a_private_module_of_another_package():
+    """``_name.py`` modules are their package's own: a sibling may import one, another package
+    imports the package's public names (or a public module) instead."""
+    crossing = []
+    for mod, path in MODULES.items():
+        for src, names, _, node in _imports(path):
+            for target in _targets(src, names):
+                parts = target.split(".")
+                private = [i for i, p in enumerate(parts) if p.startswith("_") and p != "__init__"]
+                if private and ".".join(parts[:private[0]]) != mod.rsplit(".", 1)[0] \
+                        and ".".join(parts[:private[0]]) != mod:
+                    crossing.append(f"{_where(mod, node)}: {mod} imports {target}")
+    assert crossing == []

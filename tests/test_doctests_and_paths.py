@@ -120,3 +120,14 @@ def test_an_old_import_path_still_gives_its_names(module):
     assert missing == [], f"ek_agents.{module} lost {missing}"
     for n in OLD_PATHS[module]:  # ``from ek_agents.<module> import <name>`` too
         exec(f"from ek_agents.{module} import {n}", {})
+
+
+def test_a_module_path_the_readme_names_gives_the_moved_module_itself():
+    import ek_agents.execution.otelcapture as capture_home
+    import ek_agents.records.manifest as home
+    import ek_agents.runs.manifest as old
+    from ek_agents.runs.otelcapture import OtelCapture
+
+    assert old is home and home.__spec__.name == "ek_agents.records.manifest"
+    assert OtelCapture is capture_home.OtelCapture
+    assert "RunManifest" in dir(old)

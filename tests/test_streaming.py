@@ -11,7 +11,7 @@ from ek_agents.harness import run_trials
 from ek_agents.prices import load_prices
 from ek_agents.reporting import graded_report
 from ek_agents.store import Store
-from ek_agents.runs.streaming import ExactSum, StreamingReport, stream_report
+from ek_agents.stages.streaming import ExactSum, StreamingReport, stream_report
 
 from tests.pipeline.conftest import PRICES
 
@@ -77,9 +77,9 @@ def test_state_is_per_task_not_per_trial():
 def test_segment_summaries_merge_to_the_in_memory_report(tmp_path):
     """Each segment's summary (graded as it is written, in its index entry) merged gives the
     in-memory report; a segment with a dropped trial is read again instead."""
-    from ek_agents.runs import segments as sg
+    from ek_agents.records import segments as sg
     from ek_agents.harness import store_trials
-    from ek_agents.runs.streaming import merged_report, segment_summarizer
+    from ek_agents.stages.streaming import merged_report, segment_summarizer
 
     tasks = _tasks(40)
     run = RunProvenance(seed=2, model=MODEL)

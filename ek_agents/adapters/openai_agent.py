@@ -132,7 +132,7 @@ class OpenAIToolAgent:
         return f"OpenAIToolAgent({self.model!r}, base_url={self.base_url!r})"
 
     def ek_config(self) -> dict:
-        """The configuration that decides this agent's answers (``record.agent_config``: it
+        """The configuration that decides this agent's answers (``records.fingerprint.agent_config``: it
         enters the run's fingerprint and manifest, so a changed model, endpoint, temperature
         or prompt is never served another configuration's cached episodes). Never the key."""
         prompt = self.system_prompt

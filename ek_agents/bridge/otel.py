@@ -6,7 +6,7 @@ errors, in start order) and its :class:`~ek_agents.base.Cost` made of one
 :class:`~ek_agents.base.ModelCall` per model call (``Cost.of_calls``), so a gpt-4o planner
 with a gpt-4o-mini summariser is billed at each model's rates. Spans come from a file of
 OTLP/JSON (:func:`episodes_from_otel`, ``ek-agents ingest otlp``) or from the process
-(``run_suite(..., capture="otel")``, :mod:`ek_agents.runs.otelcapture`).
+(``run_suite(..., capture="otel")``, :mod:`ek_agents.execution.otelcapture`).
 
 What is read (current and older GenAI semantic conventions, and OpenInference's keys):
 

@@ -29,7 +29,7 @@ from pydantic import Field
 from ..base import JsonShape
 from ..core import shape
 from ..errors import ArtifactNotFound, AuditFailed, InvalidInput
-from ..runs import documents
+from ..records import documents
 from ..store import open_store, run_key
 from .frames import TABLES, run_batches, schema
 from .trialdata import open_run

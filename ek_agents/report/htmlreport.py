@@ -24,7 +24,7 @@ from typing import Any, Optional, Union
 from ..base import JsonShape
 from ..core import shape
 from ..errors import InvalidInput
-from ..runs.manifest import sequential_line
+from ..records.manifest import sequential_line
 from ..stats.correctedrates import judge_error_line, judge_rows
 from ..modelcosts import PER_MODEL_HEAD, UPPER_BOUND, marked, per_model_rows
 from .reportplots import cost_vs_success_svg, pass_hat_svg, series_svg

@@ -32,7 +32,7 @@ from ..base import NonFiniteJson, decode_nonfinite
 from ..core import shape
 from ..errors import InvalidInput
 from ..modelcosts import upper_bound_reason
-from ..runs import documents
+from ..records import documents
 from ..reporting import pass_hat_curve
 from ..store import Store, open_store, run_key
 
@@ -289,7 +289,7 @@ def load_runs(store: Union[Store, str], run_ids: Sequence[str]) -> list[RunSumma
     """The :class:`RunSummary` of each stored run, in the order given.
 
     Reads ``runs/<id>/manifest.json``, ``runs/<id>/report.json`` and, when the manifest lists
-    it, ``runs/<id>/gate.json`` (``record.read_run_doc``: each checked against the manifest's
+    it, ``runs/<id>/gate.json`` (``records.documents.read_run_doc``: each checked against the manifest's
     sha256); a run without a manifest raises :class:`~ek_agents.errors.ArtifactNotFound`
     naming it and the store.
     """

@@ -24,11 +24,11 @@ from ..core import canonical_json
 from ..cost import call_dollars, episode_dollars, episode_model
 from ..errors import DigestMismatch, InvalidInput
 from ..labels import judged, labels_of_doc
-from ..runs import documents
-from ..runs.manifest import RunManifest
-from ..runs.segments import RunSegments, iter_segments, segment_line_doc
-from ..runs.stagecache import StageRef
-from ..runs.trials import read_episodes
+from ..records import documents
+from ..records.manifest import RunManifest
+from ..records.segments import RunSegments, iter_segments, segment_line_doc
+from ..records.stagecache import StageRef
+from ..records.trials import read_episodes
 from ..scoring.metrics import grade, is_errored
 from ..store import Store, open_store, run_key
 from .runsummary import RunSummary, summarize_run

@@ -23,78 +23,68 @@ from ..lazy import lazy_exports
 #: public name -> the module of this package that defines it (names resolve lazily:
 #: importing one module of the package does not import the others)
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(["sub_cost", "call_price", "exact_match", "in_order_distance", "PriceMemo",
-                    "in_order_max", "any_order_distance", "any_order_max", "covered_distance",
-                    "pair_distance"], "alignment"),
+    **dict.fromkeys(["in_order_distance", "in_order_max", "any_order_max",
+                    "covered_distance"], "alignment"),
     **dict.fromkeys(["CallComparer", "CallClasses"], "argmatch"),
-    **dict.fromkeys(["AnyOf", "OMITTED", "ANY", "standardize_string", "args_of", "value_key",
-                    "alternatives", "has_marker", "SCALAR_TYPES"], "argvalues"),
+    **dict.fromkeys(["AnyOf", "OMITTED", "ANY", "standardize_string", "value_key",
+                    "alternatives"], "argvalues"),
     **dict.fromkeys(["min_cost_assignment"], "assignment"),
     **dict.fromkeys(["bfcl_check", "CheckResult", "CATEGORIES", "BFCL_TYPES", "tool_specs",
                     "gold_calls", "model_calls"], "bfcl"),
-    **dict.fromkeys(["JAVA_TYPES", "JS_TYPES", "UNSUPPORTED_JAVA_TYPES", "NESTED_TYPES",
-                    "LANGUAGES", "MAX_COLLECTION_TEXT", "language_of", "typed_value", "java_value",
-                    "js_value", "value_types"], "bfcl_typed_strings"),
-    **dict.fromkeys(["CallCodes", "encode_calls", "encode_python", "c_encode", "CallTable",
-                    "code_point", "code_id", "HAS_C", "MAX_CODES"], "callcodes"),
-    **dict.fromkeys(["as_calls", "call_grammar", "cached_comparer", "PairViews", "pair_views",
+    **dict.fromkeys(["LANGUAGES", "language_of", "typed_value"], "bfcl_typed_strings"),
+    **dict.fromkeys(["as_calls", "cached_comparer", "PairViews", "pair_views",
                     "batch_grammar"], "callviews"),
-    **dict.fromkeys(["score", "evaluate", "score_all", "estimate_quality", "get_metric", "METRICS"], "facades"),
+    **dict.fromkeys(["score", "evaluate", "score_all", "estimate_quality", "get_metric",
+                    "METRICS"], "facades"),
     **dict.fromkeys(["JudgeSignal", "JudgeMetric", "pairwise_judge", "judge_validation",
                     "JUDGE_COST_TIER", "ALPHA_GOOD", "ALPHA_TENTATIVE"], "judge"),
     **dict.fromkeys(["Checker", "output_match", "final_state_match", "recorded_success",
                     "CHECKERS", "register_checker", "get_checker", "grade", "state_equal",
-                    "is_errored", "TaskSuccessMetric", "CostPerSuccessMetric", "GOLD_KEYS"], "metrics"),
+                    "is_errored", "TaskSuccessMetric", "CostPerSuccessMetric",
+                    "GOLD_KEYS"], "metrics"),
     **dict.fromkeys(["match_calls", "ToolCallMetric", "LEVELS"], "toolcalls"),
-    **dict.fromkeys(["TrajectoryMetric", "SCHEMES", "trajectory_distance", "trajectory_distances"], "trajectory"),
-    **dict.fromkeys(["in_order_batch", "in_order_uniform", "in_order_coded"], "trajectory_batch"),
+    **dict.fromkeys(["TrajectoryMetric", "SCHEMES", "trajectory_distance",
+                    "trajectory_distances"], "trajectory"),
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # type checkers see the real types; at runtime the names resolve lazily
-    from .alignment import (sub_cost as sub_cost, call_price as call_price,
-        exact_match as exact_match, in_order_distance as in_order_distance, PriceMemo as PriceMemo,
-        in_order_max as in_order_max, any_order_distance as any_order_distance,
-        any_order_max as any_order_max, covered_distance as covered_distance,
-        pair_distance as pair_distance)
+    from .alignment import (in_order_distance as in_order_distance, in_order_max as in_order_max,
+                            any_order_max as any_order_max, covered_distance as covered_distance)
     from .argmatch import (CallComparer as CallComparer, CallClasses as CallClasses)
     from .argvalues import (AnyOf as AnyOf, OMITTED as OMITTED, ANY as ANY,
-        standardize_string as standardize_string, args_of as args_of, value_key as value_key,
-        alternatives as alternatives, has_marker as has_marker, SCALAR_TYPES as SCALAR_TYPES)
+                            standardize_string as standardize_string, value_key as value_key,
+                            alternatives as alternatives)
     from .assignment import (min_cost_assignment as min_cost_assignment)
     from .bfcl import (bfcl_check as bfcl_check, CheckResult as CheckResult,
-        CATEGORIES as CATEGORIES, BFCL_TYPES as BFCL_TYPES, tool_specs as tool_specs,
-        gold_calls as gold_calls, model_calls as model_calls)
-    from .bfcl_typed_strings import (JAVA_TYPES as JAVA_TYPES, JS_TYPES as JS_TYPES,
-        UNSUPPORTED_JAVA_TYPES as UNSUPPORTED_JAVA_TYPES, NESTED_TYPES as NESTED_TYPES,
-        LANGUAGES as LANGUAGES, MAX_COLLECTION_TEXT as MAX_COLLECTION_TEXT,
-        language_of as language_of, typed_value as typed_value, java_value as java_value,
-        js_value as js_value, value_types as value_types)
-    from .callcodes import (CallCodes as CallCodes, encode_calls as encode_calls,
-        encode_python as encode_python, c_encode as c_encode, CallTable as CallTable,
-        code_point as code_point, code_id as code_id, HAS_C as HAS_C, MAX_CODES as MAX_CODES)
-    from .callviews import (as_calls as as_calls, call_grammar as call_grammar,
-        cached_comparer as cached_comparer, PairViews as PairViews, pair_views as pair_views,
-        batch_grammar as batch_grammar)
+                       CATEGORIES as CATEGORIES, BFCL_TYPES as BFCL_TYPES,
+                       tool_specs as tool_specs, gold_calls as gold_calls,
+                       model_calls as model_calls)
+    from .bfcl_typed_strings import (LANGUAGES as LANGUAGES, language_of as language_of,
+                                     typed_value as typed_value)
+    from .callviews import (as_calls as as_calls, cached_comparer as cached_comparer,
+                            PairViews as PairViews, pair_views as pair_views,
+                            batch_grammar as batch_grammar)
     from .facades import (score as score, evaluate as evaluate, score_all as score_all,
-        estimate_quality as estimate_quality, get_metric as get_metric, METRICS as METRICS)
+                          estimate_quality as estimate_quality, get_metric as get_metric,
+                          METRICS as METRICS)
     from .judge import (JudgeSignal as JudgeSignal, JudgeMetric as JudgeMetric,
-        pairwise_judge as pairwise_judge, judge_validation as judge_validation,
-        JUDGE_COST_TIER as JUDGE_COST_TIER, ALPHA_GOOD as ALPHA_GOOD,
-        ALPHA_TENTATIVE as ALPHA_TENTATIVE)
+                        pairwise_judge as pairwise_judge, judge_validation as judge_validation,
+                        JUDGE_COST_TIER as JUDGE_COST_TIER, ALPHA_GOOD as ALPHA_GOOD,
+                        ALPHA_TENTATIVE as ALPHA_TENTATIVE)
     from .metrics import (Checker as Checker, output_match as output_match,
-        final_state_match as final_state_match, recorded_success as recorded_success,
-        CHECKERS as CHECKERS, register_checker as register_checker, get_checker as get_checker,
-        grade as grade, state_equal as state_equal, is_errored as is_errored,
-        TaskSuccessMetric as TaskSuccessMetric, CostPerSuccessMetric as CostPerSuccessMetric,
-        GOLD_KEYS as GOLD_KEYS)
+                          final_state_match as final_state_match,
+                          recorded_success as recorded_success, CHECKERS as CHECKERS,
+                          register_checker as register_checker, get_checker as get_checker,
+                          grade as grade, state_equal as state_equal, is_errored as is_errored,
+                          TaskSuccessMetric as TaskSuccessMetric,
+                          CostPerSuccessMetric as CostPerSuccessMetric, GOLD_KEYS as GOLD_KEYS)
     from .toolcalls import (match_calls as match_calls, ToolCallMetric as ToolCallMetric,
-        LEVELS as LEVELS)
+                            LEVELS as LEVELS)
     from .trajectory import (TrajectoryMetric as TrajectoryMetric, SCHEMES as SCHEMES,
-        trajectory_distance as trajectory_distance, trajectory_distances as trajectory_distances)
-    from .trajectory_batch import (in_order_batch as in_order_batch,
-        in_order_uniform as in_order_uniform, in_order_coded as in_order_coded)
+                             trajectory_distance as trajectory_distance,
+                             trajectory_distances as trajectory_distances)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -38,7 +38,7 @@ c_encode: Optional[Callable[[Any, Any], Optional[tuple]]]
 #: of class ``i`` (so a caller's later change to its dicts never moves a call to another
 #: class); ``len()`` counts the classes and ``clear()`` forgets them. There is no pure-Python
 #: twin: without the extension :class:`~ek_agents.scoring.argmatch.CallComparer` prepares each call
-#: on its own, as before.
+#: on its own.
 CallTable: Optional[type]
 try:  # built from _callcodes.c at install time when a C compiler was there (optional)
     from ._callcodes import encode as c_encode

@@ -28,6 +28,7 @@ __all__ = ["JudgeSignal", "JudgeMetric", "pairwise_judge", "judge_validation",
 JUDGE_COST_TIER: int = 5
 #: Krippendorff's conventional thresholds: >= 0.8 reliable, >= 0.667 tentative conclusions only.
 ALPHA_GOOD: float = 0.8
+#: Krippendorff's alpha below which a judge's agreement with people supports no conclusion.
 ALPHA_TENTATIVE: float = 0.667
 #: A judge's score at or above which a trial graded by a judge counts as a success.
 JUDGE_PASS: float = 0.5

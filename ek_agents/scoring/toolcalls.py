@@ -17,7 +17,7 @@ call (:class:`~ek_agents.scoring.argmatch.CallClasses`: each distinct call prepa
 identical calls paired on their exact keys in C) and sends only the calls left over through
 layers 1-2; the result is the one the prepared views give (a property test holds them equal).
 
-The names that moved to :mod:`ek_agents.scoring.argmatch` and :mod:`ek_agents.scoring.assignment` are
+The names of :mod:`ek_agents.scoring.argmatch` and :mod:`ek_agents.scoring.assignment` it uses are
 re-exported here, so ``from ek_agents.scoring.toolcalls import AnyOf`` keeps working.
 
 >>> m = ToolCallMetric()

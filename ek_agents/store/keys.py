@@ -106,7 +106,7 @@ def segments_prefix(run_id: str) -> str:
 
 def segment_key(run_id: str, sha256: str) -> str:
     """Store key of a segment of a run's trials, addressed by the sha256 of its bytes:
-    ``runs/<run_id>/segments/<sha256>.jsonl.zst`` (:mod:`ek_agents.runs.segments`).
+    ``runs/<run_id>/segments/<sha256>.jsonl.zst`` (:mod:`ek_agents.records.segments`).
 
     >>> segment_key("r1", "ab" * 32)[:31]
     'runs/r1/segments/ababababababab'

@@ -81,7 +81,6 @@ from .reading import ReadContext, Row, read_jsonl, read_yaml
 
 __all__ = ["Suite", "load_suite", "dump_suite", "suite_schema", "parse_suite"]
 
-__all__ = ["Suite", "load_suite", "dump_suite", "suite_schema", "parse_suite"]
 
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
 _YAML_SUFFIXES = (".yaml", ".yml", ".json")

@@ -247,7 +247,7 @@ def test_a_baseline_whose_success_rate_contradicts_its_counts_is_refused(field, 
 
 
 def test_a_report_whose_bytes_differ_from_the_manifest_is_a_digest_mismatch():
-    from ek_agents.runs import documents as run_documents
+    from ek_agents.records import documents as run_documents
     from ek_agents.errors import DigestMismatch
 
     store = bl._store_with(random.Random(0), "manifest", bl.stored_run()[bl.DOC_KEYS["manifest"]])
@@ -283,7 +283,7 @@ def test_audit_of_a_manifest_with_a_malformed_provenance_fails_in_one_line():
     ("report", {"detail": {"warnings": 7}}, "field 'detail.warnings' must be a list of strings"),
 ])
 def test_wrong_nested_types_the_report_renders_are_refused_naming_the_field(where, patch, field):
-    from ek_agents.runs import documents as run_documents
+    from ek_agents.records import documents as run_documents
     from ek_agents.errors import DocumentError
 
     store = bl._store_with(random.Random(0), where, _doc(where, **patch))

@@ -9,8 +9,8 @@ import random
 import pytest
 
 from ek_agents.base import TaskSpec
-from ek_agents.runs.harness import EPISODE_DEPTH, run_suite, run_trials
-from ek_agents.runs.trialrunner import TrialRunner
+from ek_agents.execution.harness import EPISODE_DEPTH, run_suite, run_trials
+from ek_agents.execution import TrialRunner
 from ek_agents.store import Store
 
 N_TASKS, K = 40, 5

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents.runs import agentid, agentstate, audit
+from ek_agents.identity import _agentstate as agentstate, agentid
+from ek_agents.stages import audit
 from ek_agents.base import TaskSpec
 from ek_agents.errors import RunMismatch, UnidentifiedAgent
 from ek_agents.harness import run_suite
@@ -271,7 +272,7 @@ def test_agentid_doctests_and_it_sits_low_in_the_layers():
     import ast
     import doctest
 
-    for module, allowed in ((agentid, {"errors", "core", "base", "agentstate"}),
+    for module, allowed in ((agentid, {"errors", "core", "base", "_agentstate"}),
                             (agentstate, {"errors", "core"})):
         assert doctest.testmod(module).failed == 0
         tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
@@ -283,7 +284,7 @@ def test_agentid_doctests_and_it_sits_low_in_the_layers():
 
 def test_the_identity_of_rich_state_is_the_same_in_another_process_with_another_hash_seed():
     here = agentid.agent_identity(ag.rich_agent()).to_dict()
-    script = ("import importlib, json; from ek_agents.runs import agentid; "
+    script = ("import importlib, json; from ek_agents.identity import agentid; "
               "ag = importlib.import_module('tests.harness.identity_agents'); "
               "print(json.dumps(agentid.agent_identity(ag.rich_agent()).to_dict()))")
     for seed in ("1", "31337"):

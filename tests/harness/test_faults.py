@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ek_agents.base import TaskSpec
-from ek_agents.runs.harness import run_suite, run_trials
+from ek_agents.execution.harness import run_suite, run_trials
 from ek_agents.store import Store, episode_key, read_lease, run_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ CHILD = textwrap.dedent("""
     sys.path.insert(0, {repo!r})
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from ek_agents.base import TaskSpec
-    from ek_agents.runs.harness import run_suite
+    from ek_agents.execution.harness import run_suite
     from killagent import agent
 
     root, calls = sys.argv[1], sys.argv[2]

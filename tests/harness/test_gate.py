@@ -11,7 +11,8 @@ from ek_agents import stats
 from ek_agents.base import RunProvenance
 from ek_agents.errors import BaselineError, IncomparableRuns, InvalidInput
 from ek_agents.gate import AgentGateResult
-from ek_agents.runs.harness import agent_regression_gate, load_agent_baseline, save_agent_baseline
+from ek_agents.execution.harness import (agent_regression_gate, load_agent_baseline,
+                                         save_agent_baseline)
 from ek_agents.reporting import reliability
 
 N_SEEDS, N_TASKS, K = 400, 60, 4

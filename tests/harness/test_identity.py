@@ -6,10 +6,11 @@ import threading
 
 import pytest
 
-from ek_agents.runs import audit, identity as run_identity
+from ek_agents.stages import audit
+from ek_agents.records import fingerprint as run_identity
 from ek_agents.base import Episode, TaskSpec
 from ek_agents.errors import RunInUse, RunMismatch, TransientAgentError
-from ek_agents.runs.harness import run_suite, run_trials
+from ek_agents.execution.harness import run_suite, run_trials
 from ek_agents.store import Store, acquire_lease, episode_key, lease_key, read_lease, release_lease
 
 TASKS = [TaskSpec(f"t{i}", input=f"q{i}", gold="OK") for i in range(4)]

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from ek_agents.runs import documents, trials
+from ek_agents.records import documents, trials
 from ek_agents.base import Cost, Episode, RunProvenance, Step, TaskSpec, Trajectory
 from ek_agents.core import canonical_json
-from ek_agents.runs.harness import run_trials, store_trials
+from ek_agents.execution.harness import run_trials, store_trials
 from ek_agents.store import Store
 
 RUNS = [None, RunProvenance(seed=3, suite_version="1"),
@@ -180,7 +180,7 @@ def test_a_whole_document_of_mixed_episodes_is_the_general_bytes():
 
 @pytest.mark.parametrize("agent", [_plain_agent, _bad_agent])
 def test_run_suite_s_documents_are_the_general_bytes(tmp_path, agent):
-    from ek_agents.runs.harness import run_suite
+    from ek_agents.execution.harness import run_suite
 
     tasks = [TaskSpec(f"t{i}", input=f"q{i}", gold=f"A{i}") for i in range(8)]
     st = Store(str(tmp_path / "store"))

@@ -10,7 +10,8 @@ from ek_agents.base import Cost, Episode, RunProvenance, Step, TaskSpec, ToolSpe
 from ek_agents.core import FieldSpec, Score
 from ek_agents.cost import per_million
 from ek_agents.errors import IncomparableRuns, InvalidInput, RunMismatch
-from ek_agents.runs.harness import agent_regression_gate, build_report, run_trials, save_agent_baseline
+from ek_agents.execution.harness import (agent_regression_gate, build_report, run_trials,
+                                         save_agent_baseline)
 from ek_agents.store import Store, run_key
 from ek_agents.scoring.toolcalls import ToolCallMetric
 
@@ -102,7 +103,8 @@ def test_persisted_run_writes_a_manifest_and_generates_a_run_id(tmp_path):
 
 
 def test_a_persisted_run_is_recorded_as_the_pipeline_records_one(tmp_path):
-    from ek_agents.runs import audit, baselines, documents, stages
+    from ek_agents.stages import audit, evaluate as stages
+    from ek_agents.records import baselines, documents
 
     st = Store(tmp_path)
     report = run_suite(_shop_agent, _shop(), k=2, seed=0, check="output", persist=True,
@@ -123,7 +125,8 @@ def test_a_persisted_run_is_recorded_as_the_pipeline_records_one(tmp_path):
 
 
 def test_the_audit_names_what_a_library_run_could_not_store(tmp_path):
-    from ek_agents.runs import audit, baselines, documents, stages
+    from ek_agents.stages import audit, evaluate as stages
+    from ek_agents.records import baselines, documents
 
     st = Store(tmp_path)
     report = run_suite(_shop_agent, _shop(), k=2, seed=0, check=lambda ep, gold: True,

@@ -9,7 +9,7 @@ import pytest
 
 from ek_agents.base import Cost, Episode, RunProvenance, Step, TaskSpec, Trajectory
 from ek_agents.errors import InvalidInput, StoreError, TransientAgentError
-from ek_agents.runs.harness import run_trials
+from ek_agents.execution.harness import run_trials
 from ek_agents.store import Store, episode_key
 
 

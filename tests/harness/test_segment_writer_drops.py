@@ -9,8 +9,8 @@ import pytest
 
 from ek_agents.base import Episode, TaskSpec
 from ek_agents.errors import IntegrityError
-from ek_agents.runs import segments as sg
-from ek_agents.runs.streaming import merged_report, segment_summarizer
+from ek_agents.records import segments as sg
+from ek_agents.stages.streaming import merged_report, segment_summarizer
 from ek_agents.store import Store
 
 TASKS = [TaskSpec("a", input="x", gold="X"), TaskSpec("b", input="y", gold="Y")]

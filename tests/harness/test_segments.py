@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ek_agents.runs import segments as sg
-from ek_agents.runs.audit import audit
+from ek_agents.records import segments as sg
+from ek_agents.stages.audit import audit
 from ek_agents.base import Episode, TaskSpec
 from ek_agents.errors import DigestMismatch
 from ek_agents.harness import run_suite, run_trials
@@ -183,7 +183,7 @@ def test_agent_calls_never_run_far_ahead_of_storage(tmp_path):
     harness still keeps its calls at most one segment (filling while one is stored) plus
     ~2 x WRITER_BACKLOG ahead of what is stored, so a killed process loses that, not its whole
     chunk (without the throttle: 5,904 ahead of 4,096 trials here)."""
-    from ek_agents.runs import trialwriter
+    from ek_agents.execution import _trialwriter as trialwriter
 
     calls, seen = [0], []
 

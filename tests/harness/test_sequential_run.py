@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ek_agents.runs import baselines, documents, stages
+from ek_agents.records import baselines, documents
+from ek_agents.stages import evaluate as stages
 from ek_agents import run_suite
-from ek_agents.runs.audit import audit
+from ek_agents.stages.audit import audit
 from ek_agents.base import TaskSpec
-from ek_agents.runs.manifest import RunManifest, report_markdown
+from ek_agents.records.manifest import RunManifest, report_markdown
 from ek_agents.store import Store
 
 TASKS = [TaskSpec(f"t{i:02d}", input=str(i), gold="ok") for i in range(40)]

@@ -247,7 +247,7 @@ KILLED_RUN = textwrap.dedent("""
     import sys
     sys.path.insert(0, {repo!r})
     from ek_agents.base import TaskSpec
-    from ek_agents.runs.harness import run_suite
+    from ek_agents.execution.harness import run_suite
 
     tasks = [TaskSpec(f"t{{i:03d}}", input=f"in{{i}}", gold=f"in{{i}}") for i in range({n})]
     run_suite(lambda task, *, seed: task.input, tasks, k={k}, seed=0, persist=True,

@@ -16,8 +16,8 @@ import ek_agents_examples
 from ek_agents.base import TaskSpec
 from ek_agents.prices import load_prices
 from ek_agents.reporting import build_report
-from ek_agents.runs.harness import run_trials
-from ek_agents.runs.otelcapture import OtelCapture
+from ek_agents.execution.harness import run_trials
+from ek_agents.execution.otelcapture import OtelCapture
 from ek_agents_examples.otel import agents
 from ek_agents_examples.otel.fakeopenai import PLANNER, SUMMARISER, FakeOpenAI
 

@@ -1,12 +1,12 @@
-"""The capture's documented rules (ek_agents.runs.otelcapture), with a real instrumented agent."""
+"""The capture's documented rules (ek_agents.execution.otelcapture), with a real instrumented agent."""
 from __future__ import annotations
 
 import pytest
 
 from ek_agents.base import Cost, Episode, Step, TaskSpec, Trajectory
 from ek_agents.errors import InvalidInput
-from ek_agents.runs.harness import run_trials
-from ek_agents.runs.otelcapture import OtelCapture
+from ek_agents.execution.harness import run_trials
+from ek_agents.execution.otelcapture import OtelCapture
 from ek_agents_examples.otel import agents
 
 TASKS = [TaskSpec("r1", input="x"), TaskSpec("r2", input="y")]

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import ek_agents_examples
-from ek_agents.runs import documents
+from ek_agents.records import documents
 from ek_agents.base import TaskSpec
 from ek_agents.bridge import episodes_from_otel
 from ek_agents.cost import episode_dollars
-from ek_agents.runs.harness import run_trials
+from ek_agents.execution.harness import run_trials
 from ek_agents.store import Store, run_key
 from ek_agents_examples.otel import agents
 from ek_agents_examples.otel.demo import SUITE_PATH

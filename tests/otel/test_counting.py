@@ -8,7 +8,7 @@ import pytest
 
 from ek_agents.base import TaskSpec
 from ek_agents.cost import cost_report
-from ek_agents.runs.harness import run_trials
+from ek_agents.execution.harness import run_trials
 from ek_agents_examples.otel import agents
 
 TASKS = [TaskSpec(f"c{i}", input="count me once") for i in range(3)]

@@ -7,8 +7,8 @@ import math
 
 from ek_agents.base import TaskSpec
 from ek_agents.bridge import episodes_from_otel
-from ek_agents.runs.harness import run_trials
-from ek_agents.runs.otelcapture import MAX_OUTPUT_CHARS
+from ek_agents.execution.harness import run_trials
+from ek_agents.execution.otelcapture import MAX_OUTPUT_CHARS
 from ek_agents_examples.otel import agents
 
 from .otlpjson import write_otlp

@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from ek_agents.runs import documents
+from ek_agents.records import documents
 from ek_agents.base import TaskSpec
 from ek_agents.bridge import episodes_from_otel
 from ek_agents.cost import episode_dollars
-from ek_agents.runs.harness import run_suite
+from ek_agents.execution.harness import run_suite
 from ek_agents.store import open_store
 from ek_agents_examples.otel import agents
 from ek_agents_examples.otel.fakeopenai import expected_steps, summary_of

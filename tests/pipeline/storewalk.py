@@ -34,7 +34,8 @@ def _unit(mod: str) -> str:
 
 def _make_run(tmp: Path) -> tuple[str, dict]:
     from ek_agents.base import Episode
-    from ek_agents.runs import documents, stagecache, stages
+    from ek_agents.records import documents, stagecache
+    from ek_agents.stages import evaluate as stages
 
     suite = tmp / "suite.jsonl"
     rows = [{"suite": {"name": "walk", "version": "1", "checker": "output"}}]
@@ -42,8 +43,8 @@ def _make_run(tmp: Path) -> tuple[str, dict]:
     suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
     url = str(tmp / "store")
     from ek_agents.store import Store
-    from ek_agents.runs.baselines import save_agent_baseline
-    from ek_agents.runs.stages import metrics_stage, cost_stage, grade_stage
+    from ek_agents.records.baselines import save_agent_baseline
+    from ek_agents.stages.evaluate import metrics_stage, cost_stage, grade_stage
     st = Store(url)
     tasks = stages.record_suite(st, "base", str(suite))
     eps = [Episode(f"t{i}", output=f"A{i}" if (i + j) % 3 else "no", meta={"trial": j})
@@ -61,7 +62,7 @@ def walk() -> dict[str, Any]:
     """Run the four scoring tasks on a fresh store; return the edges, the paths, the climbs
     and the re-entries of the store URL's walk."""
     import tasks.scoring as scoring
-    from ek_agents.runs.trials import forget_episodes
+    from ek_agents.records.trials import forget_episodes
 
     deps = top_level_closure()
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,8 +11,9 @@ import shutil
 import pytest
 import yaml
 
-from ek_agents.runs import baselines, documents as run_documents, stages
-from ek_agents.runs.audit import audit
+from ek_agents.records import baselines, documents as run_documents
+from ek_agents.stages import evaluate as stages
+from ek_agents.stages.audit import audit
 from ek_agents.cli import main
 from ek_agents.errors import (AuditFailed, BaselineError, DigestMismatch, DocumentError,
                               GateFailed, InvalidInput)

@@ -2,7 +2,9 @@
 them, a retried chunk, and how the run's concurrency is shared among its chunks."""
 from __future__ import annotations
 
-from ek_agents.runs import documents, pipeline_support, stages
+from ek_agents.records import documents
+from ek_agents import pipeline
+from ek_agents.stages import evaluate as stages
 from ek_agents.base import RunProvenance
 from ek_agents.core import canonical_json
 from ek_agents.store import Store, episodes_prefix
@@ -10,24 +12,24 @@ from ek_agents.store import Store, episodes_prefix
 from .conftest import AGENT
 
 
-def _request(store: str, suite: str, **kw) -> pipeline_support.TrialRequest:
+def _request(store: str, suite: str, **kw) -> pipeline.TrialRequest:
     st = Store(store)
-    return pipeline_support.TrialRequest(
+    return pipeline.TrialRequest(
         store=st.url, run_id="r", tasks=stages.record_suite(st, "r", suite), agent=AGENT, k=2,
         seed=5, run=RunProvenance(seed=5, suite_version="1").to_dict(), **kw)
 
 
 def test_chunks_share_the_runs_concurrency(tmp_path, suite):
     store = str(tmp_path / "store")
-    plan = pipeline_support.plan_trials(_request(store, suite, chunk_size=2, max_concurrency=8,
+    plan = pipeline.plan_trials(_request(store, suite, chunk_size=2, max_concurrency=8,
                                                  parallel_chunks=4))
     assert len(plan.chunks) == 6 and all(c.claimed for c in plan.chunks)
     assert {c.concurrency for c in plan.chunks} == {2}  # 4 chunks at once x 2 = 8 in flight
-    assert pipeline_support.chunk_workers(4, 3) == 3  # never more chunks at once than calls
-    one = pipeline_support.plan_trials(_request(store, suite, chunk_size=12, max_concurrency=8,
+    assert pipeline.chunk_workers(4, 3) == 3  # never more chunks at once than calls
+    one = pipeline.plan_trials(_request(store, suite, chunk_size=12, max_concurrency=8,
                                                 parallel_chunks=4))
     assert [c.concurrency for c in one.chunks] == [8]  # a single chunk gets all of it
-    auto = pipeline_support.plan_trials(_request(store, suite, max_concurrency=6, parallel_chunks=2))
+    auto = pipeline.plan_trials(_request(store, suite, max_concurrency=6, parallel_chunks=2))
     # default sizes: whole rounds of each chunk's 3 slots (12 trials -> 4 chunks of 3, not 12 of 1)
     assert [(len(c.pairs), c.concurrency) for c in auto.chunks] == [(3, 3)] * 4
 
@@ -35,13 +37,13 @@ def test_chunks_share_the_runs_concurrency(tmp_path, suite):
 def test_collect_builds_the_episodes_document_from_what_the_chunks_stored(tmp_path, suite, calls):
     store = str(tmp_path / "store")
     st = Store(store)
-    plan = pipeline_support.plan_trials(_request(store, suite, chunk_size=5))
-    ran = [pipeline_support.run_trial_chunk(c) for c in plan.chunks]
+    plan = pipeline.plan_trials(_request(store, suite, chunk_size=5))
+    ran = [pipeline.run_trial_chunk(c) for c in plan.chunks]
     assert len(calls) == 12 and sum(len(r.trials) for r in ran) == 12
     for trial in (t for r in ran for t in r.trials):  # what each chunk says it wrote, it wrote
         assert st.read_bytes(trial.key) == trial.data.encode("ascii")
         assert st.digest(trial.key) == trial.sha256
-    ref = pipeline_support.collect_episodes(plan, ran)
+    ref = pipeline.collect_episodes(plan, ran)
     data = st.read_bytes(ref.key)
     episodes = documents.episodes_of(st.read_json(ref.key))
     assert data == canonical_json(documents.episodes_doc(episodes))  # assembled = canonical
@@ -49,20 +51,20 @@ def test_collect_builds_the_episodes_document_from_what_the_chunks_stored(tmp_pa
         (f"t{i}", j) for i in range(6) for j in range(2))
     assert ref.trials == {k: st.digest(k) for k in st.list(episodes_prefix("r"))}
     # no chunk results (a resumed run's collect): the same document, read from the store
-    again = pipeline_support.collect_episodes(plan)
+    again = pipeline.collect_episodes(plan)
     assert st.read_bytes(again.key) == data and again.trials == ref.trials and len(calls) == 12
 
 
 def test_a_retried_chunk_runs_only_its_missing_trials(tmp_path, suite, calls):
     store = str(tmp_path / "store")
     st = Store(store)
-    plan = pipeline_support.plan_trials(_request(store, suite, chunk_size=4))
+    plan = pipeline.plan_trials(_request(store, suite, chunk_size=4))
     chunk = plan.chunks[0]
-    first = pipeline_support.run_trial_chunk(chunk)
+    first = pipeline.run_trial_chunk(chunk)
     assert len(calls) == 4
     st.delete(first.trials[1].key)  # the attempt died before this trial was stored
     st.write_json(first.trials[2].key, {"task_id": "t9"})  # and this file is not the trial
-    retried = pipeline_support.run_trial_chunk(chunk, resume=True)
+    retried = pipeline.run_trial_chunk(chunk, resume=True)
     assert len(calls) == 6  # the missing and the misfiled trial, nothing else
     assert [(t.task_id, t.trial) for t in retried.trials] == list(chunk.pairs)
     assert all(st.digest(t.key) == t.sha256 for t in retried.trials)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ek_agents.cli import main
-from ek_agents.runs.manifest import RunInputs
+from ek_agents.records.manifest import RunInputs
 from ek_agents.store import Store
 
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
@@ -67,12 +67,14 @@ def test_bad_input_exits_2_with_one_line(tmp_path, suite):
 
 def test_report_and_gate_need_no_prefect(tmp_path, suite, calls):
     """A run made with the library alone, read back by `report` and `gate` without Prefect."""
-    from ek_agents.runs import baselines, documents, pipeline_support, stagecache, stages
+    from ek_agents.records import baselines, documents, stagecache
+    from ek_agents import pipeline
+    from ek_agents.stages import evaluate as stages
 
     st = Store(str(tmp_path / "s"))
     # a hand-built run: every stage function, no flow
-    ep = documents.episodes_doc(__import__("ek_agents.runs.harness", fromlist=["x"]).run_trials(
-        pipeline_support.load_agent(AGENT), documents.tasks_of(documents.tasks_doc(
+    ep = documents.episodes_doc(__import__("ek_agents.execution.harness", fromlist=["x"]).run_trials(
+        pipeline.load_agent(AGENT), documents.tasks_of(documents.tasks_doc(
             __import__("ek_agents.suite", fromlist=["x"]).load_suite(suite))), k=2, seed=0))
     tasks = documents.tasks_doc(__import__("ek_agents.suite", fromlist=["x"]).load_suite(suite))
     refs = {"tasks": stagecache.write_tasks(st, "lib", tasks),

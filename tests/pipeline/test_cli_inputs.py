@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from ek_agents import cli
-from ek_agents.runs import pipeline_support
-from ek_agents.runs.harness import run_suite
+from ek_agents import pipeline
+from ek_agents.execution.harness import run_suite
 
 from .conftest import PRICES, ROOT, write_suite
 
@@ -150,7 +150,7 @@ def test_report_into_a_closed_pipe_ends_quietly(tmp_path, store):
 
 
 def test_option_bounds_agree_with_the_library():
-    assert cli.MAX_K == pipeline_support.MAX_K
+    assert cli.MAX_K == pipeline.MAX_K
 
 
 def _children(pid: int) -> list[int]:

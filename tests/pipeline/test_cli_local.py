@@ -11,8 +11,8 @@ import types
 
 import pytest
 
-from ek_agents.runs import trialrunner
-from ek_agents.runs.audit import audit
+from ek_agents.execution import _trialrunner as trialrunner
+from ek_agents.stages.audit import audit
 from ek_agents.cli import main
 from ek_agents.store import Store
 

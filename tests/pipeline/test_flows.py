@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ek_agents.runs import pipeline_support
-from ek_agents.runs.audit import differences
+from ek_agents import pipeline
+from ek_agents.stages.audit import differences
 from ek_agents.errors import AuditFailed, GateFailed, IncomparableRuns, SuiteError
 from ek_agents.store import Store
 
@@ -79,18 +79,18 @@ def test_second_identical_run_makes_zero_agent_calls(tmp_path, suite, calls):
 
 def test_killed_run_resumes_without_rerunning_finished_trials(tmp_path, suite, calls):
     """A run stopped part-way (here: one chunk finished, then the process died) resumes."""
-    from ek_agents.runs import stages
+    from ek_agents.stages import evaluate as stages
     from ek_agents.base import RunProvenance
 
     from ek_agents_pipeline.flows import evaluate_agent
 
     store = str(tmp_path / "store")
-    request = pipeline_support.TrialRequest(  # what the flow asks for, planned in chunks of 3
+    request = pipeline.TrialRequest(  # what the flow asks for, planned in chunks of 3
         store=Store(store).url, run_id="r", tasks=stages.record_suite(Store(store), "r", suite),
         agent=AGENT, k=2, seed=5, run=RunProvenance(seed=5, suite_version="1").to_dict(),
         chunk_size=3)
-    first = pipeline_support.plan_trials(request).chunks[0]
-    pipeline_support.run_trial_chunk(first)  # one chunk finished, then the process died
+    first = pipeline.plan_trials(request).chunks[0]
+    pipeline.run_trial_chunk(first)  # one chunk finished, then the process died
     assert len(calls) == 3 and list(first.pairs) == [("t0", 0), ("t0", 1), ("t1", 0)]
     evaluate_agent(suite=suite, agent=AGENT, k=2, seed=5, store=store, run_id="r")
     assert len(calls) == 12  # 12 trials in all, the 3 stored ones not re-run
@@ -114,7 +114,7 @@ def test_audit_passes_then_catches_one_flipped_byte(tmp_path, suite, calls):
 
 
 def test_audit_names_a_recorded_figure_that_differs(tmp_path, suite, calls):
-    from ek_agents.runs.audit import audit
+    from ek_agents.stages.audit import audit
 
     from ek_agents_pipeline.flows import evaluate_agent
 

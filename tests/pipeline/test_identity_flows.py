@@ -6,7 +6,9 @@ import importlib
 
 import pytest
 
-from ek_agents.runs import documents, pipeline_support, stagecache, stages
+from ek_agents.records import documents, stagecache
+from ek_agents import pipeline
+from ek_agents.stages import evaluate as stages
 from ek_agents.base import RunProvenance
 from ek_agents.cli import main
 from ek_agents.errors import RunMismatch, StoreError, TooManyErrors
@@ -26,8 +28,8 @@ def outage():
     pipeline_agents.OUTAGE.clear()
 
 
-def _request(store: Store, run_id: str, suite: str, agent: str) -> pipeline_support.TrialRequest:
-    return pipeline_support.TrialRequest(
+def _request(store: Store, run_id: str, suite: str, agent: str) -> pipeline.TrialRequest:
+    return pipeline.TrialRequest(
         store=store.url, run_id=run_id, tasks=stages.record_suite(store, run_id, suite),
         agent=agent, k=2, seed=0, run=RunProvenance(seed=0).to_dict())
 
@@ -38,14 +40,14 @@ def test_a_changed_EK_OPENAI_MODEL_is_not_a_cache_hit(tmp_path, suite, monkeypat
     import examples.shop.openai_agent as shop_openai
 
     importlib.reload(shop_openai)
-    one = pipeline_support.plan_trials(_request(st, "a", suite, "examples.shop.openai_agent:agent"))
+    one = pipeline.plan_trials(_request(st, "a", suite, "examples.shop.openai_agent:agent"))
     # the episodes of model-one's run, cached under its digest
     stagecache.stage_output(st, "a", "episodes", one.digest, lambda: documents.episodes_doc([]))
-    again = pipeline_support.plan_trials(_request(st, "b", suite, "examples.shop.openai_agent:agent"))
+    again = pipeline.plan_trials(_request(st, "b", suite, "examples.shop.openai_agent:agent"))
     assert again.episodes is not None and again.reused_from == "a"  # same model: a cache hit
     monkeypatch.setenv("EK_OPENAI_MODEL", "model-two")
     importlib.reload(shop_openai)
-    two = pipeline_support.plan_trials(_request(st, "c", suite, "examples.shop.openai_agent:agent"))
+    two = pipeline.plan_trials(_request(st, "c", suite, "examples.shop.openai_agent:agent"))
     assert two.digest != one.digest and two.episodes is None and two.chunks  # runs, for real
     stored = Store(tmp_path / "store").read_json("runs/c/fingerprint.json")
     assert stored["agent_config"]["model"] == "model-two"
@@ -179,4 +181,4 @@ def test_wrong_agent_on_a_reused_run_id_cli_refuses_and_refresh_runs_it(tmp_path
     assert Store(store).read_manifest("fresh")["results"]["success_rate"] == good
     assert calls == []  # (the good agent's own cached episodes)
     with pytest.raises(RunMismatch):
-        pipeline_support.plan_trials(_request(Store(store), "r1", suite, AGENT))
+        pipeline.plan_trials(_request(Store(store), "r1", suite, AGENT))

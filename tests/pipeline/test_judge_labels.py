@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from ek_agents.runs.audit import audit
+from ek_agents.stages.audit import audit
 from ek_agents.cli import main
 from ek_agents.scoring.metrics import register_checker
 from ek_agents.store import Store

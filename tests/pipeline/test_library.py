@@ -1,4 +1,4 @@
-"""The pipeline's library side (ek_agents.runs: stages / documents / pipeline_support / manifest / audit): no Prefect needed."""
+"""The pipeline's library side (ek_agents.stages, records, pipeline: stages / documents / chunks / manifest / audit): no Prefect needed."""
 from __future__ import annotations
 
 import sys
@@ -6,20 +6,22 @@ import sys
 import pytest
 
 import ek_agents.version
-from ek_agents.runs import documents, pipeline_support, stagecache
+from ek_agents.records import documents, stagecache
+from ek_agents import pipeline
 from ek_agents.errors import InvalidInput, UnknownName
-from ek_agents.runs.manifest import RunManifest, input_digest, package_info, report_markdown, report_rows
+from ek_agents.records.manifest import (RunManifest, input_digest, package_info, report_markdown,
+                                        report_rows)
 from ek_agents.store import Store
 
 
 def test_a_2000_trial_run_is_tens_of_task_runs():
-    chunks = pipeline_support.plan_chunks([f"t{i}" for i in range(500)], k=4)
-    assert len(chunks) == pipeline_support.DEFAULT_CHUNKS == 16
+    chunks = pipeline.plan_chunks([f"t{i}" for i in range(500)], k=4)
+    assert len(chunks) == pipeline.DEFAULT_CHUNKS == 16
     pairs = [tuple(p) for c in chunks for p in c]
     assert len(pairs) == 2000 == len(set(pairs))
-    assert len(pipeline_support.plan_chunks(["a"], k=3, chunk_size=1)) == 3
+    assert len(pipeline.plan_chunks(["a"], k=3, chunk_size=1)) == 3
     with pytest.raises(InvalidInput):
-        pipeline_support.plan_chunks(["a"], k=0)
+        pipeline.plan_chunks(["a"], k=0)
 
 
 @pytest.mark.parametrize("n_tasks,k,slots", [(500, 40, 16), (500, 4, 2), (7, 3, 16), (1, 1, 64),
@@ -28,17 +30,17 @@ def test_default_chunks_are_whole_rounds_of_their_slots(n_tasks, k, slots):
     # a chunk that is not a whole number of rounds of its slots ends with most of them idle,
     # once per chunk: the default sizes leave that to the run's last chunk alone
     ids = [f"t{i}" for i in range(n_tasks)]
-    chunks = pipeline_support.plan_chunks(ids, k=k, slots=slots)
+    chunks = pipeline.plan_chunks(ids, k=k, slots=slots)
     pairs = [tuple(p) for c in chunks for p in c]
     assert pairs == [(t, i) for t in ids for i in range(k)]  # every pair once, in order
-    assert 1 <= len(chunks) <= pipeline_support.DEFAULT_CHUNKS and all(chunks)
+    assert 1 <= len(chunks) <= pipeline.DEFAULT_CHUNKS and all(chunks)
     assert all(len(c) % slots == 0 for c in chunks[:-1])
     rounds = [-(-len(c) // slots) for c in chunks]
     assert max(rounds) - min(rounds[:-1] or rounds) <= 1  # spread evenly
-    assert pipeline_support.plan_chunks(ids, k=k, slots=slots, chunk_size=3) == \
-        pipeline_support.plan_chunks(ids, k=k, chunk_size=3)  # a fixed size is kept as given
+    assert pipeline.plan_chunks(ids, k=k, slots=slots, chunk_size=3) == \
+        pipeline.plan_chunks(ids, k=k, chunk_size=3)  # a fixed size is kept as given
     with pytest.raises(InvalidInput, match="slots"):
-        pipeline_support.plan_chunks(ids, k=k, slots=0)
+        pipeline.plan_chunks(ids, k=k, slots=0)
 
 
 def test_input_digest_covers_inputs_and_the_package_version(monkeypatch):
@@ -60,13 +62,13 @@ def test_cache_recomputes_a_damaged_artifact():
 
 
 def test_load_agent_names_the_problem():
-    assert pipeline_support.load_agent("os.path:join")("a", "b") == "a/b"
+    assert pipeline.load_agent("os.path:join")("a", "b") == "a/b"
     with pytest.raises(InvalidInput, match="import path"):
-        pipeline_support.load_agent("os.path.join")
+        pipeline.load_agent("os.path.join")
     with pytest.raises(InvalidInput, match="cannot import module 'no_such_mod_xyz'"):
-        pipeline_support.load_agent("no_such_mod_xyz:f")
+        pipeline.load_agent("no_such_mod_xyz:f")
     with pytest.raises(InvalidInput, match="did you mean 'join'"):
-        pipeline_support.load_agent("os.path:jion")
+        pipeline.load_agent("os.path:jion")
     with pytest.raises(UnknownName, match="did you mean 'inspect'"):
         documents.read_source("inspekt", "x")
 
@@ -97,6 +99,6 @@ def test_report_presentation():
 def test_importing_ek_agents_pipeline_modules_imports_no_prefect():
     import subprocess
 
-    code = ("import sys, ek_agents.cli, ek_agents.runs.stages, ek_agents.runs.audit, ek_agents.runs.manifest; "
+    code = ("import sys, ek_agents.cli, ek_agents.stages.evaluate, ek_agents.stages.audit, ek_agents.records.manifest; "
             "sys.exit('prefect' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

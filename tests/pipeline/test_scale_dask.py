@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ek_agents.runs.audit import audit
-from ek_agents.runs.segments import RunSegments
+from ek_agents.stages.audit import audit
+from ek_agents.records.segments import RunSegments
 from ek_agents.store import Store
 
 from .conftest import PRICES, write_suite

@@ -7,16 +7,17 @@ import dataclasses
 
 import pytest
 
-from ek_agents.runs import scalerun
-from ek_agents.runs.audit import audit
+from ek_agents.pipeline import scalerun
+from ek_agents.stages.audit import audit
 from ek_agents.base import RunProvenance
 from ek_agents.errors import RunMismatch
 from ek_agents.harness import run_trials
-from ek_agents.runs.pipeline_support import TrialRequest, load_agent
-from ek_agents.runs.documents import read_ref, tasks_of
-from ek_agents.runs.stages import record_prices, record_suite
+from ek_agents.pipeline.chunks import TrialRequest
+from ek_agents.pipeline.request import load_agent
+from ek_agents.records.documents import read_ref, tasks_of
+from ek_agents.stages.evaluate import record_prices, record_suite
 from ek_agents.reporting import graded_report
-from ek_agents.runs.segments import RunSegments, pack_pairs, unpack_pairs
+from ek_agents.records.segments import RunSegments, pack_pairs, unpack_pairs
 from ek_agents.store import Store
 
 from .conftest import PRICES, write_suite
@@ -86,7 +87,7 @@ def test_the_audit_of_a_streamed_run_names_a_changed_segment(tmp_path, calls):
 
 
 def test_the_audit_regrades_a_sample_or_every_segment_and_names_a_forged_summary(tmp_path, calls):
-    from ek_agents.runs.segments import WriterIndex
+    from ek_agents.records.segments import WriterIndex
     from ek_agents.store import segment_index_key
 
     st = Store(str(tmp_path / "store"))

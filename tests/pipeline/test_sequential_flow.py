@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from ek_agents.runs.audit import audit
+from ek_agents.stages.audit import audit
 from ek_agents.errors import GateFailed, InvalidInput
-from ek_agents.runs.manifest import RunManifest
+from ek_agents.records.manifest import RunManifest
 from ek_agents.store import Store
 
 from .conftest import AGENT, FLAKY_AGENT, write_suite

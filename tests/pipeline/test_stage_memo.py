@@ -1,12 +1,13 @@
 """The stages after the trials reuse, within one process, the episodes a stage already parsed
-or wrote (``runs.trials.read_episodes``): same bytes out, and a changed document is still refused."""
+or wrote (``records.trials.read_episodes``): same bytes out, and a changed document is still refused."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from ek_agents.runs import documents, stagecache, stages, trials
+from ek_agents.records import documents, stagecache, trials
+from ek_agents.stages import evaluate as stages
 from ek_agents.base import Episode
 from ek_agents.errors import DigestMismatch
 from ek_agents.store import Store, canonical_json
@@ -107,8 +108,8 @@ def test_the_grade_stage_takes_what_the_chunks_graded_and_it_is_what_grading_the
     # the chunks grade the trials they stored (record.grade_trials); in the same process the
     # grade stage takes that document instead of parsing and grading the episodes again, and
     # it is byte for byte what grading the stored episodes document gives
-    from ek_agents.runs import pipeline_support
-    from ek_agents.runs.pipeline_support import TrialRequest
+    from ek_agents import pipeline
+    from ek_agents.pipeline.chunks import TrialRequest
 
     suite = tmp_path / "suite.jsonl"
     rows = [{"suite": {"name": "chunks", "version": "1", "checker": "output"}}]
@@ -120,10 +121,10 @@ def test_the_grade_stage_takes_what_the_chunks_graded_and_it_is_what_grading_the
     tasks = stages.record_suite(st, "r", str(suite))
     request = TrialRequest(store=st.url, run_id="r", tasks=tasks, k=3, seed=1, chunk_size=4,
                            agent="tests.pipeline.pipeline_agents:counting_agent", check=None)
-    plan = pipeline_support.plan_trials(request)
-    ran = [pipeline_support.run_trial_chunk(c) for c in plan.chunks]
+    plan = pipeline.plan_trials(request)
+    ran = [pipeline.run_trial_chunk(c) for c in plan.chunks]
     assert len(ran) == 5 and all(len(c.graded) == len(c.trials) for c in ran)
-    episodes = pipeline_support.collect_episodes(plan, ran)
+    episodes = pipeline.collect_episodes(plan, ran)
     parsed = []
     real = documents.episodes_of
     for mod in (trials, stages):  # every reader of a stored episodes document
@@ -137,8 +138,8 @@ def test_the_grade_stage_takes_what_the_chunks_graded_and_it_is_what_grading_the
     assert trials.read_episodes(st, graded) == real(expected)
     # a changed episodes document is refused, as when the stage grades it itself
     trials.forget_episodes()
-    again = [pipeline_support.run_trial_chunk(c) for c in plan.chunks]
-    ref = pipeline_support.collect_episodes(plan, again)
+    again = [pipeline.run_trial_chunk(c) for c in plan.chunks]
+    ref = pipeline.collect_episodes(plan, again)
     st.write_bytes(ref.key, st.read_bytes(ref.key) + b" ")
     with pytest.raises(DigestMismatch):
         stages.run_grade(st, "r2", ref, tasks, None)

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ek_agents.runs import baselines, documents, stagecache, stages
+from ek_agents.records import baselines, documents, stagecache
+from ek_agents.stages import evaluate as stages
 from ek_agents.base import RunProvenance
-from ek_agents.runs.harness import run_suite
+from ek_agents.execution.harness import run_suite
 from ek_agents.prices import load_prices
-from ek_agents.runs.manifest import RunInputs
+from ek_agents.records.manifest import RunInputs
 from ek_agents.store import Store, run_key
 from ek_agents.suite import load_suite
 

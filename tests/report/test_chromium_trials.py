@@ -15,7 +15,7 @@ from ek_agents.base import Episode, Step, TaskSpec, Trajectory
 from ek_agents.report.htmlreport import write_report
 from ek_agents.report.runsummary import fmt_dollars
 from ek_agents.report.trialbrowser import MAX_TEXT
-from ek_agents.runs.harness import run_suite
+from ek_agents.execution.harness import run_suite
 from ek_agents.store import Store
 
 from .reportkit import DevToolsPage, chromium_or_skip

@@ -20,8 +20,8 @@ from ek_agents.report.export import export_runs, verify_export
 from ek_agents.report.frames import TABLES, schema
 from ek_agents.report.runsummary import load_runs
 from ek_agents.report.trialbrowser import trial_browser
-from ek_agents.runs import documents
-from ek_agents.runs.harness import run_suite
+from ek_agents.records import documents
+from ek_agents.execution.harness import run_suite
 from ek_agents.store import Store, run_key, segment_index_prefix
 
 from .reportkit import REPO

@@ -13,9 +13,9 @@ from ek_agents.base import Cost, Episode, ModelCall, RunProvenance, TaskSpec
 from ek_agents.cli import main
 from ek_agents.harness import run_suite
 from ek_agents.report.htmlreport import log_lines, render_html, render_markdown, table_rows
-from ek_agents.runs.manifest import report_markdown
+from ek_agents.records.manifest import report_markdown
 from ek_agents.prices import load_prices
-from ek_agents.runs.documents import run_report
+from ek_agents.records.documents import run_report
 from ek_agents.report.runsummary import RunSummary, load_runs
 from ek_agents.store import Store
 
@@ -67,13 +67,13 @@ def test_the_report_document_carries_the_breakdown(stored):
 
 
 def test_the_audit_recomputes_the_same_per_model_figures(stored):
-    from ek_agents.runs import audit
+    from ek_agents.stages import audit
 
     result = audit.audit(Store(stored), "multi")
     assert result.passed, result.problems
     manifest = Store(stored).read_manifest("multi")
     assert manifest["results"]["dollars_upper_bound"] is True
-    from ek_agents.runs.manifest import RunManifest
+    from ek_agents.records.manifest import RunManifest
 
     assert RunManifest.from_dict(manifest).headline().endswith("(upper bound)")
 

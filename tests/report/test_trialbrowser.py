@@ -9,7 +9,7 @@ import pytest
 from ek_agents.base import Episode, TaskSpec
 from ek_agents.report import trialbrowser
 from ek_agents.report.trialdata import TrialsUnreadable
-from ek_agents.runs.harness import run_suite
+from ek_agents.execution.harness import run_suite
 
 
 def _data(section) -> dict:

@@ -2,8 +2,8 @@
 
 Such a run's figures say nothing about the agent (an outage, a broken endpoint): the pipeline
 writes the manifest, then fails with :class:`~ek_agents.errors.TooManyErrors`. Used by the
-evaluate flow's ``check_errors`` task and by :mod:`ek_agents.localrun` (re-exported by
-:mod:`ek_agents.runs.pipeline_support`, its former home).
+evaluate flow's ``check_errors`` task and by :mod:`ek_agents.localrun` (through the package:
+``ek_agents.pipeline.check_errors``).
 
 >>> check_errors({"n_trials": 10, "detail": {"errors": {"timeout": 5}}})  # 50%: not above
 >>> check_errors({"n_trials": 10, "detail": {"errors": {"timeout": 6}}}, run_id="r1")

@@ -18,7 +18,7 @@ What could escape a trial, and what is done about it:
   them: a trial that then records no span below its own names the sampler
   (``meta["otel"]["sampler"]``) and the report says so.
 - **Threads.** While a trial runs, threads (``threading.Thread``) and ``ThreadPoolExecutor``
-  work started in its context carry that context (:mod:`ek_agents.runs.otelthreads`).
+  work started in its context carry that context (:mod:`ek_agents.execution._otelthreads`).
   Model-call spans that still end outside any trial while trials run are counted: each
   episode records the range of such spans that ended while it ran
   (``meta["otel"]["outside_calls"]``) and the report gives their number, why, and what to do.
@@ -64,7 +64,7 @@ from ..bridge.otel import Ingest, RawSpan, span_from_sdk, spans_from_sdk, trace_
 from ..bridge.otelcalls import is_model_call
 from ..core import canonical_json, construct
 from ..errors import InvalidInput, MissingDependency
-from .otelthreads import carrying, track_with
+from ._otelthreads import carrying, track_with
 
 __all__ = ["OtelCapture", "TrialSpans", "Spans", "make_capture", "MAX_OUTPUT_CHARS", "CAPTURES",
            "GRACE_S"]

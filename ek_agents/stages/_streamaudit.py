@@ -1,4 +1,4 @@
-"""The audit of a run stored in segments (issue 27), beside :mod:`ek_agents.runs.audit`.
+"""The audit of a run stored in segments, beside :mod:`ek_agents.stages.audit`.
 
 :func:`segment_episodes`: every trial a run's segments hold, each line checked against the
 trial its index names (the per-trial audit compares them with ``episodes.json``).
@@ -20,9 +20,10 @@ import orjson
 from ..base import RunProvenance
 from ..errors import EkAgentsError
 from ..store import parse_json, run_key, segment_index_prefix
-from .documents import check_run_doc, prices_of, results_of
-from .manifest import RunManifest, finite
-from .segments import RunSegments, SegmentTrial, owner, read_segment, segment_line_doc, stored_pair
+from ..records.documents import check_run_doc, prices_of, results_of
+from ..records.manifest import RunManifest, finite
+from ..records.segments import (RunSegments, SegmentTrial, owner, read_segment, segment_line_doc,
+                                stored_pair)
 from .streaming import STREAMED, StreamingReport, summary_basis
 
 __all__ = ["STREAMED", "AUDIT_SAMPLE", "segment_episodes", "audit_streamed"]

@@ -1,6 +1,6 @@
 """How an agent's code and state are digested: one canonical walk of values and code objects.
 
-:func:`~ek_agents.runs.agentid.agent_identity` decides what of an agent is its code and what
+:func:`~ek_agents.identity.agentid.agent_identity` decides what of an agent is its code and what
 its state; this module turns each into a deterministic JSON tree (a :class:`Walker` per agent)
 and that tree into a sha256 (:func:`tree_digest`).
 
@@ -50,7 +50,7 @@ from typing import Any, Optional
 from ..core import canonical_json
 from ..errors import InvalidInput
 
-__all__ = ["Walker", "tree_digest", "declared_config", "name_of", "attributes", "static_attr",
+__all__ = ["Walker", "tree_digest", "declared_config", "name_of", "file_digest", "attributes", "static_attr",
            "numpy_array", "EK_CONFIG", "BIG_BYTES", "MAX_DEPTH", "MAX_NODES"]
 
 #: The attribute an agent (or any object in its state) declares its configuration with.
@@ -83,7 +83,7 @@ def _file_digest_cached(path: str, mtime_ns: int, size: int) -> str:
     return h.hexdigest()
 
 
-def _file_digest(path: Any) -> Optional[str]:
+def file_digest(path: Any) -> Optional[str]:
     """sha256 of a source file's bytes, or None when there is no such file (``<stdin>``,
     ``<string>``, a notebook cell, a frozen module)."""
     if not isinstance(path, str) or not path or path.startswith("<"):
@@ -300,7 +300,7 @@ class Walker:
             "freevars": list(co.co_freevars), "cellvars": list(co.co_cellvars)})
 
     def function_code(self, f: types.FunctionType, path: str, depth: int) -> dict:
-        return {"function": name_of(f), "file": _file_digest(f.__code__.co_filename),
+        return {"function": name_of(f), "file": file_digest(f.__code__.co_filename),
                 "code": self.code(f.__code__, path, depth)}
 
     def function_state(self, f: types.FunctionType, path: str, depth: int,
@@ -322,7 +322,7 @@ class Walker:
         if f.__kwdefaults__:
             out[f"{prefix}kwdefaults"] = self.encode(f.__kwdefaults__,
                                                      f"{path}{prefix}kwdefaults", d)
-        if _file_digest(f.__code__.co_filename) is None:
+        if file_digest(f.__code__.co_filename) is None:
             glob = f.__globals__
             for name in sorted(_all_names(f.__code__)):
                 if name in glob and name != "__builtins__":
@@ -346,7 +346,7 @@ class Walker:
         self.classes[key] = None  # in progress: a method naming its own class
         self.keep.append(c)
         mod = sys.modules.get(c.__module__)
-        file = _file_digest(getattr(mod, "__file__", None))
+        file = file_digest(getattr(mod, "__file__", None))
         tree: dict = {"class": name_of(c), "file": file,
                       "bases": [self.cls(b, path, depth) for b in c.__bases__ if b is not object]}
         if file is None or "<locals>" in (c.__qualname__ or ""):

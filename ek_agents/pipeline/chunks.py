@@ -1,9 +1,5 @@
-"""What only the pipeline needs: agent import paths, trial chunk plans, exit codes.
-
-The Prefect tasks in ``tasks/`` and the ``ek-agents`` CLI share these; the library itself never
-needs them (a library user passes a callable, not an import path). They live in ``ek_agents``
-rather than beside the flows because the CLI refuses a bad request (:func:`check_request`) and
-maps a verdict to its exit code (:func:`raise_for_verdict`) without importing Prefect.
+"""A run's trials in chunks, one pipeline task run each: the plan (the cached episodes, or the
+chunks still to run), one chunk run and graded as it is stored, the run's episodes collected.
 
 >>> plan_chunks(["a", "b", "c"], k=2, chunk_size=4)
 [[['a', 0], ['a', 1], ['b', 0], ['b', 1]], [['c', 0], ['c', 1]]]
@@ -11,137 +7,33 @@ maps a verdict to its exit code (:func:`raise_for_verdict`) without importing Pr
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
-import os
-import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Optional
+from collections.abc import Mapping, Sequence
+from typing import Optional
 
 from pydantic import Field
 
-from .. import errors
-from ..base import JsonShape, RunProvenance
+from ..base import Episode, JsonShape, RunProvenance
 from ..core import shape
-from ..errors import InvalidInput, did_you_mean
-from ..base import Episode
-from .agentid import agent_identity
-from .errorrate import MAX_ERROR_RATE as MAX_ERROR_RATE, check_errors as check_errors
-from .harness import run_trials, store_trials
-from .manifest import input_digest
-from ..scoring.metrics import final_state_match, get_checker, grade, output_match
-from ..prices import load_prices, price_of
-from .baselines import load_baseline
-from .documents import SOURCES, episodes_doc, episodes_of, tasks_of
-from .identity import RunFingerprint, agent_config, claim_run, code_digest, errored
-from .stagecache import EpisodesRef, StageRef, SuiteRef, cache_origin, index_output, lookup, stage_output, write_doc
-from .trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
-from ..sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
-                         per_check_alpha, sequential_look)
-from ..suite import load_suite
-from ..store import Store, episode_key, sha256_hex
+from ..errors import InvalidInput
+from ..execution.harness import run_trials, store_trials
+from ..records.manifest import input_digest
+from ..records.documents import episodes_of, tasks_of, tasks_of_chunk
+from ..identity import code_digest
+from ..records.fingerprint import RunFingerprint, claim_run, errored, run_fingerprint
+from ..records.stagecache import (EpisodesRef, StageRef, SuiteRef, cache_origin, index_output,
+                                  lookup, stage_output)
+from ..records.trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
+from ..store import Store, episode_key
+from .request import load_agent
 
-__all__ = ["check_request", "check_inputs", "MAX_K", "load_agent", "agent_fingerprint", "plan_chunks", "raise_for_verdict",
-           "DEFAULT_CHUNKS", "TrialRequest", "TrialChunk", "TrialPlan", "ChunkResult", "plan_trials",
-           "cached_plan",
-           "run_trial_chunk", "collect_episodes", "chunk_workers", "request_fingerprint", "check_errors",
-           "MAX_ERROR_RATE", "plan_batch", "batch_look", "collect_batches"]
+__all__ = ["DEFAULT_CHUNKS", "plan_chunks", "TrialRequest", "TrialChunk", "TrialPlan",
+           "ChunkResult", "plan_trials", "cached_plan", "run_trial_chunk", "collect_episodes",
+           "chunk_workers", "request_fingerprint", "request_trials", "chunk_slots",
+           "chunk_concurrency"]
 
 #: A run's trials are split into about this many chunks (one Prefect task run each).
 DEFAULT_CHUNKS = 16
-
-
-def check_request(*, suite: Optional[str], agent: Optional[str], ingest: Optional[str],
-                  ingest_path: Optional[str], sequential: bool = False,
-                  baseline: Optional[str] = None) -> None:
-    """Refuse an evaluation that names neither (or both) of its sources, or a sequential gate
-    without a baseline or on an ingested run, before anything runs."""
-    if sequential and (not baseline or ingest is not None or ingest_path is not None):
-        raise InvalidInput(f"sequential=True gates an agent's trials against a baseline as they "
-                           f"run (baseline={baseline!r}, ingest={ingest!r}): give a baseline "
-                           "name (--baseline NAME) and a suite + agent, not a recorded run")
-    if ingest is None and ingest_path is None:
-        if not suite or not agent:
-            raise InvalidInput("an evaluation needs a suite and an agent (--suite PATH --agent "
-                               "module:callable), or a recorded run to ingest (ingest KIND PATH)")
-        load_agent(agent)  # a bad import path fails here, not in a worker
-        return
-    if agent:
-        raise InvalidInput("give an agent to run or a recorded run to ingest, not both")
-    if ingest not in SOURCES or not ingest_path:
-        raise InvalidInput(f"ingest needs a kind (one of {sorted(SOURCES)}) and a path; got "
-                           f"kind {ingest!r}, path {ingest_path!r}"
-                           f"{did_you_mean(str(ingest), SOURCES) if ingest else ''}")
-
-
-#: The most trials per task a run may ask for: more is a typo, not a plan (memory grows with k).
-MAX_K = 10_000
-
-
-def check_inputs(store: Store, *, run_id: str, k: int = 1, suite: Optional[str] = None,
-                 check: Optional[str] = None, baseline: Optional[str] = None,
-                 prices: Optional[str] = None, models: Sequence[str] = ()) -> None:
-    """Refuse, before any agent is called, an evaluation that could only fail after paying for
-    its trials: a bad run id or k, an unknown checker, a baseline not in ``store``, a suite
-    that does not load or has a task without the gold its checker needs, a price catalog that
-    does not load or lacks one of ``models``. Each refusal is an ``EkAgentsError`` naming the
-    value and the fix."""
-    Store.validate_name(run_id, what="run id")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InvalidInput(f"k must be an integer in 1..{MAX_K} (trials per task), got {k!r}")
-    if check is not None:
-        get_checker(check)  # UnknownName with did-you-mean
-    if baseline is not None:
-        load_baseline(store, baseline)  # BaselineError saying how to make one
-    if suite:
-        loaded = load_suite(suite)
-        for task in loaded.tasks:
-            name = task.checker or (check if check is not None else loaded.checker)
-            fn = get_checker(name)
-            if fn is output_match or fn is final_state_match:  # both refuse a task without gold
-                fn(Episode(task.task_id), task.gold)
-    if prices is not None:
-        table = load_prices(prices)
-        for model in models:
-            price_of(model, prices=table)  # UnknownModelPrice naming the closest entries
-
-
-
-def load_agent(path: str) -> Callable[..., Any]:
-    """Import ``"package.module:callable"`` (``"module:obj.attr"`` works too).
-
-    >>> load_agent("os.path:basename")("/a/b")
-    'b'
-    """
-    if not isinstance(path, str) or path.count(":") != 1 or not all(path.split(":")):
-        raise InvalidInput(f"agent {path!r} is not an import path: write 'package.module:callable'")
-    mod_name, attr = path.split(":")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # like `python -m`: the working directory is importable
-    try:
-        obj: Any = importlib.import_module(mod_name)
-    except ModuleNotFoundError as exc:
-        raise InvalidInput(f"agent {path!r}: cannot import module {mod_name!r} ({exc}); "
-                           "check the spelling and that it is on PYTHONPATH") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            names = [n for n in dir(obj) if not n.startswith("_")]
-            raise InvalidInput(f"agent {path!r}: {mod_name} has no attribute {part!r}"
-                               f"{did_you_mean(part, names)}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise InvalidInput(f"agent {path!r} is a {type(obj).__name__}, not a callable")
-    return obj
-
-
-def agent_fingerprint(path: str) -> Optional[str]:
-    """sha256 of the source file that defines the agent (None when it has none):
-    ``record.code_digest`` of the import path.
-
-    It goes into the run's fingerprint, so editing the agent's code invalidates the cached
-    episodes even when its import path stays the same.
-    """
-    return code_digest(path)
 
 
 def plan_chunks(task_ids: Sequence[str], *, k: int, chunk_size: Optional[int] = None,
@@ -176,21 +68,6 @@ def plan_chunks(task_ids: Sequence[str], *, k: int, chunk_size: Optional[int] = 
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise InvalidInput(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     return [pairs[i:i + chunk_size] for i in range(0, len(pairs), chunk_size)]
-
-
-
-def raise_for_verdict(verdict: Optional[Mapping]) -> None:
-    """Raise what a recorded gate verdict means: the refusal's own error (IncomparableRuns,
-    BaselineError), :class:`~ek_agents.errors.GateFailed` listing the reasons, or nothing."""
-    if not verdict or verdict.get("passed"):
-        return
-    name = verdict.get("baseline")
-    if verdict.get("refused"):
-        cls = getattr(errors, str(verdict.get("error")), None)
-        cls = cls if isinstance(cls, type) and issubclass(cls, errors.InvalidInput) else errors.BaselineError
-        raise cls(f"gate refused baseline {name!r}: {verdict['refused']}")
-    raise errors.GateFailed(f"gate failed against baseline {name!r}: "
-                            + "; ".join(verdict.get("reasons") or ["(no reason recorded)"]))
 
 
 # --------------------------------------------------------------------------- trials in chunks
@@ -237,7 +114,7 @@ class TrialRequest(JsonShape):
     episodes this run would otherwise reuse)."""
     check: Optional[str] = None
     """The checker the run's grade stage uses (None: the suite's). Each chunk grades the trials
-    it stored with it (``record.trial_grader``), so that the grade stage, in the same process,
+    it stored with it (``records.trials.trial_grader``), so that the grade stage, in the same process,
     takes that work instead of grading 20,000 episodes after the last trial."""
     capture: Optional[str] = None
     """``"otel"``: each trial's OpenTelemetry spans give its episode's steps and per-call cost
@@ -273,7 +150,7 @@ class ChunkResult(JsonShape):
     """Its trials' stored files (key, sha256, bytes); empty for a chunk that claimed the run
     itself (the collect step reads those from the store)."""
     graded: tuple[Episode, ...] = ()
-    """``trials`` graded as the run's grade stage grades them (``record.trial_grader`` with the
+    """``trials`` graded as the run's grade stage grades them (``records.trials.trial_grader`` with the
     request's ``check``, on the writer threads as each trial is stored), in the same order;
     empty when they were not all graded here."""
     graded_data: tuple[str, ...] = ()
@@ -300,20 +177,17 @@ class TrialPlan(JsonShape):
 
 def request_fingerprint(request: TrialRequest) -> RunFingerprint:
     """The run's fingerprint: the agent's import path, code digest and declared configuration
-    (``record.agent_config`` of the loaded agent), its identity (``agentid.agent_identity``:
+    (``records.fingerprint.agent_config`` of the loaded agent), its identity (``agentid.agent_identity``:
     code and state, or ``request.agent_id``), the suite digest, k, seed, provenance and
     limits."""
-    agent = load_agent(request.agent)
-    return RunFingerprint(agent=request.agent, agent_code=code_digest(request.agent),
-                          agent_config=agent_config(agent),
-                          agent_identity=agent_identity(agent, agent_id=request.agent_id),
-                          suite=request.tasks.digest, k=request.k, seed=request.seed,
-                          run={**{f: v for f, v in request.run.items() if f != "schema_version"},
-                               **({"capture": request.capture} if request.capture else {})},
-                          timeout_s=request.timeout_s, retries=request.retries)
+    return run_fingerprint(load_agent(request.agent), name=request.agent,
+                           code=code_digest(request.agent), suite=request.tasks.digest,
+                           k=request.k, seed=request.seed, run=request.run,
+                           capture=request.capture, timeout_s=request.timeout_s,
+                           retries=request.retries, agent_id=request.agent_id)
 
 
-def _trials(request: TrialRequest, only: Optional[Sequence] = None,
+def request_trials(request: TrialRequest, only: Optional[Sequence] = None,
             max_concurrency: Optional[int] = None, tasks: Optional[Mapping] = None) -> list:
     """``harness.run_trials`` of the request (``only`` its pairs); ``tasks``: the run's tasks
     document when the caller has read it already."""
@@ -364,7 +238,7 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     reused only from a run with the same agent, code, configuration, suite, k, seed,
     provenance and limits. ``refresh`` skips the cache; ``retry_errored`` reuses a cached
     run's successful trials and runs its errored ones again. The run's own stored trials go
-    through ``record.claim_run`` (fingerprint checked, misfiled files removed).
+    through ``records.fingerprint.claim_run`` (fingerprint checked, misfiled files removed).
     """
     st = Store(request.store)
     identity = fp, digest, ids, pairs = _identity(st, request)  # once: a cache hit asks first
@@ -393,9 +267,9 @@ def plan_trials(request: TrialRequest) -> TrialPlan:
     todo = {p for p in pairs if p not in kept}
     chunks = [c for c in ([pr for pr in chunk if (pr[0], pr[1]) in todo]
                           for chunk in plan_chunks(ids, k=request.k, chunk_size=request.chunk_size,
-                                                   slots=_slots(request)))
+                                                   slots=chunk_slots(request)))
               if c]
-    per_chunk = _share(request, len(chunks))
+    per_chunk = chunk_concurrency(request, len(chunks))
     return TrialPlan(request=request, digest=digest, reused=n_reused, reused_from=source,
                      chunks=tuple(TrialChunk(request=request, index=i,
                                              pairs=tuple((t, n) for t, n in chunk),
@@ -418,13 +292,13 @@ def chunk_workers(max_workers: int, max_concurrency: int) -> int:
     return min(max_workers, max_concurrency)
 
 
-def _slots(request: TrialRequest) -> int:
+def chunk_slots(request: TrialRequest) -> int:
     """Trials at once per chunk when ``parallel_chunks`` chunks run at once: the round size
     :func:`plan_chunks` sizes the default chunks by."""
-    return _share(request, request.parallel_chunks)
+    return chunk_concurrency(request, request.parallel_chunks)
 
 
-def _share(request: TrialRequest, n_chunks: int) -> int:
+def chunk_concurrency(request: TrialRequest, n_chunks: int) -> int:
     """Trials at once per chunk: the run's ``max_concurrency`` divided among the chunks that
     run at once (at least 1)."""
     return max(1, request.max_concurrency // max(1, min(request.parallel_chunks, n_chunks)))
@@ -458,17 +332,12 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
     """
     req = chunk.request
     if not chunk.claimed:
-        _trials(req, only=chunk.pairs, max_concurrency=chunk.concurrency)
+        request_trials(req, only=chunk.pairs, max_concurrency=chunk.concurrency)
         return ChunkResult(index=chunk.index)
     st = Store(req.store)
     pairs = [(t, n) for t, n in chunk.pairs]
     found = read_trials(st, req.run_id, pairs) if resume else {}
-    suite = st.read_json(req.tasks.key)
-    # only this chunk's tasks are built (a pair of a task not in the suite is refused by
-    # store_trials as before): each of a 20,000-trial run's chunks built the whole suite twice
-    ids = {t for t, _ in pairs}
-    tasks = {**suite, "tasks": [t for t in suite["tasks"] if t.get("task_id") in ids]
-             or suite["tasks"]}
+    tasks = tasks_of_chunk(st.read_json(req.tasks.key), (t for t, _ in pairs))
     grader, graded = trial_grader(tasks, req.check), {}
 
     def grade_one(trial: StoredTrial, episode: Optional[Episode] = None) -> None:
@@ -527,65 +396,3 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
     fields = {f.name: getattr(ref, f.name) for f in dataclasses.fields(ref)}
     return EpisodesRef(**{**fields, "reused": plan.reused, "reused_from": plan.reused_from},
                        trials={t.key: t.sha256 for t in trials})
-
-
-# --------------------------------------------------------------------------- sequential batches
-# A sequentially gated run (``evaluate_agent(sequential=True)``): batch j is trial j of every
-# task, run through the same chunks; after each batch the gate looks; the run stops once it
-# has decided (``ek_agents.sequential``).
-
-def _batch_pairs(tasks: Mapping, batches: int) -> list:
-    """The pairs of the first ``batches`` batches of a run with the tasks document ``tasks``."""
-    ids = [t["task_id"] for t in tasks["tasks"]]
-    return [(t, j) for j in range(batches) for t in ids]
-
-
-def _tasks_doc(request: TrialRequest) -> Mapping:
-    return Store(request.store).read_json(request.tasks.key)
-
-
-def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
-    """The chunks of batch ``batch`` (0-based) of a sequential run: trial ``batch`` of every
-    task, split as :func:`plan_chunks` splits a run (``request.chunk_size``)."""
-    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < request.k:
-        raise InvalidInput(f"plan_batch: batch must be in 0..{request.k - 1} (k={request.k}), "
-                           f"got {batch!r}")
-    ids = [t for t, _ in _batch_pairs(_tasks_doc(request), 1)]
-    chunks = plan_chunks(ids, k=1, chunk_size=request.chunk_size,
-                         slots=_slots(request))
-    return tuple(TrialChunk(request=request, index=batch * len(chunks) + i,
-                            pairs=tuple((t, batch) for t, _ in pairs),
-                            concurrency=_share(request, len(chunks)))
-                 for i, pairs in enumerate(chunks))
-
-
-def batch_look(request: TrialRequest, baseline: str, look: int, *, check: Optional[str] = None,
-               tolerance: float = 0.0, priced: bool = False) -> dict:
-    """The sequential gate's look after batch ``look`` (1-based): the stored trials
-    ``0..look-1`` of every task (loaded; none is run), graded as the run's grade stage grades
-    them, against the named baseline's per-task counts (``sequential.sequential_look``, at
-    ``sequential.per_check_alpha(k, priced)``). Its ``decision`` is ``"regression"``,
-    ``"pass"`` or ``"continue"``."""
-    st = Store(request.store)
-    doc = load_baseline(st, baseline)
-    check_baseline_comparable(request.run, doc)
-    base = baseline_task_counts(doc.get("report") or {})
-    tasks = st.read_json(request.tasks.key)
-    graded = grade(_trials(request, only=_batch_pairs(tasks, look), tasks=tasks), tasks_of(tasks),
-                   check=check if check is not None else tasks.get("checker"))
-    counts: dict = {}
-    for ep in graded:
-        c, n = counts.get(str(ep.task_id), (0, 0))
-        counts[str(ep.task_id)] = (c + bool(ep.success), n + 1)
-    return sequential_look(counts, base, look=look, n_looks=request.k,
-                           alpha=per_check_alpha(request.k, priced), tolerance=tolerance,
-                           min_effect=DEFAULT_MIN_EFFECT)
-
-
-def collect_batches(request: TrialRequest, batches: int) -> StageRef:
-    """The stored trials of the first ``batches`` batches -> the run's episodes document. Not
-    indexed in the stage cache: which trials ran depends on the baseline, so a later run with
-    the same inputs must not take these for its full set."""
-    tasks = _tasks_doc(request)
-    episodes = _trials(request, only=_batch_pairs(tasks, batches), tasks=tasks)
-    return write_doc(Store(request.store), request.run_id, "episodes", episodes_doc(episodes))

@@ -5,7 +5,7 @@ calling the library (``metrics.grade``, ``reporting.reliability_with_run``,
 the stage cache (:mod:`.stagecache`) and return the :class:`~.stagecache.StageRef` the next
 stage takes. The library's persisted ``harness.run_suite``, the audit and the Prefect tasks in
 ``tasks/`` all use these, so a recorded figure and its recomputation can only differ when
-stored bytes differ. (Split out of the former ``record.py``.)
+stored bytes differ.
 """
 from __future__ import annotations
 
@@ -21,14 +21,15 @@ from ..sequential import (DEFAULT_MIN_EFFECT, SequentialVerdict, gate_document, 
                           replay_sequential)
 from ..store import run_key
 from ..suite import load_suite
-from .baselines import load_baseline
-from .documents import (episodes_doc, episodes_of, prices_doc, prices_of, read_ref, read_source,
-                        run_report, source_digest, tasks_doc, tasks_for_episodes, tasks_of,
-                        verified_bytes)
-from .manifest import input_digest
-from .stagecache import (GateRef, StageRef, SuiteRef, reused_output, write_doc, write_output,
-                         write_tasks)
-from .trials import episodes_json, graded_digest, read_episodes, remember_episodes, take_graded
+from ..records.baselines import load_baseline
+from ..records.documents import (episodes_doc, episodes_of, prices_doc, prices_of, read_ref,
+                                 read_source, run_report, source_digest, tasks_doc,
+                                 tasks_for_episodes, tasks_of, verified_bytes)
+from ..records.manifest import input_digest
+from ..records.stagecache import (GateRef, StageRef, SuiteRef, reused_output, write_doc,
+                                  write_output, write_tasks)
+from ..records.trials import (episodes_json, graded_digest, read_episodes, remember_episodes,
+                              take_graded)
 
 __all__ = ["grade_stage", "graded_episodes", "metrics_stage", "metrics_report", "cost_stage",
            "cost_report_doc", "gate_stage", "guarded_gate", "sequential_stage", "regate",

@@ -1,6 +1,5 @@
 """Baselines by name: freezing a run's report as a named baseline, loading it, promoting a
-stored run, and the library's regression gate against a named baseline. (Split out of the former
-``record.py``.)
+stored run, and the library's regression gate against a named baseline.
 """
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from .manifest import check_baseline, utc_now
 
 __all__ = ["BASELINE_KIND", "save_agent_baseline", "baseline_document", "load_agent_baseline",
            "stored_baseline", "agent_regression_gate", "load_baseline", "promote",
-           "promote_baseline"]
+           "promote_baseline", "no_baseline"]
 
 #: ``kind`` tag of a stored baseline document.
 BASELINE_KIND = "ek-agents/agent-baseline"
@@ -66,7 +65,15 @@ def load_agent_baseline(name: str, *, rootdir: Union[Store, str, None] = None) -
     return stored_baseline(open_store(rootdir), name)
 
 
+def no_baseline(store: Any, name: str) -> BaselineError:
+    """The error for a baseline ``name`` that ``store`` does not hold, saying how to make one."""
+    return BaselineError(f"no baseline named {name!r} in store {store.url!r}: save one with "
+                         f"save_agent_baseline(report, {name!r}), or promote a stored run "
+                         f"(ek-agents promote RUN_ID --name {name})")
+
+
 def stored_baseline(store: Any, name: str) -> Optional[dict]:
+    """The stored baseline ``name``, validated; None when there is none."""
     doc = store.load_baseline(name)
     if doc is not None:
         check_baseline(doc, baseline_key(name))
@@ -98,8 +105,7 @@ def agent_regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
         st = open_store(rootdir)
         doc = stored_baseline(st, baseline)
         if doc is None:
-            raise BaselineError(f"no baseline named {baseline!r} in store {st.url!r}: save one "
-                                f"with save_agent_baseline(report, {baseline!r})")
+            raise no_baseline(st, baseline)
         baseline = doc
     return regression_gate(report, baseline, tolerance=tolerance, cost_tolerance=cost_tolerance,
                            label=label, paired=paired)
@@ -110,8 +116,7 @@ def load_baseline(store: Any, name: str) -> dict:
     malformed, or saying how to make one when there is none)."""
     doc = stored_baseline(store, name)
     if doc is None:
-        raise BaselineError(f"no baseline named {name!r} in store {store.url!r}: promote a run "
-                            f"first (ek-agents promote RUN_ID --name {name})")
+        raise no_baseline(store, name)
     return doc
 
 

@@ -1,6 +1,6 @@
 """What identifies an agent: its code and everything in its state that decides its answers.
 
-A stored trial is reused only for the same agent (``record.RunFingerprint``), so the identity
+A stored trial is reused only for the same agent (``records.fingerprint.RunFingerprint``), so the identity
 must tell ``make_agent("OK")`` from ``make_agent("WRONG")``, ``Agent(model="gpt-4o")`` from
 ``Agent(model="gpt-4o-mini")`` and one ``python -`` lambda from another -- and must be the same
 for an equal agent built in another process or on another machine. :func:`agent_identity`
@@ -15,7 +15,7 @@ digests:
   method's ``__self__``, a partial's function / args / keywords, an instance's ``__dict__``
   and ``__slots__`` (and, for a class with no source file or defined inside a function, the
   class's own attributes and methods). Values go through one canonical encoding (the walk
-  in :mod:`ek_agents.runs.agentstate`: containers order-free where Python's are, pydantic
+  in :mod:`ek_agents.identity._agentstate`: containers order-free where Python's are, pydantic
   models, dataclasses, numpy arrays, pickle recipes, ...). An object that declares
   ``ek_config`` (a JSON mapping, or a method returning one) is identified by that declaration
   instead of its attributes.
@@ -43,6 +43,8 @@ True
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
 import threading
 import types
 import uuid
@@ -55,12 +57,14 @@ from pydantic import Field
 from ..base import JsonShape
 from ..core import shape
 from ..errors import InvalidInput
-from .agentstate import (BIG_BYTES, EK_CONFIG, MAX_DEPTH, MAX_NODES, Walker, attributes,
-                         declared_config, name_of, numpy_array, static_attr, tree_digest)
+from ._agentstate import (BIG_BYTES, EK_CONFIG, MAX_DEPTH, MAX_NODES, Walker, attributes,
+                          declared_config, file_digest, name_of, numpy_array, static_attr,
+                          tree_digest)
 
 __all__ = ["AgentIdentity", "agent_identity", "declared_config", "differences",
            "identity_note",
-           "refusal", "EK_CONFIG", "BIG_BYTES", "MAX_DEPTH", "MAX_NODES", "warn_unidentified"]
+           "refusal", "EK_CONFIG", "BIG_BYTES", "MAX_DEPTH", "MAX_NODES", "warn_unidentified",
+           "agent_name", "code_digest"]
 
 
 @shape()
@@ -262,3 +266,28 @@ def identity_note(fingerprint: Any) -> Optional[str]:
     return (f"agent identity: NOT identified -- {what}. A resume of this run id is refused "
             "(UnidentifiedAgent): declare ek_config on the agent or pass agent_id (--agent-id), "
             "or use a fresh run id / --refresh")
+
+
+def agent_name(agent: Any) -> Optional[str]:
+    """``module:qualname`` of a callable -- its own (``name_of``), else its class's -- None when
+    its module or name is not a string."""
+    own = getattr(agent, "__qualname__", None) or getattr(agent, "__name__", None)
+    named = agent if own else type(agent)
+    name = getattr(named, "__qualname__", None) or getattr(named, "__name__", None)
+    return name_of(named) if isinstance(getattr(agent, "__module__", None), str) \
+        and isinstance(name, str) else None
+
+
+def code_digest(agent: Any) -> Optional[str]:
+    """sha256 of the source file that defines ``agent`` (a callable or a ``module:attr``
+    import path; ``file_digest``); None when it has no source file."""
+    try:
+        if isinstance(agent, str):
+            target: Any = importlib.import_module(agent.split(":")[0])
+        else:
+            target = agent if inspect.isfunction(agent) or inspect.isclass(agent) else type(agent)
+            if inspect.ismethod(agent):
+                target = agent.__func__
+        return file_digest(inspect.getsourcefile(target))
+    except (TypeError, OSError, ImportError, ValueError):
+        return None

@@ -4,8 +4,7 @@
 document of a run is assembled from their bytes (:func:`episodes_bytes`). The memo keeps the
 episodes of a document this process parsed or wrote, and a graded document made ahead of its
 stage, so the next stage in the same process does not parse and validate 20,000 episodes again
-(:func:`read_episodes`, :func:`trial_grader`, :func:`remember_graded`). (Split out of the
-former ``record.py``.)
+(:func:`read_episodes`, :func:`trial_grader`, :func:`remember_graded`).
 """
 from __future__ import annotations
 
@@ -18,11 +17,11 @@ from typing import Any, Optional
 
 from ..base import Episode, JsonShape, Trajectory
 from ..core import shape
-from ..errors import ArtifactNotFound, IntegrityError, InvalidInput
+from ..errors import ArtifactNotFound, InvalidInput
 from ..scoring.metrics import grade
 from ..store import canonical_json, episode_key, episodes_prefix, parse_json, sha256_hex
 from .documents import check_run_doc, episodes_doc_bytes, episodes_of, tasks_of, verified_bytes
-from .identity import trial_matches
+from .fingerprint import parse_trial
 from .manifest import input_digest
 from .segments import RunSegments, iter_segments
 from .stagecache import StageRef
@@ -61,16 +60,12 @@ def read_trials(store: Any, run_id: str, pairs: Iterable[tuple]) -> dict[tuple[s
             data = store.read_bytes(key)
         except ArtifactNotFound:
             return None
-        try:
-            doc = parse_json(data, key)
-            ep: Optional[Episode] = Episode.from_dict(doc)
-        except (IntegrityError, InvalidInput):
-            ep = None
-        if not trial_matches(ep, pair[0], pair[1]):
+        parsed = parse_trial(data, key, pair[0], pair[1])
+        if parsed is None:
             store.delete(key)
             return None
         return StoredTrial(task_id=pair[0], trial=pair[1], key=key, sha256=sha256_hex(data),
-                           data=canonical_json(doc).decode("ascii"))
+                           data=canonical_json(parsed[0]).decode("ascii"))
 
     pairs = [(p[0], p[1]) for p in pairs]
     out = _segment_trials(store, run_id, set(pairs))
@@ -89,16 +84,13 @@ def _segment_trials(store: Any, run_id: str, wanted: set) -> dict[tuple[str, int
     out, drop = {}, []
     for batch in iter_segments(store, segments, only=wanted):
         for t in batch:
-            try:
-                doc = parse_json(t.data, t.key)
-                ep: Optional[Episode] = Episode.from_dict(doc)
-            except (IntegrityError, InvalidInput):
-                ep = None
-            if not trial_matches(ep, *t.pair):
+            parsed = parse_trial(t.data, t.key, *t.pair)
+            if parsed is None:
                 drop.append(t.pair)
                 continue
             out[t.pair] = StoredTrial(task_id=t.pair[0], trial=t.pair[1], key=t.key,
-                                      sha256=t.sha256, data=canonical_json(doc).decode("ascii"))
+                                      sha256=t.sha256,
+                                      data=canonical_json(parsed[0]).decode("ascii"))
     if drop:
         segments.drop(drop)
     return out
@@ -111,7 +103,7 @@ def episodes_json(episodes: Iterable[Episode]) -> bytes:
     documents, written at the end of ``run_suite``).
 
     >>> from ek_agents.core import canonical_json
-    >>> from ek_agents.runs.documents import episodes_doc
+    >>> from ek_agents.records.documents import episodes_doc
     >>> eps = [Episode("t1", output="A", meta={"trial": 0}), Episode("t2", output=[1])]
     >>> episodes_json(eps) == canonical_json(episodes_doc(eps))
     True

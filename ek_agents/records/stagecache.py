@@ -4,10 +4,10 @@ A stage's output is a content-addressed artifact; the cache index (``store.cache
 digest)``) maps the stage's input digest (``manifest.input_digest``: everything that decided it)
 to that artifact, so a re-run with the same inputs is a hit and a killed run resumes where it
 stopped. :class:`StageRef` (and its kinds) is what one stage hands the next: small JSON that
-travels to any worker. (Split out of the former ``record.py``.)
+travels to any worker.
 
 >>> from ek_agents.store import Store
->>> from ek_agents.runs.manifest import input_digest
+>>> from ek_agents.records.manifest import input_digest
 >>> s = Store("memory://ek-record-doctest")
 >>> calls = []
 >>> doc, sha, hit = cached(s, "square", input_digest("square", x=3), lambda: calls.append(1) or {"y": 9})

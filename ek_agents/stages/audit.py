@@ -3,10 +3,10 @@
 :func:`audit` re-reads a run's manifest, checks the sha256 of every artifact it lists (and
 that no per-trial episode file was added behind its back), then recomputes the grades, the
 metrics, the cost report, the headline results and the gate verdict from the stored episodes
-with the very stage functions the pipeline ran (:mod:`ek_agents.runs.stages`), and compares them
+with the very stage functions the pipeline ran (:mod:`ek_agents.stages.evaluate`), and compares them
 figure by figure with what was recorded. Each problem names the artifact or the figure. A run
 recorded by ``harness.run_suite`` with an input it cannot store (a callable ``check``, custom
-``metrics``, a single ``price``: ``record.UNSTORED`` or the metric names in its manifest's
+``metrics``, a single ``price``: ``records.documents.UNSTORED`` or the metric names in its manifest's
 inputs) gets a problem saying which figures cannot be recomputed; the rest is still compared.
 
 >>> from ek_agents.store import Store
@@ -27,16 +27,18 @@ from typing import Any, Optional
 from ..base import JsonShape, RunProvenance
 from ..core import shape
 from ..errors import ArtifactNotFound, BaselineError, EkAgentsError, InvalidInput, StoreError
-from .agentid import identity_note
-from .manifest import RunManifest, check_baseline, finite
+from ..identity.agentid import identity_note
+from ..records.manifest import RunManifest, check_baseline, finite
 from ..store import (baseline_key, episode_key, episodes_prefix, parse_json, run_key,
                      segment_index_prefix, segments_prefix, sha256_hex)
 from ..labels import labels_of_doc
-from . import documents, stages
-from .grading import grading_of
+from ..records import documents
+from ..records.baselines import no_baseline
+from ..records.grading import grading_of
+from . import evaluate as stages
 from .labelrun import labels_stage
-from .segments import stored_pair
-from .streamaudit import STREAMED, audit_streamed, segment_episodes
+from ..records.segments import stored_pair
+from ._streamaudit import STREAMED, audit_streamed, segment_episodes
 
 __all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
 
@@ -173,7 +175,7 @@ def _run_of_baseline(store: Any, name: str, checked: list, problems: list) -> Op
         problems.append(f"baseline {name!r} ({key}) is damaged: {exc}")
         return None
     if raw is None:
-        raise BaselineError(f"no baseline named {name!r} in store {store.url!r}")
+        raise no_baseline(store, name)
     try:
         doc = check_baseline(raw, key)
     except EkAgentsError as exc:

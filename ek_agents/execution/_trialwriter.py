@@ -1,4 +1,4 @@
-"""The writer threads under :class:`ek_agents.runs.trialrunner.TrialRunner`: a run's finished
+"""The writer threads under :class:`ek_agents.execution._trialrunner.TrialRunner`: a run's finished
 trials stored as they finish, one file each or in segments (``segments.SegmentWriter``), with
 the event loop held back -- without polling -- when a segment writer falls behind.
 """
@@ -10,11 +10,11 @@ import queue
 import threading
 from typing import Any, Callable, Optional
 
-from . import trials as stored_trials
+from ..records import trials as stored_trials
 from ..base import Episode
 from ..core import construct
 from ..store import Store, episode_key
-from .segments import Pair, SegmentWriter
+from ..records.segments import Pair, SegmentWriter
 
 __all__ = ["TrialWriter", "WRITER_BACKLOG", "abort_on", "writer_threads"]
 
@@ -30,7 +30,7 @@ class TrialWriter:
 
     The event loop hands each finished trial's bytes over with one queue put (no future, no
     wake-up of the loop per write: a thread hop per trial cost ~0.1 ms of the loop's CPU) and
-    goes on with the next trial; ``written`` gets each trial's :class:`record.StoredTrial`
+    goes on with the next trial; ``written`` gets each trial's :class:`records.trials.StoredTrial`
     once its file is in the store (and ``then`` is called with it). The first failed write is kept in ``error`` and reported
     once with ``on_error`` (the run then stops); later trials are not written. A trial
     handed over but not yet written when the process dies is simply not stored: a resume

@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from pydantic import Field, StrictBool
 
-from .agentid import identity_note
+from ..identity.agentid import identity_note
 from ..base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from ..core import canonical_json, shape
 from ..errors import BaselineError, DocumentError, EkAgentsError
@@ -86,7 +86,7 @@ class RunInputs(JsonShape):
     """The values a run's stages were computed with: what an audit recomputes them with.
 
     Written by the pipeline (``flows/evaluate.py``) and by ``harness.run_suite``, read back by
-    :mod:`ek_agents.runs.audit`.
+    :mod:`ek_agents.stages.audit`.
     """
 
     k: int = 1
@@ -94,7 +94,7 @@ class RunInputs(JsonShape):
     seed: Optional[int] = None
     """The base seed (trial i ran with seed + i)."""
     check: Optional[str] = None
-    """The default checker by name; ``record.UNSTORED`` when a library run graded with a
+    """The default checker by name; ``records.documents.UNSTORED`` when a library run graded with a
     callable (which a run cannot store)."""
     run: Optional[dict] = None
     """The run's provenance as given (``RunProvenance.to_dict()``)."""
@@ -103,7 +103,7 @@ class RunInputs(JsonShape):
     cost_tolerance: float = 0.0
     """The gate's tolerated relative rise of the cost per success."""
     price: Optional[str] = None
-    """``record.UNSTORED`` when a library run was priced with one ModelPrice (not stored)."""
+    """``records.documents.UNSTORED`` when a library run was priced with one ModelPrice (not stored)."""
     metrics: tuple[str, ...] = ()
     """Names of the custom metrics a library run scored (their objects are not stored)."""
     labels: Optional[str] = None
@@ -141,7 +141,7 @@ class RunManifest(JsonShape):
     results: dict = Field(default_factory=dict)
     gate: Optional[dict] = None
     fingerprint: Optional[dict] = None
-    """What decided the run's episodes (``record.RunFingerprint``: agent, its code digest and
+    """What decided the run's episodes (``records.fingerprint.RunFingerprint``: agent, its code digest and
     declared configuration, suite, k, seed, provenance, limits); None for an ingested run."""
     sequential: Optional[SequentialVerdict] = None
     """A sequentially gated run: whether it stopped early, why, and the trials the verdict cost
@@ -172,7 +172,7 @@ class RunManifest(JsonShape):
 
 @shape()
 class TasksDocument(JsonShape):
-    """``runs/<id>/tasks.json``: the suite's identity and every task (``record.tasks_doc``)."""
+    """``runs/<id>/tasks.json``: the suite's identity and every task (``records.documents.tasks_doc``)."""
 
     name: str
     version: str
@@ -203,7 +203,7 @@ class GateDocument(JsonShape):
 
 @shape()
 class BaselineDocument(JsonShape):
-    """``baselines/<name>.json`` (``record.save_agent_baseline``): a frozen report and the run
+    """``baselines/<name>.json`` (``records.baselines.save_agent_baseline``): a frozen report and the run
     provenance the gate checks comparability on; ``replaced`` records the baseline a
     ``promote --replace`` overwrote (its content-addressed artifact, run id and date)."""
 

@@ -1,4 +1,4 @@
-"""The trial runner under :func:`ek_agents.runs.harness.run_trials`: one event loop running the
+"""The trial runner under :func:`ek_agents.execution.harness.run_trials`: one event loop running the
 agent's trials concurrently (bounded, seeded, each under its timeout, transient errors retried
 with backoff), containing whatever a trial raises as a failed episode, and handing finished
 trials to writer threads that store them as they finish.
@@ -12,29 +12,19 @@ import inspect
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional, Union
 
-from . import trials as stored_trials
+from ..records import trials as stored_trials
 from .otelcapture import OtelCapture
 from ..base import Episode, RunProvenance, TaskSpec
 from ..core import canonical_json, construct
 from ..errors import AgentTimeout, InvalidInput, TransientAgentError
 from ..parsing import MAX_DEPTH, check_tree
 from ..store import Store
-from .segments import Pair, SegmentWriter
-from .trialwriter import WRITER_BACKLOG, TrialWriter, abort_on, writer_threads
+from ..records.segments import Pair, SegmentWriter
+from ._trialwriter import WRITER_BACKLOG, TrialWriter, abort_on, writer_threads
 
-def run_coroutine(factory: Callable[[], Any]) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())
-    # called from inside an event loop (a notebook, an async flow): use a loop of our own
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ek-harness") as ex:
-        return ex.submit(lambda: asyncio.run(factory())).result()
-
-__all__ = ["TrialRunner", "run_coroutine", "EPISODE_DEPTH"]
+__all__ = ["TrialRunner", "EPISODE_DEPTH"]
 
 
 #: Deepest episode a trial may produce: an episode sits two levels down in the run's episodes
@@ -74,7 +64,7 @@ class TrialRunner:
         self.writer_name = writer
         self.unbuilt = 0  # segments: trials called whose episode is not handed to the writer yet
         self.built: Optional[asyncio.Event] = None  # segments: set while unbuilt is low
-        self.written: dict = {}  # pair -> record.StoredTrial, as each trial is stored
+        self.written: dict = {}  # pair -> records.trials.StoredTrial, as each trial is stored
         self.writer: Optional[TrialWriter] = None  # run_all's, when the run is stored
         self.is_async = _is_async(agent)
         self.pass_seed = _accepts_seed(agent)

@@ -1,7 +1,7 @@
-"""A run at scale (issue 27): trials in segments on a cluster, the report streamed from them.
+"""A run at scale: trials in segments on a cluster, the report streamed from them.
 
 What only the ``evaluate-at-scale`` flow needs (``flows/scale.py``), beside
-:mod:`ek_agents.runs.pipeline_support`. The run is planned once from its segment index
+:mod:`ek_agents.pipeline.chunks`. The run is planned once from its segment index
 (:func:`plan_scale`: fingerprint checked, orphans removed, the trials no indexed segment holds
 split into chunks of whole tasks); each chunk (:func:`run_scale_chunk`, one task run on a Dask
 worker) runs its trials with ``harness.store_trials(segments=True)``, each segment graded and
@@ -30,18 +30,20 @@ from ..base import JsonShape, RunProvenance
 from ..core import shape
 from ..errors import IntegrityError, InvalidInput, RunMismatch
 from ..store import Store
-from .documents import prices_of, read_ref, record_run, tasks_of
-from .harness import store_trials
-from .identity import RunFingerprint, check_fingerprint, fingerprint_key
-from .manifest import RunInputs
-from .pipeline_support import TrialRequest, load_agent, request_fingerprint
-from .segments import SEGMENT_TRIALS, RunSegments, new_writer_name, pack_pairs, unpack_pairs
-from .stagecache import ManifestRef, StageRef, write_doc
-from .streaming import STREAMED, merged_report, segment_summarizer
-from .streaming import summary_basis as streaming_basis
+from ..records.documents import prices_of, read_ref, record_run, tasks_of, tasks_of_chunk
+from ..execution.harness import store_trials
+from ..records.fingerprint import RunFingerprint, check_fingerprint, fingerprint_key
+from ..records.manifest import RunInputs
+from .chunks import TrialRequest, request_fingerprint
+from .request import load_agent
+from ..records.segments import (SEGMENT_TRIALS, RunSegments, new_writer_name, pack_pairs,
+                                unpack_pairs)
+from ..records.stagecache import ManifestRef, StageRef, write_doc
+from ..stages.streaming import STREAMED, merged_report, segment_summarizer
+from ..stages.streaming import summary_basis
 
 __all__ = ["ScaleChunk", "ScalePlan", "ScaleChunkResult", "plan_scale", "run_scale_chunk",
-           "finish_scale", "summary_basis", "peak_rss_mb", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"]
+           "finish_scale", "peak_rss_mb", "SCALE_CHUNK", "held_bitmaps", "LAYOUT"]
 
 #: Trials per chunk by default: four segments. A chunk is a task run and one segment writer;
 #: its memory is bounded by its size (not the run's), and a killed worker loses at most its
@@ -69,6 +71,8 @@ class ScaleChunk(JsonShape):
 
 @shape()
 class ScalePlan(JsonShape):
+    """A run at scale planned from its segment index: the chunks still to run and what is held."""
+
     request: TrialRequest
     chunks: tuple[ScaleChunk, ...] = ()
     total: int = 0
@@ -83,6 +87,8 @@ class ScalePlan(JsonShape):
 
 @shape()
 class ScaleChunkResult(JsonShape):
+    """What one chunk at scale ran and stored, and what its process spent doing it."""
+
     index: int
     ran: int = 0
     """Trials run (agent calls)."""
@@ -100,11 +106,10 @@ class ScaleChunkResult(JsonShape):
     """Seconds it took."""
 
 
-def summary_basis(request: TrialRequest, prices: Optional[StageRef]) -> str:
-    """What a segment's summary depends on besides its bytes: the suite, the checker and the
-    price catalog (k, the seed and the provenance only enter when the report is built)."""
-    return streaming_basis(request.tasks.digest, request.check,
-                           None if prices is None else prices.sha256)
+def _basis(request: TrialRequest, prices: Optional[StageRef]) -> str:
+    """``streaming.summary_basis`` of a request's suite, checker and prices document."""
+    return summary_basis(request.tasks.digest, request.check,
+                         None if prices is None else prices.sha256)
 
 
 def held_bitmaps(segments: RunSegments, k: int) -> dict[str, bytearray]:
@@ -184,14 +189,12 @@ def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
     mine = f"c{chunk.index:05d}-"
     held = held_bitmaps(RunSegments.load(st, req.run_id, writers=mine), req.k)
     todo = [p for p in pairs if not (p[0] in held and held[p[0]][p[1]])]
-    suite = st.read_json(req.tasks.key)
-    ids = {t for t, _ in todo}
-    tasks = {**suite, "tasks": [t for t in suite["tasks"] if t.get("task_id") in ids] or suite["tasks"]}
+    tasks = tasks_of_chunk(st.read_json(req.tasks.key), (t for t, _ in todo))
     prices = prices_of(read_ref(st, chunk.prices)) if chunk.prices is not None else None
     run = RunProvenance.from_dict(req.run)
     summarize = segment_summarizer(tasks, k=req.k, check=req.check, prices=prices,
                                    seed=req.seed or 0, run=run)
-    basis = summary_basis(req, chunk.prices)
+    basis = _basis(req, chunk.prices)
     puts = [0]
 
     def with_basis(pairs_: list, lines: list, episodes: list) -> dict:
@@ -242,7 +245,7 @@ def finish_scale(plan: ScalePlan, prices: Optional[StageRef],
     run = RunProvenance.from_dict(req.run)
     metrics, report, counts = merged_report(
         st, req.run_id, tasks_doc, k=req.k, check=req.check, prices=price_table,
-        seed=req.seed or 0, run=run, basis=summary_basis(req, prices))
+        seed=req.seed or 0, run=run, basis=_basis(req, prices))
     if counts["trials"] != plan.total:
         raise IntegrityError(f"run {req.run_id!r}: its segments hold {counts['trials']} of its "
                              f"{plan.total} trials after every chunk ran; run it again (it "
@@ -256,4 +259,4 @@ def finish_scale(plan: ScalePlan, prices: Optional[StageRef],
                       parameters={**(parameters or {}), "layout": LAYOUT,
                                   "merged_segments": counts["merged"],
                                   "read_segments": counts["read"]},
-                      orchestrator=orchestrator or {"orchestrator": "ek_agents.runs.scalerun"})
+                      orchestrator=orchestrator or {"orchestrator": "ek_agents.pipeline.scalerun"})

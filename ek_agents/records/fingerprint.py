@@ -3,13 +3,11 @@ configuration and code digest, and the claim a (re)run makes on a run id's store
 
 What decides a run's episodes is its fingerprint, stored at the run's first write
 (``store.run_key(run_id, "fingerprint")``); a resume must match it, and a resume trusts no
-per-trial file it has not checked (:func:`claim_run`). (Split out of the former ``record.py``.)
+per-trial file it has not checked (:func:`claim_run`).
 """
 from __future__ import annotations
 
-import importlib
-import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
@@ -18,13 +16,14 @@ from pydantic import Field
 from ..base import Episode, JsonShape
 from ..core import shape
 from ..errors import ArtifactNotFound, IntegrityError, InvalidInput, RunMismatch, UnidentifiedAgent
-from ..store import episode_key, episodes_prefix, parse_json, run_key, sha256_hex
-from . import agentid
-from .agentstate import EK_CONFIG, declared_config
+from ..store import episode_key, episodes_prefix, parse_json, run_key
+from ..identity import agentid
+from ..identity import EK_CONFIG, agent_identity, agent_name, code_digest, declared_config
 from .segments import RunSegments, iter_segments
 
 __all__ = ["EK_CONFIG", "RunFingerprint", "RunReuse", "agent_config", "agent_name", "code_digest",
-           "trial_matches", "errored", "fingerprint_key", "check_fingerprint", "claim_run"]
+           "trial_matches", "parse_trial", "errored", "fingerprint_key", "check_fingerprint", "claim_run",
+           "run_fingerprint"]
 
 
 @shape()
@@ -99,30 +98,21 @@ def agent_config(agent: Any) -> dict:
     return declared_config(agent, by_repr=True)
 
 
-def agent_name(agent: Any) -> Optional[str]:
-    """``module:qualname`` of a callable (its ``__name__``, else its class's), None when it
-    has none."""
-    mod = getattr(agent, "__module__", None)
-    name = (getattr(agent, "__qualname__", None) or getattr(agent, "__name__", None)
-            or getattr(type(agent), "__qualname__", None))
-    return f"{mod}:{name}" if isinstance(mod, str) and isinstance(name, str) else None
-
-
-def code_digest(agent: Any) -> Optional[str]:
-    """sha256 of the source file that defines ``agent`` (a callable or a ``module:attr``
-    import path); None when it has no source file."""
-    try:
-        if isinstance(agent, str):
-            target: Any = importlib.import_module(agent.split(":")[0])
-        else:
-            target = agent if inspect.isfunction(agent) or inspect.isclass(agent) else type(agent)
-            if inspect.ismethod(agent):
-                target = agent.__func__
-        src = inspect.getsourcefile(target)
-        with open(src, "rb") as fh:  # type: ignore[arg-type]
-            return sha256_hex(fh.read())
-    except (TypeError, OSError, ImportError, ValueError):
-        return None
+def run_fingerprint(agent: Any, *, name: Optional[str], code: Optional[str], suite: str, k: int,
+                    seed: Optional[int], run: Mapping, capture: Optional[str],
+                    timeout_s: Optional[float], retries: int,
+                    agent_id: Optional[str] = None) -> RunFingerprint:
+    """The fingerprint of a run of ``agent`` (the loaded callable) named ``name`` whose code
+    digests to ``code``: its declared configuration (:func:`agent_config`), its identity
+    (``agentid.agent_identity``: code and state, or ``agent_id``), the suite's digest, k, the
+    seed, the run's provenance ``run`` (a ``RunProvenance`` dict; the capture added when set:
+    the episodes are then read from spans, another run's than one without) and the limits."""
+    prov = {f: v for f, v in run.items() if f != "schema_version"}
+    if capture:
+        prov["capture"] = str(capture)
+    return RunFingerprint(agent=name, agent_code=code, agent_config=agent_config(agent),
+                          agent_identity=agent_identity(agent, agent_id=agent_id), suite=suite,
+                          k=k, seed=seed, run=prov, timeout_s=timeout_s, retries=retries)
 
 
 def trial_matches(episode: Any, task_id: str, trial: int) -> bool:
@@ -133,12 +123,25 @@ def trial_matches(episode: Any, task_id: str, trial: int) -> bool:
     return isinstance(stored, int) and not isinstance(stored, bool) and stored == trial
 
 
+def parse_trial(data: Any, key: str, task_id: str, trial: int) -> Optional[tuple[Any, Episode]]:
+    """A stored trial's bytes (a per-trial file, a segment line) read as trial ``trial`` of task
+    ``task_id``, what its key names: ``(the parsed document, its episode)``, or None when they
+    are not an episode, or are another trial's (misfiled: the trial runs again)."""
+    try:
+        doc = parse_json(data, key)
+        episode = Episode.from_dict(doc)
+    except (IntegrityError, InvalidInput):
+        return None
+    return (doc, episode) if trial_matches(episode, task_id, trial) else None
+
+
 def errored(episode: Episode) -> bool:
     """Whether a trial ended in an error (the agent raised, timed out, or its endpoint failed)."""
     return bool(episode.meta.get("error"))
 
 
 def fingerprint_key(run_id: str) -> str:
+    """The key of a run's fingerprint document."""
     return run_key(run_id, "fingerprint")
 
 
@@ -202,9 +205,9 @@ def claim_run(store: Any, run_id: str, fingerprint: RunFingerprint, pairs: Itera
         reuse["refreshed"] = len(present) + segments.remove_all()
         present = []
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(present)))) as ex:
-        loaded = list(ex.map(lambda k: _stored_episode(store, k), present))
+        loaded = list(ex.map(lambda k: _stored_episode(store, k, by_key[k]), present))
     for k, ep in zip(present, loaded):
-        if not trial_matches(ep, *by_key[k]):
+        if ep is None:
             store.delete(k)
             reuse["misfiled"] += 1
         elif retry_errored and errored(ep):
@@ -234,11 +237,9 @@ def _claim_segments(store: Any, segments: RunSegments, wanted: set, kept: dict, 
     drop = []
     for batch in iter_segments(store, segments, only=wanted - set(kept)):
         for t in batch:
-            try:
-                ep: Optional[Episode] = Episode.from_dict(parse_json(t.data, t.key))
-            except (IntegrityError, InvalidInput):
-                ep = None
-            if not trial_matches(ep, *t.pair):
+            parsed = parse_trial(t.data, t.key, *t.pair)
+            ep = parsed[1] if parsed else None
+            if ep is None:
                 reuse["misfiled"] += 1
                 drop.append(t.pair)
             elif retry_errored and errored(ep):
@@ -251,8 +252,12 @@ def _claim_segments(store: Any, segments: RunSegments, wanted: set, kept: dict, 
         segments.drop(drop)
 
 
-def _stored_episode(store: Any, key: str) -> Optional[Episode]:
+def _stored_episode(store: Any, key: str, pair: tuple) -> Optional[Episode]:
+    """The per-trial file ``key`` as the trial ``pair`` (:func:`parse_trial`), None when it is
+    gone, not an episode, or another trial's."""
     try:
-        return Episode.from_dict(store.read_json(key))
-    except (IntegrityError, InvalidInput, ArtifactNotFound):
+        data = store.read_bytes(key)
+    except ArtifactNotFound:
         return None
+    parsed = parse_trial(data, key, *pair)
+    return parsed[1] if parsed else None

@@ -19,12 +19,13 @@ from ..stats.budget import BudgetPlan, plan_budget
 from ..stats.intervals import Z95
 from ..stats.judgecorrect import rate_of_doc
 from ..store import run_key
-from .baselines import load_baseline
-from .documents import episodes_of, read_manifest, read_ref, read_run_doc, tasks_of
-from .grading import grading_of
-from .manifest import report_markdown
-from .stagecache import StageRef, write_doc
-from .stages import gate_run, regate
+from ..records.baselines import load_baseline
+from ..records.documents import (UNSTORED, episodes_of, read_manifest, read_ref, read_run_doc,
+                                 tasks_of)
+from ..records.grading import grading_of
+from ..records.manifest import report_markdown
+from ..records.stagecache import StageRef, write_doc
+from .evaluate import gate_run, regate
 
 __all__ = ["labels_stage", "stored_run", "report_with_labels", "labeled_report_text",
            "plan_run_labels", "plan_labels_lines", "plan_run", "labels_for_width",

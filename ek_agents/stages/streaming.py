@@ -36,7 +36,9 @@ from ..scoring.metrics import grade, is_errored
 from ..reporting import ReliabilityReport, reliability, run_provenance
 from ..spancounts import merge_otel_counts, otel_read_sentence
 from ..store import canonical_json, parse_json, sha256_hex
-from .segments import RunSegments, iter_segments, owned, owner, read_segment, segment_line_doc
+from ..records.fingerprint import trial_matches
+from ..records.segments import (RunSegments, iter_segments, owned, owner, read_segment,
+                                segment_line_doc)
 
 __all__ = ["StreamingReport", "ExactSum", "stream_report", "segment_summarizer", "summary_basis",
            "merged_report", "STREAMED"]
@@ -211,7 +213,7 @@ class StreamingReport:
         eps = []
         for t in trials:
             ep = Episode.from_dict(segment_line_doc(t))
-            if ep.task_id != t.pair[0] or ep.meta.get("trial") != t.pair[1]:
+            if not trial_matches(ep, *t.pair):
                 self.misfiled.append(f"{t.key} trial {t.pair!r} holds task {ep.task_id!r} "
                                      f"trial {ep.meta.get('trial')!r}")
             eps.append(ep)

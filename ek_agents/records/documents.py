@@ -6,8 +6,7 @@ the prices, the episodes, the graded episodes, the metrics, the report, the gate
 the manifest listing each with its sha256 (:func:`record_run`). A command that uses a stored
 run's documents (report, gate, promote, the flows) reads them here: the manifest validated
 (DocumentError naming the field), each document's bytes checked against the manifest's sha256
-(DigestMismatch: the audit's exit code) and its shape validated. (Split out of the former
-``record.py``.)
+(DigestMismatch: the audit's exit code) and its shape validated.
 """
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..errors import ArtifactNotFound, DigestMismatch, DocumentError, InvalidInput, UnknownName, did_you_mean
 from ..prices import ModelPrice, load_prices
 from ..store import canonical_json, episodes_prefix, parse_json, read_url, run_key, sha256_hex
-from .identity import fingerprint_key
+from .fingerprint import fingerprint_key
 from .manifest import (DOCUMENTS, RunInputs, RunManifest, as_plain, check_baseline, check_document,
                        check_manifest, check_report)
 from .segments import RunSegments
@@ -29,7 +28,8 @@ from .stagecache import EpisodesRef, ManifestRef, StageRef
 __all__ = ["UNSTORED", "source_digest", "episodes_doc", "episodes_doc_bytes", "episodes_of",
            "tasks_doc", "tasks_of", "tasks_for_episodes", "SOURCES", "read_source", "prices_doc",
            "prices_of", "results_of", "trial_digests", "record_run", "read_manifest",
-           "check_run_doc", "read_run_doc", "read_ref", "verified_bytes", "run_report"]
+           "check_run_doc", "read_run_doc", "read_ref", "verified_bytes", "run_report",
+           "tasks_of_chunk"]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
 #: cannot store (a callable ``check``, a single ``price``): an audit cannot recompute from it.
@@ -91,6 +91,15 @@ def tasks_for_episodes(episodes: Iterable[Episode], *, name: str = "ingested") -
             "tasks": [TaskSpec(t, checker="recorded").to_dict() for t in ids]}
 
 
+def tasks_of_chunk(suite: Mapping, task_ids: Iterable[str]) -> dict:
+    """The tasks document ``suite`` cut to the tasks of ``task_ids`` (what one chunk runs: its
+    trials build only their own tasks), or the whole of it when none of them is in the suite
+    (the harness then refuses the unknown task, naming it)."""
+    ids = set(task_ids)
+    return {**suite, "tasks": [t for t in suite["tasks"] if t.get("task_id") in ids]
+            or suite["tasks"]}
+
+
 #: ``ingest`` kinds -> the bridge reader of that format.
 SOURCES = {"inspect": "read_inspect_log", "tau-bench": "read_tau_bench_results",
            "messages": "read_messages_jsonl", "otlp": "episodes_from_otel"}
@@ -148,7 +157,7 @@ def results_of(report: Mapping) -> dict:
 
 def trial_digests(store: Any, run_id: str) -> dict[str, str]:
     """``{key: sha256}`` of every per-trial episode file the harness stored for the run, and
-    of its segments and segment index documents (``ek_agents.runs.segments``)."""
+    of its segments and segment index documents (``ek_agents.records.segments``)."""
     keys = store.list(episodes_prefix(run_id))
     with ThreadPoolExecutor(max_workers=8) as pool:
         return {**dict(zip(keys, pool.map(store.digest, keys))),
@@ -274,6 +283,8 @@ def read_ref(store: Any, ref: StageRef) -> Any:
 
 
 def verified_bytes(store: Any, ref: StageRef) -> bytes:
+    """The bytes ``ref`` points to, which must still hash to ``ref.sha256`` (else DigestMismatch
+    naming the key)."""
     data = store.read_bytes(ref.key)
     actual = sha256_hex(data)
     if actual != ref.sha256:

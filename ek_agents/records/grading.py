@@ -24,7 +24,7 @@ from ..labels import JUDGE_FREE_CHECKERS, GradedBy, judged
 from ..scoring.judge import JudgeMetric, JudgeSignal
 from ..store import sha256_hex
 from .documents import UNSTORED
-from .identity import agent_name
+from ..identity import agent_name
 
 __all__ = ["graded_by", "grading_of"]
 

@@ -3,9 +3,9 @@
 This module runs trials and nothing else: :func:`run_suite` = :func:`run_trials` (run the
 agent, concurrently, seeded, fault-tolerant, optionally persisted and resumable) +
 ``reporting.build_report`` (grade -> metrics -> cost -> reliability), recorded through
-:mod:`ek_agents.runs.stages` when persisted. The spec documents the report, baseline and gate
+:mod:`ek_agents.stages.evaluate` when persisted. The spec documents the report, baseline and gate
 functions under this module too: they are re-exported from their homes
-(``reporting.build_report``, ``record.save_agent_baseline`` / ``load_agent_baseline`` /
+(``reporting.build_report``, ``records.baselines.save_agent_baseline`` / ``load_agent_baseline`` /
 ``agent_regression_gate``, ``gate.AgentGateResult``).
 
 >>> from ek_agents.base import TaskSpec
@@ -31,7 +31,7 @@ exponential backoff (``backoff_s * 2**i``); the retries are counted in ``Cost.re
 ``meta["retries"]`` when the agent reported no Cost -- an unknown cost stays unknown).
 
 The trial runner itself (concurrency, timeouts, retries, the writer threads) is
-:mod:`ek_agents.runs.trialrunner`.
+:mod:`ek_agents.execution._trialrunner`.
 """
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
-from . import baselines, documents, grading, identity, stagecache, stages, trials as stored_trials
-from .agentid import agent_identity
+from ..records import (baselines, documents, fingerprint as identity, grading, stagecache,
+                       trials as stored_trials)
+from ..stages import evaluate as stages
 from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..errors import InvalidInput
 from ..labels import Labels, labels_doc, read_labels
@@ -52,16 +53,18 @@ from ..reporting import check_report_inputs, graded_report
 from ..scoring.metrics import grade
 from ..sequential import check_baseline_comparable, gate_document, sequential_gate
 from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
-from .manifest import RunInputs
+from ..records.manifest import RunInputs
 from .otelcapture import make_capture
-from .trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner, run_coroutine
+from ._sync import run_coroutine
+from ._trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner
 
 # the spec documents these under ``harness`` too: re-exported from their homes
 from ..gate import AgentGateResult as AgentGateResult
 from ..reporting import build_report as build_report
-from .baselines import (agent_regression_gate as agent_regression_gate,
-                        load_agent_baseline as load_agent_baseline,
-                        save_agent_baseline as save_agent_baseline)
+from ..records.baselines import no_baseline
+from ..records.baselines import (agent_regression_gate as agent_regression_gate,
+                                 load_agent_baseline as load_agent_baseline,
+                                 save_agent_baseline as save_agent_baseline)
 
 __all__ = ["run_suite", "run_trials", "store_trials", "build_report", "new_run_id", "trial_fingerprint", "EPISODE_DEPTH",
            "save_agent_baseline", "load_agent_baseline", "agent_regression_gate",
@@ -102,11 +105,11 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       ``store.episode_key(run_id, task, trial)``; trials already stored there are loaded,
       not re-run (so a killed run resumes without losing or duplicating anything). ``run_id``
       alone uses the default store; ``store`` alone is an error. A resume must be the same
-      run: its fingerprint (``record.RunFingerprint``: agent, its code and declared
+      run: its fingerprint (``records.fingerprint.RunFingerprint``: agent, its code and declared
       ``ek_config``, suite, k, seed, provenance, timeout, retries; ``fingerprint`` overrides
       the one computed here) is stored at the first write, and a different one raises
       :class:`~ek_agents.errors.RunMismatch` naming the fields. A stored file that is not the
-      trial its key names is run again, never kept (``record.claim_run``).
+      trial its key names is run again, never kept (``records.fingerprint.claim_run``).
     - ``refresh``: run every trial afresh (stored trials are removed first); ``retry_errored``:
       run again only the stored trials that ended in an error.
     - ``agent_id``: what identifies the agent, said by the caller (e.g. ``"bot-v3/gpt-4o"``):
@@ -115,14 +118,14 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       live client, a lock) from another process -- or declare ``ek_config`` on the agent.
     - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
     - ``segments=True``: the finished trials are stored a segment of a few thousand at a
-      time (``ek_agents.runs.segments``: JSON Lines, zstd, content-addressed, indexed per
+      time (``ek_agents.records.segments``: JSON Lines, zstd, content-addressed, indexed per
       writer), not one file each; a trial counts as stored once its segment is indexed, so a
       killed run loses at most its unflushed segment. The default writes one file per trial at
       ``store.episode_key`` (both layouts are read back, resumed and audited).
     - ``progress``: a rich progress bar (default: when stderr is a terminal).
     - ``capture="otel"``: each trial runs under a root span of its own and its OpenTelemetry
       spans (from the instrumentations the agent runs) give the episode its trajectory and its
-      per-model-call cost (:mod:`ek_agents.runs.otelcapture` says which wins when the agent
+      per-model-call cost (:mod:`ek_agents.execution.otelcapture` says which wins when the agent
       returns an Episode too); needs ``pip install 'ek-agents[otel]'``. An
       ``otelcapture.OtelCapture(keep_spans=N)`` instead also keeps each trial's first N spans
       in ``meta["otel"]["spans_kept"]`` (opt-in, for the audit).
@@ -186,16 +189,16 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  keep: bool = True, writer: Optional[str] = None,
                  capture: Optional[str] = None) -> list[stored_trials.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
-    ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
+    ``records.fingerprint.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
     bytes as written), in ``(task_id, trial)`` order.
 
     Nothing is listed or read back: a run's chunks take this after the run was planned once
-    (``pipeline_support.plan_trials``), so that no chunk lists the run's stored trials.
+    (``pipeline.plan_trials``), so that no chunk lists the run's stored trials.
     ``on_stored(stored, episode)`` is called with each trial once its file is stored, on the
     writer thread that stored it (off the event loop: the chunks grade their trials there);
     ``episode`` is the episode its bytes parse back to when the harness built it from a plain
-    answer (``record.PlainEpisodeJson``), else None (parse ``stored.data``). What it raises
+    answer (``records.trials.PlainEpisodeJson``), else None (parse ``stored.data``). What it raises
     fails the run as a failed write does. ``segments``: as :func:`run_trials` (then a
     stored trial's ``key`` and ``sha256`` are its segment's, ``on_stored`` is called as each
     segment is indexed); ``summarize(pairs, lines, episodes)``: a segment's summary, stored
@@ -233,16 +236,13 @@ def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int
                                 else type(agent))
     except (TypeError, OSError):
         own = ""
-    prov = {} if run is None else {f: v for f, v in run.to_dict().items() if f != "schema_version"}
-    if capture:  # the episodes are read from spans: another run's than one without
-        prov["capture"] = str(capture)
-    return identity.RunFingerprint(
-        agent=identity.agent_name(agent),
-        agent_code=None if code is None and not own else
+    return identity.run_fingerprint(
+        agent, name=identity.agent_name(agent),
+        code=None if code is None and not own else
         sha256_hex(f"{code}\n{own}".encode("utf-8", "surrogatepass")),
-        agent_config=identity.agent_config(agent), suite=documents.tasks_doc(tasks)["digest"],
-        k=k, seed=seed, run=prov, timeout_s=timeout_s, retries=retries,
-        agent_identity=agent_identity(agent, agent_id=agent_id))
+        suite=documents.tasks_doc(tasks)["digest"], k=k, seed=seed,
+        run={} if run is None else run.to_dict(), capture=capture, timeout_s=timeout_s,
+        retries=retries, agent_id=agent_id)
 
 
 def _check_params(agent: Any, *, k: Any, seed: Any, max_concurrency: Any, timeout_s: Any,
@@ -307,7 +307,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     resume a killed run. At the end the run is recorded as the pipeline records one: its
     stage documents (``tasks``, ``episodes``, ``graded``, ``metrics``, ``report``, ``prices``
     when ``prices`` is given, at ``store.run_key(run_id, name)``) and its manifest
-    (``record.record_run``: every artifact and per-trial episode
+    (``records.documents.record_run``: every artifact and per-trial episode
     with its sha256), so ``ek-agents report / gate / audit / promote`` work on it. An input a
     run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
     recorded as such in the manifest's inputs, and the audit says which figures it cannot
@@ -343,7 +343,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     digest in ``manifest.inputs.labels``), so the audit verifies them and recomputes the
     correction. (Not with ``sequential``/``baseline``: labels come after a run.)
     ``capture="otel"``: the trials' OpenTelemetry spans give each episode its tool calls and
-    its per-model-call cost (see :func:`run_trials` and :mod:`ek_agents.runs.otelcapture`).
+    its per-model-call cost (see :func:`run_trials` and :mod:`ek_agents.execution.otelcapture`).
     """
     # every argument is checked before the first agent call (a bad check= would otherwise be
     # refused only after every trial had run and been paid for)
@@ -423,8 +423,8 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
             runner: Mapping, gate: Optional[stagecache.GateRef] = None,
             reuse: Optional[identity.RunReuse] = None, labels: Optional[Labels] = None) -> None:
     """Record a persisted ``run_suite`` run as the pipeline records one: its stage documents
-    and its manifest (``record.record_run``); ``gate`` a verdict already written
-    (``record.write_gate``: the sequential gate's); ``reuse`` what the run kept of its stored
+    and its manifest (``records.documents.record_run``); ``gate`` a verdict already written
+    (``stages.evaluate.write_gate``: the sequential gate's); ``reuse`` what the run kept of its stored
     trials (recorded on the episodes stage)."""
     graded, reliability, report = scored
     ep_ref = stagecache.write_doc(st, run_id, "episodes", stored_trials.episodes_json(episodes))
@@ -450,7 +450,7 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
                       agent=identity.agent_name(agent),
                       parameters={"k": k, "seed": seed, **runner,
                                   **({"sequential": True} if gate is not None else {})},
-                      orchestrator={"orchestrator": "ek_agents.runs.harness.run_suite"})
+                      orchestrator={"orchestrator": "ek_agents.execution.harness.run_suite"})
 
 
 def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential: bool, k: int,
@@ -471,8 +471,7 @@ def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential:
     if isinstance(baseline, str):
         doc = load_agent_baseline(baseline, rootdir=rootdir)
         if doc is None:
-            raise InvalidInput(f"run_suite: no baseline named {baseline!r} in the store; save one "
-                               f"with save_agent_baseline(report, {baseline!r})")
+            raise no_baseline(open_store(rootdir), baseline)
         baseline = doc
     base_doc = baseline if isinstance(baseline, Mapping) else baseline.to_dict()
     check_baseline_comparable(run, base_doc)
