@@ -202,8 +202,8 @@ def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
         store_trials(load_agent(req.agent), tasks_of(tasks), todo, k=req.k, store=st,
                      run_id=req.run_id, seed=req.seed, run=run,
                      max_concurrency=chunk.concurrency, timeout_s=req.timeout_s,
-                     retries=req.retries, segments=True, summarize=with_basis, keep=False,
-                     writer=mine + new_writer_name())
+                     retries=req.retries, summarize=with_basis, keep=False,
+                     writer=mine + new_writer_name(), flush_s=req.flush_s)
     return ScaleChunkResult(index=chunk.index, ran=len(todo), skipped=len(pairs) - len(todo),
                             puts=puts[0], pid=os.getpid(), host=socket.gethostname(),
                             rss_mb=peak_rss_mb(),

@@ -84,8 +84,8 @@ def test_persisted_run_writes_a_manifest_and_generates_a_run_id(tmp_path):
     assert man["run_id"] == run_id and (man["inputs"]["k"], man["inputs"]["seed"]) == (2, 0)
     assert man["results"]["n_tasks"] == 2
     listed = {key: d for key, d in man["artifacts"].items()
-              if key.startswith(f"runs/{run_id}/episodes/")}
-    assert len(listed) == 4
+              if key.startswith((f"runs/{run_id}/segments/", f"runs/{run_id}/segment-index/"))}
+    assert len(listed) == 2 and st.list(f"runs/{run_id}/episodes") == []  # 1 segment + its index
     assert all(st.digest(key) == d for key, d in listed.items())
     report_key = run_key(run_id, "report")
     assert man["artifacts"][report_key] == st.digest(report_key)

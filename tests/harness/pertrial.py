@@ -1,0 +1,21 @@
+"""Per-trial episode files, as earlier versions of the harness stored a run's trials: one object
+per trial at ``store.episode_key(run_id, task_id, trial)`` holding the canonical JSON of its
+``Episode.to_dict()``. The harness writes segments only; these tests still read, resume and
+audit runs stored this way, made here from a run's segments."""
+from __future__ import annotations
+
+from ek_agents.runs.segments import RunSegments, iter_segments
+from ek_agents.store import Store, episode_key
+
+
+def to_per_trial_files(st: Store, run_id: str) -> int:
+    """Rewrite run ``run_id``'s indexed trials as per-trial files (the same bytes each) and
+    remove its segments and segment index; how many trials were rewritten."""
+    segments = RunSegments.load(st, run_id)
+    n = 0
+    for batch in iter_segments(st, segments):
+        for t in batch:
+            st.write_bytes(episode_key(run_id, t.pair[0], t.pair[1]), t.data)
+            n += 1
+    segments.remove_all()
+    return n
