@@ -13,7 +13,7 @@ from ek_agents.runs.harness import run_suite, run_trials
 from ek_agents.store import Store, acquire_lease, episode_key, lease_key, read_lease, release_lease
 from ek_agents.runs.segments import RunSegments
 
-from .pertrial import to_per_trial_files
+from .layout import to_per_trial_files
 
 TASKS = [TaskSpec(f"t{i}", input=f"q{i}", gold="OK") for i in range(4)]
 

@@ -13,7 +13,7 @@ from ek_agents.errors import DigestMismatch
 from ek_agents.harness import run_suite, run_trials
 from ek_agents.store import Store, episodes_prefix, segment_index_prefix, segments_prefix
 
-from .pertrial import to_per_trial_files
+from .layout import to_per_trial_files
 
 
 def _tasks(n: int) -> list[TaskSpec]:

@@ -1,4 +1,5 @@
-"""Per-trial episode files, as earlier versions of the harness stored a run's trials: one object
+"""A run's stored trials as tests read them: what its segments hold, and per-trial
+episode files as earlier versions of the harness stored a run's trials: one object
 per trial at ``store.episode_key(run_id, task_id, trial)`` holding the canonical JSON of its
 ``Episode.to_dict()``. The harness writes segments only; these tests still read, resume and
 audit runs stored this way, made here from a run's segments."""
@@ -19,3 +20,10 @@ def to_per_trial_files(st: Store, run_id: str) -> int:
             n += 1
     segments.remove_all()
     return n
+
+
+def held_lines(st: Store, run_id: str) -> dict[tuple, bytes]:
+    """The trials run ``run_id``'s segments hold, ``{(task_id, trial): its line}`` (each the
+    canonical JSON of the trial's ``Episode.to_dict()``)."""
+    return {t.pair: t.data for batch in iter_segments(st, RunSegments.load(st, run_id))
+            for t in batch}
