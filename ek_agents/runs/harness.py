@@ -48,13 +48,14 @@ from .agentid import agent_identity
 from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..errors import InvalidInput
 from ..labels import Labels, labels_doc, read_labels
-from ..reporting import graded_report
+from ..reporting import ReliabilityReport, graded_report
 from ..scoring.metrics import grade
 from ..sequential import check_baseline_comparable, gate_document, sequential_gate
-from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
+from ..store import (Store, acquire_lease, episodes_prefix, open_store, release_lease, run_key,
+                     segment_index_prefix, segments_prefix, sha256_hex)
 from .manifest import RunInputs
 from .otelcapture import make_capture
-from .segments import FLUSH_S, check_flush_s
+from .segments import FLUSH_S, RunSegments, check_flush_s
 from .trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner, run_coroutine
 
 # the spec documents these under ``harness`` too: re-exported from their homes
@@ -397,6 +398,13 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      labels: Optional[Labels] = None, capture: Optional[str] = None,
                      flush_s: float = FLUSH_S) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
+    if not (refresh or retry_errored):
+        done = _recorded_report(agent, specs, st=st, run_id=run_id, k=k, check=check,
+                                metrics=metrics, price=price, prices=prices, run=run, seed=seed,
+                                timeout_s=timeout_s, retries=retries, agent_id=agent_id,
+                                labels=labels, capture=capture)
+        if done is not None:
+            return done
     episodes, reuse = _trials_with_reuse(
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
         timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
@@ -415,6 +423,59 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
     reused.pop("schema_version", None)
     return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url,
                                                "reused": reused})
+
+
+def _recorded_report(agent: Callable, specs: Mapping[str, TaskSpec], *, st: Store, run_id: str,
+                     k: int, check: Any, metrics: Optional[Mapping], price: Any,
+                     prices: Optional[Mapping], run: Optional[RunProvenance],
+                     seed: Optional[int], timeout_s: Optional[float], retries: int,
+                     agent_id: Optional[str], labels: Optional[Labels],
+                     capture: Optional[str]) -> Any:
+    """The report a finished run recorded, when this call would compute the same one; else
+    None (the run's trials are then claimed and graded as usual).
+
+    The same: the run's fingerprint (checked as a resume checks it: RunMismatch when it
+    differs), every input the report was computed with recorded in its manifest and equal
+    (``check`` a name or None, no ``metrics`` or ``price``, no ``prices`` catalog), and the
+    trials the manifest lists still exactly what the store holds (the segments and index
+    documents, by digest; no per-trial file). Then nothing is read but the manifest, the
+    index documents and the report (verified against the manifest's sha256), and
+    ``detail["reused"]`` says so (``"report": "recorded"``)."""
+    if metrics or price is not None or prices is not None or not (check is None or isinstance(check, str)):
+        return None
+    fp = trial_fingerprint(agent, specs, k=k, seed=seed, run=run, timeout_s=timeout_s,
+                           retries=retries, agent_id=agent_id, capture=capture)
+    at = identity.fingerprint_key(run_id)
+    if not st.exists(run_key(run_id, "manifest")) or not st.exists(at):
+        return None
+    identity.check_fingerprint(st, run_id, fp)  # a resume with other settings is refused
+    manifest = documents.read_manifest(st, run_id)
+    if (manifest.sequential is not None or manifest.inputs != _inputs(k, seed, run, check, None, None, labels)
+            or manifest.artifacts.get(at) != st.digest(at)
+            or manifest.results.get("n_trials") != len(specs) * k
+            or st.list(episodes_prefix(run_id))):
+        return None
+    held = RunSegments.load(st, run_id).digests()
+    listed = {key: sha for key, sha in manifest.artifacts.items()
+              if key.startswith((segments_prefix(run_id) + "/", segment_index_prefix(run_id) + "/"))}
+    if not held or held != listed:
+        return None
+    report = ReliabilityReport.from_dict(documents.read_run_doc(st, manifest, "report"))
+    reused = {"episodes": len(specs) * k, "from_run": run_id, "report": "recorded",
+              **identity.RunReuse(kept=len(specs) * k).to_dict()}
+    reused.pop("schema_version", None)
+    return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url,
+                                               "reused": reused})
+
+
+def _inputs(k: int, seed: Optional[int], run: Optional[RunProvenance], check: Any,
+            price: Any, metrics: Optional[Mapping], labels: Optional[Labels]) -> RunInputs:
+    """What a run_suite run records as the inputs its figures were computed with."""
+    return RunInputs(k=k, seed=seed, run=None if run is None else run.to_dict(),
+                     check=check if check is None or isinstance(check, str) else documents.UNSTORED,
+                     price=None if price is None else documents.UNSTORED,
+                     metrics=tuple(sorted(metrics or ())),
+                     labels=None if labels is None else labels.digest)
 
 
 def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episodes: list,
@@ -440,11 +501,7 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
             "gate": gate,
             "labels": None if labels is None else stagecache.write_doc(st, run_id, "labels",
                                                                        labels_doc(labels))}
-    inputs = RunInputs(k=k, seed=seed, run=None if run is None else run.to_dict(),
-                       check=check if check is None or isinstance(check, str) else documents.UNSTORED,
-                       price=None if price is None else documents.UNSTORED,
-                       metrics=tuple(sorted(metrics or ())),
-                       labels=None if labels is None else labels.digest)
+    inputs = _inputs(k, seed, run, check, price, metrics, labels)
     documents.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
                       agent=identity.agent_name(agent),
                       parameters={"k": k, "seed": seed, **runner,
