@@ -289,11 +289,13 @@ class SegmentWriter:
 
     def deadline(self) -> float:
         """The ``time.monotonic()`` at which the buffer is to be sealed for its age (``inf``
-        when it is empty): ``max_age_s`` after its oldest trial finished, less the time the last
-        segment took to store (at most half the age), so that the trial is stored by then."""
+        when it is empty): ``max_age_s`` after its oldest trial finished, less a margin for
+        storing it -- twice the time the last segment took, at least 5% of the age, at most
+        half -- so that the trial is stored by then."""
         if not self.buffer:
             return float("inf")
-        return self.first_at + self.max_age_s - min(self.store_s, self.max_age_s / 2)
+        margin = min(max(2 * self.store_s, self.max_age_s / 20), self.max_age_s / 2)
+        return self.first_at + self.max_age_s - margin
 
     def flush(self) -> list[SegmentTrial]:
         """Store the buffered trials as one segment (nothing when none are buffered); the
