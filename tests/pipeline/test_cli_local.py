@@ -132,7 +132,7 @@ def _assert_same_stage_documents(flow: Store, here: Store, run_id: str) -> None:
     # the trials: the same lines, in segments whose cut and writer names depend on the chunks
     # that ran at once (the flow's task runner, or one loop here)
     assert held_lines(flow, run_id) == held_lines(here, run_id)
-    assert _trial_objects(a["artifacts"]) and _trial_objects(b["artifacts"])
+    assert bool(_trial_objects(a["artifacts"])) == bool(_trial_objects(b["artifacts"]))
     docs_a, docs_b = ({k: v for k, v in m["artifacts"].items() if k not in _trial_objects(m["artifacts"])}
                       for m in (a, b))
     assert sorted(docs_a) == sorted(docs_b)
