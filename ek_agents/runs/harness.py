@@ -106,8 +106,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       or 16 MB, or once its oldest trial has waited ``flush_s`` seconds (default 10), so a
       killed run loses at most ``flush_s`` seconds' worth of finished trials and those in
       flight. Trials already stored are loaded, not re-run (a killed run resumes without
-      losing or duplicating anything); per-trial files at ``store.episode_key`` (written by
-      earlier versions) are read, resumed and audited too. ``run_id``
+      losing or duplicating anything); a run stored one file per trial (at
+      ``store.episode_key``) is read, resumed and audited too. ``run_id``
       alone uses the default store; ``store`` alone is an error. A resume must be the same
       run: its fingerprint (``record.RunFingerprint``: agent, its code and declared
       ``ek_config``, suite, k, seed, provenance, timeout, retries; ``fingerprint`` overrides
