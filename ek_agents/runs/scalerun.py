@@ -4,7 +4,7 @@ What only the ``evaluate-at-scale`` flow needs (``flows/scale.py``), beside
 :mod:`ek_agents.runs.pipeline_support`. The run is planned once from its segment index
 (:func:`plan_scale`: fingerprint checked, orphans removed, the trials no indexed segment holds
 split into chunks of whole tasks); each chunk (:func:`run_scale_chunk`, one task run on a Dask
-worker) runs its trials with ``harness.store_trials(segments=True)``, each segment graded and
+worker) runs its trials with ``harness.store_trials`` (into segments), each segment graded and
 summed as it is written (``streaming.segment_summarizer``: its index entry carries the
 summary), keeping no episode; :func:`finish_scale` merges the summaries into the metrics and
 report documents (``streaming.merged_report``: memory bounded by per-task state) and records
