@@ -37,6 +37,12 @@ def _rss_mb() -> float:
     return peak_rss_mb()
 
 
+def child_plain_cpu(suite: str, k: int, out: str) -> dict:
+    """``bench.scale``'s plain loop, with the CPU seconds it took."""
+    cpu0 = time.process_time()
+    return {**child_plain(suite, k, out), "cpu_s": time.process_time() - cpu0}
+
+
 def child_harness(suite: str, k: int, kind: str) -> dict:
     """``run_trials`` of the agent, nothing stored: seconds per trial (after a warm-up)."""
     from ek_agents.runs.harness import run_trials
@@ -46,9 +52,9 @@ def child_harness(suite: str, k: int, kind: str) -> dict:
     tasks = load_suite(suite).tasks
     agent = load_agent(AGENTS[kind])
     run_trials(agent, tasks[:100], k=2, seed=SEED, progress=False)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     eps = run_trials(agent, tasks, k=k, seed=SEED, progress=False)
-    return {"s": time.perf_counter() - t0, "n": len(eps)}
+    return {"s": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0, "n": len(eps)}
 
 
 def child_suite(suite: str, k: int, store: str, kind: str, run_id: str) -> dict:
@@ -62,13 +68,14 @@ def child_suite(suite: str, k: int, store: str, kind: str, run_id: str) -> dict:
     warnings.simplefilter("ignore")
     tasks = load_suite(suite)
     agent = load_agent(AGENTS[kind])
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     report = run_suite(agent, tasks, k=k, seed=SEED, run_id=run_id, rootdir=store, progress=False)
-    return {"s": time.perf_counter() - t0, "rss_mb": _rss_mb(), "n": report.n_trials,
+    return {"s": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0,
+            "rss_mb": _rss_mb(), "n": report.n_trials,
             "reused": report.detail["reused"]["kept"]}
 
 
-CHILDREN = {"plain": child_plain, "harness": child_harness, "suite": child_suite}
+CHILDREN = {"plain": child_plain_cpu, "harness": child_harness, "suite": child_suite}
 
 
 def run_child(mode: str, args: list) -> dict:
@@ -97,12 +104,14 @@ def main(argv: list[str] | None = None) -> dict:
         suite = write_suite(tmp / "suite.jsonl", a.tasks)
         plain = run_child("plain", [suite, a.k, str(tmp / "plain.jsonl")])
         print(f"plain loop (bench.scale's: Episode + grade + JSON line): {n:,} trials in "
-              f"{plain['s']:.2f} s ({plain['s'] / n * 1e6:.1f} us/trial)")
-        per = {kind: run_child("harness", [suite, small_k, kind])["s"] / (a.tasks * small_k) * 1e6
-               for kind in ("sync", "async")}
+              f"{plain['s']:.2f} s ({plain['s'] / n * 1e6:.1f} us/trial; CPU {plain['cpu_s']:.2f} s)")
+        runs = {kind: run_child("harness", [suite, small_k, kind]) for kind in ("sync", "async")}
+        per = {kind: r["s"] / (a.tasks * small_k) * 1e6 for kind, r in runs.items()}
+        cpu = {kind: r["cpu_s"] / (a.tasks * small_k) * 1e6 for kind, r in runs.items()}
         print(f"harness alone (run_trials, nothing stored), {a.tasks * small_k:,} trials: sync "
               f"{per['sync']:.1f} us/trial, async {per['async']:.1f} us/trial: sync "
-              f"x{per['sync'] / per['async']:.2f} the async (goal <= 2)")
+              f"x{per['sync'] / per['async']:.2f} the async (goal <= 2); CPU sync "
+              f"{cpu['sync']:.1f}, async {cpu['async']:.1f} us/trial: x{cpu['sync'] / cpu['async']:.2f}")
         fig.update(plain_s=plain["s"], harness_us=per)
         for kind in ("sync", "async"):
             store = tmp / f"store-{kind}"
@@ -110,9 +119,11 @@ def main(argv: list[str] | None = None) -> dict:
             count = objects(store, "big")
             fig[kind] = {"s": first["s"], "x_plain": first["s"] / plain["s"], "objects": count,
                          "rss_mb": first["rss_mb"]}
+            fig[kind]["cpu_x_plain"] = first["cpu_s"] / plain["cpu_s"]
             print(f"run_suite, {kind} agent, {n:,} trials, defaults: {first['s']:.2f} s = "
                   f"x{first['s'] / plain['s']:.2f} the plain loop (goal <= "
-                  f"{8 if kind == 'sync' else 5}); {count} objects in the store (goal <= 140)")
+                  f"{8 if kind == 'sync' else 5}; CPU x{first['cpu_s'] / plain['cpu_s']:.2f}); "
+                  f"{count} objects in the store (goal <= 140)")
             if kind != "sync":
                 continue
             again = run_child("suite", [suite, a.k, str(store), kind, "big"])
