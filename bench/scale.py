@@ -12,7 +12,7 @@ chunks it ran). Figures printed:
 
 - the plain loop: build the Episode, grade it, write a JSON line (no store, no Prefect), at
   the small and the full size -- the baseline of every ratio;
-- ``run_suite`` alone in one process (local store, ``segments=True``) at the small size, vs the
+- ``run_suite`` alone in one process (local store) at the small size, vs the
   plain loop; the per-trial harness overhead in us;
 - the flow at the small size on 1 and on 2 workers (the speed-up), and at the full size on 2
   workers (wall vs the plain loop, objects in the bucket and PUT requests, peak RSS of the flow
@@ -89,7 +89,7 @@ def child_suite(suite: str, k: int, store: str) -> dict:
     tasks = load_suite(suite)
     t0 = time.perf_counter()
     report = run_suite(load_agent(AGENT), tasks, k=k, seed=SEED, run_id="suite", rootdir=store,
-                       segments=True, max_concurrency=8)
+                       max_concurrency=8)
     return {"s": time.perf_counter() - t0, "rss_mb": _rss_mb(), "success": report.success_rate}
 
 

@@ -146,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per trial (> 0)")
     p.add_argument("--retries", type=int_in(0, MAX_RETRIES), default=0,
                    help=f"retries of a transient agent error, 0..{MAX_RETRIES} (default 0)")
+    p.add_argument("--flush-s", type=number(0.0, above=True), default=10.0, metavar="SECONDS",
+                   help="a finished trial is stored within SECONDS (default 10): what a crash "
+                        "can lose of the finished trials")
     p.add_argument("--capture", choices=("otel",), default=None, help="each trial's OpenTelemetry "
                    "spans -> its tool calls and per-call cost (pip install 'ek-agents[otel]')")
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
@@ -275,7 +278,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       refresh=a.refresh, retry_errored=a.retry_errored,
                       max_error_rate=a.max_error_rate, break_lease=a.break_lease,
                       lease_wait_s=a.wait_lease, sequential=a.sequential, agent_id=a.agent_id,
-                      **({"capture": a.capture} if a.capture else {}))
+                      flush_s=a.flush_s, **({"capture": a.capture} if a.capture else {}))
         if a.scale:
             params = _scale_params(a, params)
     else:
@@ -349,7 +352,7 @@ def _scale_params(a: argparse.Namespace, params: dict) -> dict:
                            "sequential stop); drop them, or run without --scale")
     keep = ("suite", "agent", "agent_id", "k", "seed", "store", "run_id", "prices", "check",
             "model", "chunk_size", "max_concurrency", "timeout_s", "retries", "dask_address",
-            "refresh", "break_lease")
+            "refresh", "break_lease", "flush_s")
     return {**{key: params[key] for key in keep}, "n_workers": a.max_workers}
 
 

@@ -71,7 +71,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    retry_errored: bool = False, max_error_rate: Optional[float] = 0.5,
                    break_lease: bool = False, lease_wait_s: float = 0.0,
                    sequential: bool = False, agent_id: Optional[str] = None,
-                   capture: Optional[str] = None,
+                   capture: Optional[str] = None, flush_s: float = 10.0,
                    log: Optional[Log] = None) -> dict:
     """The ``evaluate-agent`` flow's plan, here and now (the flow's parameters, same meaning).
 
@@ -106,7 +106,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
             sequential=sequential, parameters=parameters, log=log, agent_id=agent_id,
-            capture=capture)
+            capture=capture, flush_s=flush_s)
     finally:
         release_lease(st, lease)
 
@@ -119,7 +119,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
               timeout_s: Optional[float], retries: int, refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool, parameters: Mapping,
               log: Log, agent_id: Optional[str] = None,
-              capture: Optional[str] = None) -> dict:
+              capture: Optional[str] = None, flush_s: float = 10.0) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease (``flows/evaluate.py:_evaluate``,
     each task replaced by the library call it wraps)."""
     decided = None
@@ -135,7 +135,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
             store=st.url, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
             retries=retries, refresh=refresh, retry_errored=retry_errored, check=check,
-            agent_id=agent_id, capture=capture)
+            agent_id=agent_id, capture=capture, flush_s=flush_s)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials(request, baseline, check, tolerance,
                                                   prices is not None)

@@ -46,7 +46,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    break_lease: bool = False, lease_wait_s: float = 0.0,
                    sequential: bool = False, agent_id: Optional[str] = None,
                    labels: Optional[str] = None,
-                   capture: Optional[str] = None) -> dict:
+                   capture: Optional[str] = None, flush_s: float = 10.0) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -78,6 +78,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     compares corrected rates when the baseline has them.
     ``capture="otel"`` reads each trial's OpenTelemetry
     spans (the agent's instrumentations) into its episode: tool calls and per-model-call cost.
+    ``flush_s``: a finished trial is stored (in a segment) within this many seconds, so a
+    crashed run loses at most that long's worth of finished trials.
     """
     st = Store(store).url
     if not run_id:
@@ -96,7 +98,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
-            sequential=sequential, agent_id=agent_id, labels=labels, capture=capture)
+            sequential=sequential, agent_id=agent_id, labels=labels, capture=capture,
+            flush_s=flush_s)
     finally:
         release_lease(Store(st), lease)
 
@@ -110,7 +113,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               dask_address: Optional[str], refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool,
               agent_id: Optional[str] = None, labels: Optional[str] = None,
-              capture: Optional[str] = None) -> dict:
+              capture: Optional[str] = None, flush_s: float = 10.0) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease."""
     decided = None
     if ingest:
@@ -126,7 +129,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
             timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored,
-            check=check, agent_id=agent_id, capture=capture)
+            check=check, agent_id=agent_id, capture=capture, flush_s=flush_s)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)

@@ -41,13 +41,15 @@ def evaluate_at_scale(suite: Optional[str] = None, agent: Optional[str] = None, 
                       model: str = "", chunk_size: Optional[int] = None,
                       max_concurrency: int = 8, timeout_s: Optional[float] = None,
                       retries: int = 0, n_workers: int = 2, dask_address: Optional[str] = None,
-                      refresh: bool = False, break_lease: bool = False) -> dict:
+                      refresh: bool = False, break_lease: bool = False,
+                      flush_s: float = 10.0) -> dict:
     """Run ``k`` trials per task of ``suite`` with ``agent`` on a Dask cluster; record the run.
 
     The trials not stored yet (no indexed segment holds them: a killed run resumes, an
     all-stored one runs nothing) run in chunks of whole tasks, one Dask task each; each worker
     stores its own segments. ``max_concurrency`` is the trials in flight per chunk. The report
     is merged from the segments' per-segment summaries; the manifest lists every segment.
+    ``flush_s``: a finished trial is stored within this many seconds.
     """
     st = Store(store).url
     run_id = run_id or new_run_id()
@@ -62,7 +64,7 @@ def evaluate_at_scale(suite: Optional[str] = None, agent: Optional[str] = None, 
                                run=run, chunk_size=chunk_size,
                                max_concurrency=max_concurrency, parallel_chunks=1,
                                timeout_s=timeout_s, retries=retries, refresh=refresh,
-                               check=check)
+                               check=check, flush_s=flush_s)
         plan = plan_scale(request, price_list)
         get_run_logger().info("run %s: %d of %d trials stored, %d to run in %d chunks",
                               run_id, plan.held, plan.total, plan.total - plan.held,

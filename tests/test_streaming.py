@@ -48,7 +48,7 @@ def test_streamed_report_equals_the_in_memory_report(tmp_path, priced):
     tasks = _tasks(60)
     run = RunProvenance(seed=5, model=MODEL)
     eps = run_trials(_agent, tasks, k=50, seed=5, run=run, store=str(tmp_path / "s"),
-                     run_id="r", segments=True)
+                     run_id="r")
     assert len(eps) == 3000
     prices = load_prices(PRICES) if priced else None
     _, metrics, report = graded_report(eps, tasks, k=8, check=None, metrics=None, price=None,
@@ -89,7 +89,7 @@ def test_segment_summaries_merge_to_the_in_memory_report(tmp_path):
     summarize = segment_summarizer(tasks, k=4, prices=prices, seed=3, run=run)
     for half in (pairs[:700], pairs[700:]):  # two writers
         assert store_trials(_agent, tasks, half, k=30, store=st, run_id="r", seed=2, run=run,
-                            segments=True, summarize=summarize, keep=False) == []
+                            summarize=summarize, keep=False) == []
     eps = run_trials(_agent, tasks, k=30, seed=2, run=run)
     _, metrics, report = graded_report(eps, tasks, k=4, check=None, metrics=None, price=None,
                                        prices=prices, seed=3, run=run)

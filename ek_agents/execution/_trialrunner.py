@@ -1,7 +1,13 @@
 """The trial runner under :func:`ek_agents.execution.harness.run_trials`: one event loop running the
 agent's trials concurrently (bounded, seeded, each under its timeout, transient errors retried
 with backoff), containing whatever a trial raises as a failed episode, and handing finished
-trials to writer threads that store them as they finish.
+trials to writer threads that store them in segments as they finish.
+
+A sync agent with no timeout and no capture runs on ``max_concurrency`` slot threads, each
+calling the agent for one trial after another and building its episode there: one thread hop
+per slot, not per trial (a thread started per call, and the hop back to the loop, cost
+~0.2 ms a trial). With a timeout each call gets a thread of its own, which is abandoned when
+it overruns.
 """
 from __future__ import annotations
 
@@ -21,8 +27,8 @@ from ..core import canonical_json, construct
 from ..errors import AgentTimeout, InvalidInput, TransientAgentError
 from ..parsing import MAX_DEPTH, check_tree
 from ..store import Store
-from ..records.segments import Pair, SegmentWriter
-from ._trialwriter import WRITER_BACKLOG, TrialWriter, abort_on, writer_threads
+from ..records.segments import FLUSH_S, Pair, SegmentWriter, check_flush_s
+from ._trialwriter import WRITER_BACKLOG, TrialWriter, abort_on
 
 __all__ = ["TrialRunner", "EPISODE_DEPTH"]
 
@@ -52,18 +58,25 @@ class TrialRunner:
                  run: Optional[RunProvenance], max_concurrency: int, timeout_s: Optional[float],
                  retries: int, backoff_s: float, store: Optional[Store], run_id: Optional[str],
                  on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
-                 segments: bool = False, summarize: Optional[Callable] = None, keep: bool = True,
-                 writer: Optional[str] = None, capture: Optional[OtelCapture] = None):
+                 summarize: Optional[Callable] = None, keep: bool = True,
+                 writer: Optional[str] = None, capture: Optional[OtelCapture] = None,
+                 flush_s: float = FLUSH_S):
         self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
         self.capture = capture  # otelcapture.OtelCapture: each trial's spans, or None
         self.on_stored = on_stored
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
         self.store, self.run_id = store, run_id
-        self.segments, self.summarize, self.keep = segments, summarize, keep
+        self.summarize, self.keep = summarize, keep
+        self.flush_s = check_flush_s(flush_s)
         self.writer_name = writer
-        self.unbuilt = 0  # segments: trials called whose episode is not handed to the writer yet
-        self.built: Optional[asyncio.Event] = None  # segments: set while unbuilt is low
+        self.unbuilt = 0  # trials called whose episode is not handed to the writer yet
+        self.built: Optional[asyncio.Event] = None  # set while unbuilt is low
+        # slot threads (a sync agent without timeout or capture): the trials they take, and
+        # the flag that stops them when the run ends early
+        self.threaded = not _is_async(agent) and timeout_s is None and capture is None
+        self.pending_lock, self.stop = threading.Lock(), threading.Event()
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.written: dict = {}  # pair -> records.trials.StoredTrial, as each trial is stored
         self.writer: Optional[TrialWriter] = None  # run_all's, when the run is stored
         self.is_async = _is_async(agent)
@@ -74,8 +87,8 @@ class TrialRunner:
     def merged_run(self, trial_seed: Optional[int]) -> RunProvenance:
         """``_merge_run(self.run, None, trial_seed)``, built once per trial seed."""
         got = self.merged.get(trial_seed)
-        if got is None:
-            got = self.merged[trial_seed] = _merge_run(self.run, None, trial_seed)
+        if got is None:  # setdefault: two slot threads building it at once share the first
+            got = self.merged.setdefault(trial_seed, _merge_run(self.run, None, trial_seed))
         return got
 
     async def run_all(self, todo: list[Pair], *, total: int, already: int, show: bool) -> dict:
@@ -85,27 +98,26 @@ class TrialRunner:
         results: dict = {}
         bar = _progress(show, total, already)
         writer = None
+        self.loop = asyncio.get_running_loop()
         try:
             async with asyncio.TaskGroup() as tg:
                 if self.store is not None:
-                    segs = (SegmentWriter(self.store, self.run_id, summarize=self.summarize,
-                                          writer=self.writer_name)
-                            if self.segments else None)
-                    writer = self.writer = TrialWriter(self.store, self.run_id, self.written,
-                                                   abort_on(tg, asyncio.get_running_loop()),
-                                                   threads=1 if segs else writer_threads(
-                                                       self.store, self.max_concurrency),
-                                                   then=self.on_stored, segments=segs,
-                                                   keep=self.keep)
+                    segs = SegmentWriter(self.store, self.run_id, summarize=self.summarize,
+                                         writer=self.writer_name, max_age_s=self.flush_s)
+                    writer = self.writer = TrialWriter(segs, self.written,
+                                                       abort_on(tg, self.loop),
+                                                       then=self.on_stored, keep=self.keep)
                 # one task per slot, each running its next trial as soon as its agent call
                 # returns (no task per trial waiting on a semaphore: that hand-over took one
                 # more event-loop turn -- under the GIL of a busy process ~1 ms -- per trial)
                 pending = iter(todo)
                 for _ in range(min(self.max_concurrency, len(todo))):
-                    tg.create_task(self._slot(pending, tg, results, bar))
+                    tg.create_task(self._on_thread(pending, results, bar) if self.threaded
+                                   else self._slot(pending, tg, results, bar))
         except BaseExceptionGroup as group:  # a store failure: surface it, not the group
             raise group.exceptions[0] from None
         finally:
+            self.stop.set()  # slot threads take no further trial
             if writer is not None:
                 writer.close()  # every trial handed over is stored (or the first failure kept)
             if bar is not None:
@@ -122,8 +134,8 @@ class TrialRunner:
         for pair in pending:
             answer = await self._trial(self.specs[pair[0]], pair[1])
             tg.create_task(self._one(pair, answer, results, bar))
-            if self.segments and self.store is not None:
-                # segments: agent calls never run far ahead of storage (an agent that answers
+            if self.store is not None:
+                # agent calls never run far ahead of storage (an agent that answers
                 # without awaiting never yields, so a slot would call its every trial before
                 # one is stored; a killed process loses what is called and not stored)
                 self.unbuilt += 1
@@ -133,25 +145,89 @@ class TrialRunner:
 
     async def _one(self, pair: Pair, answer: Union[Episode, "_Answer"], results: dict,
                    bar: Any) -> None:
-        ep, plain = self._episode(self.specs[pair[0]], pair[1], answer)
-        # a plain answer's episode: its bytes assembled directly (the same bytes; scalars
-        # only, so no depth to check), and it is what parsing them gives back
-        data = self.plain_json(ep) if plain else None
-        handed = ep if data is not None else None
-        if data is None:
-            ep, data = self._storable(ep, pair)
+        ep, data, handed = self._built(pair, answer, self.plain_json)
         if self.store is not None:
-            if self.writer.backlog() > WRITER_BACKLOG:  # segments: the loop never runs far
-                await asyncio.shield(self.writer.room())  # ahead of the writer (a kill loses
-            self.writer.put(pair, data, handed)  # what is queued)
-            if self.segments:
-                self.unbuilt -= 1
-                if self.unbuilt <= WRITER_BACKLOG // 2:
-                    self.built.set()
+            if self.writer.backlog() > WRITER_BACKLOG:  # the loop never runs far ahead of
+                await asyncio.shield(self.writer.room())  # the writer (a kill loses what is
+            self.writer.put(pair, data, handed)  # queued)
+            self.unbuilt -= 1
+            if self.unbuilt <= WRITER_BACKLOG // 2:
+                self.built.set()
+        self._done(pair, ep, results, bar)
+
+    def _built(self, pair: Pair, answer: Union[Episode, "_Answer"],
+               plain_json: stored_trials.PlainEpisodeJson
+               ) -> tuple[Episode, bytes, Optional[Episode]]:
+        """The trial's episode, its stored bytes, and the episode to hand the writer with them
+        (a plain answer's: its bytes assembled directly -- the same bytes; scalars only, so no
+        depth to check -- and it is what parsing them gives back; else None)."""
+        ep, plain = self._episode(self.specs[pair[0]], pair[1], answer)
+        data = plain_json(ep) if plain else None
+        if data is not None:
+            return ep, data, ep
+        ep, data = self._storable(ep, pair)
+        return ep, data, None
+
+    def _done(self, pair: Pair, ep: Episode, results: dict, bar: Any) -> None:
         if self.keep:
             results[pair] = ep
         if bar is not None:
             bar[0].advance(bar[1])
+
+    async def _on_thread(self, pending: Any, results: dict, bar: Any) -> None:
+        await _in_thread(self.loop, lambda: self._thread_slot(pending, results, bar))
+
+    def _thread_slot(self, pending: Any, results: dict, bar: Any) -> None:
+        """One of the run's ``max_concurrency`` slots as a thread (a sync agent, no timeout,
+        no capture): the trials of ``pending``, one after another, each called, built and handed
+        to the writer here -- what :meth:`_slot` and :meth:`_one` do on the loop, the same
+        episode and bytes -- until none is left, the writer has failed or the run stops."""
+        plain_json = stored_trials.PlainEpisodeJson()  # this thread's own
+        writer = self.writer
+        while not self.stop.is_set() and (writer is None or writer.error is None):
+            with self.pending_lock:
+                pair = next(pending, None)
+            if pair is None:
+                return
+            ep, data, handed = self._built(pair, self._called(self.specs[pair[0]], pair[1]),
+                                           plain_json)
+            if writer is not None:
+                if writer.backlog() > WRITER_BACKLOG:  # never far ahead of the writer
+                    writer.wait_room()
+                writer.put(pair, data, handed)
+            self._done(pair, ep, results, bar)
+
+    def _called(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
+        """:meth:`_attempts` on a slot thread: the agent called here (each call in a copy of
+        the slot's context, as a thread of its own would run it), a transient error retried
+        after ``time.sleep``; an awaitable it returns is awaited on the run's loop."""
+        trial_seed = None if self.seed is None else self.seed + trial
+        kwargs = {"seed": trial_seed} if self.pass_seed and trial_seed is not None else {}
+        attempts = transient = 0
+
+        def failed(exc: BaseException, kind: str) -> Episode:
+            return _failed(task, trial, self.merged_run(trial_seed), attempts, exc, kind,
+                           transient)
+
+        t0 = time.perf_counter()
+        while True:
+            attempts += 1
+            try:
+                result = contextvars.copy_context().run(self.agent, task, **kwargs)
+                if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+                    result = _raised(asyncio.run_coroutine_threadsafe(
+                        _contained(result), self.loop).result())
+                break
+            except TransientAgentError as exc:
+                if transient >= self.retries:
+                    return failed(exc, "infrastructure")
+                time.sleep(self.backoff_s * 2 ** transient)
+                transient += 1
+            except AgentTimeout as exc:
+                return failed(exc, "timeout")
+            except BaseException as exc:  # noqa: BLE001 -- one bad trial never aborts the
+                return failed(exc, "exception")  # suite, whatever it raised
+        return _Answer(result, attempts, transient, time.perf_counter() - t0)
 
     def _storable(self, ep: Episode, pair: Pair) -> tuple[Episode, bytes]:
         """The episode and its stored bytes; an answer that cannot be stored (not JSON, nested

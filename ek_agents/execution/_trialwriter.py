@@ -1,154 +1,162 @@
 """The writer threads under :class:`ek_agents.execution._trialrunner.TrialRunner`: a run's finished
-trials stored as they finish, one file each or in segments (``segments.SegmentWriter``), with
-the event loop held back -- without polling -- when a segment writer falls behind.
+trials stored in segments (``segments.SegmentWriter``) as they finish -- a segment sealed when
+it is full or when its oldest trial reaches the writer's flush age -- with the trial loop held
+back, without polling, when the writer falls behind.
 """
 from __future__ import annotations
 
 import asyncio
-import os
 import queue
 import threading
+import time
 from typing import Any, Callable, Optional
 
 from ..records import trials as stored_trials
 from ..base import Episode
 from ..core import construct
-from ..store import Store, episode_key
 from ..records.segments import Pair, SegmentWriter
 
-__all__ = ["TrialWriter", "WRITER_BACKLOG", "abort_on", "writer_threads"]
+__all__ = ["TrialWriter", "WRITER_BACKLOG", "abort_on"]
 
 
-#: Most finished trials a segmented run's event loop keeps ahead of its segment writer, both
-#: called and not yet handed over, and handed over and not yet taken: a killed process loses
-#: the segment being stored, the one filling, at most twice this many and the trials in flight.
+#: Most finished trials a run keeps ahead of its segment writer, both called and not yet handed
+#: over, and handed over and not yet taken: a killed process loses the segment being stored,
+#: the one filling (at most its flush age's worth), at most twice this many and the trials in
+#: flight.
 WRITER_BACKLOG = 512
 
 
 class TrialWriter:
-    """A run's trial files, stored as the trials finish by writer threads of its own.
+    """A run's finished trials, stored in segments by writer threads of its own.
 
-    The event loop hands each finished trial's bytes over with one queue put (no future, no
-    wake-up of the loop per write: a thread hop per trial cost ~0.1 ms of the loop's CPU) and
-    goes on with the next trial; ``written`` gets each trial's :class:`records.trials.StoredTrial`
-    once its file is in the store (and ``then`` is called with it). The first failed write is kept in ``error`` and reported
-    once with ``on_error`` (the run then stops); later trials are not written. A trial
-    handed over but not yet written when the process dies is simply not stored: a resume
-    runs it again, as it would a trial still in flight.
+    The trial loop hands each finished trial's bytes over with one queue put (no future, no
+    wake-up of the loop per write) and goes on with the next trial. The writer thread buffers
+    them in ``segments``; it seals the buffer when it is full or when its oldest trial has
+    waited the writer's flush age (``SegmentWriter.deadline``: the thread waits on its queue
+    with a timeout until then, so an idle run costs no CPU), and a flusher thread stores each
+    sealed segment and its index while the next one fills. ``written`` gets each trial's
+    :class:`records.trials.StoredTrial` once its segment is indexed (and ``then`` is called with it).
+    The first failed write is kept in ``error`` and reported once with ``on_error`` (the run
+    then stops); later trials are not written. A trial not yet indexed when the process dies
+    is simply not stored: a resume runs it again, as it would a trial still in flight.
     """
 
-    def __init__(self, store: Store, run_id: str, written: dict,
-                 on_error: Callable[[BaseException], None], *, threads: int,
+    def __init__(self, segments: SegmentWriter, written: dict,
+                 on_error: Callable[[BaseException], None], *,
                  then: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
-                 segments: Optional[SegmentWriter] = None, keep: bool = True) -> None:
-        self.store, self.run_id, self.written, self.on_error = store, run_id, written, on_error
+                 keep: bool = True) -> None:
+        self.segments, self.written, self.on_error = segments, written, on_error
         self.then = then
-        self.segments = segments  # one thread then: the segment buffer is that thread's
         self.keep = keep  # False: the stored trials are handed to ``then`` only, not kept
-        if segments is not None:  # a sealed segment is stored by a thread of its own while
-            # the next one fills; one at a time (a kill loses at most the two)
-            self.sealed: queue.SimpleQueue = queue.SimpleQueue()
-            self.one_sealed = threading.Semaphore(1)
-            self.flusher = threading.Thread(target=self._flush_loop, daemon=True,
-                                            name="ek-segment-flusher")
-            self.flusher.start()
+        # a sealed segment is stored by a thread of its own while the next one fills; one at a
+        # time (a kill loses at most the two)
+        self.sealed: queue.SimpleQueue = queue.SimpleQueue()
+        self.one_sealed = threading.Semaphore(1)
         self.error: Optional[BaseException] = None
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.lock, self.waiting = threading.Lock(), None  # room(): the loop's future, if any
-        self.threads = [threading.Thread(target=self._loop, daemon=True, name="ek-store-writer")
-                        for _ in range(threads)]
-        for t in self.threads:
-            t.start()
+        self.lock = threading.Lock()
+        self.waiting: Optional[asyncio.Future] = None  # room(): the loop's future, if any
+        self.room_cv = threading.Condition(self.lock)  # wait_room(): trial threads
+        self.sync_waiters, self.closed = 0, False
+        self.flusher = threading.Thread(target=self._flush_loop, daemon=True,
+                                        name="ek-segment-flusher")
+        self.thread = threading.Thread(target=self._loop, daemon=True, name="ek-store-writer")
+        self.flusher.start()
+        self.thread.start()
 
     def put(self, pair: Pair, data: bytes, episode: Optional[Episode] = None) -> None:
-        """Store ``data`` as trial ``pair``'s file (on a writer thread, soon); ``episode``:
+        """Store ``data`` as trial ``pair``'s line (on the writer thread, soon); ``episode``:
         the episode ``data`` parses back to, when the caller knows it (handed to ``then``)."""
-        self.queue.put((pair, data, episode))
+        self.queue.put((pair, data, episode, time.monotonic()))
 
     def room(self) -> asyncio.Future:
         """(On the event loop) a future done once the backlog is down to half of
-        :data:`WRITER_BACKLOG`: the segment writer thread resolves it (one thread hop per wait)."""
+        :data:`WRITER_BACKLOG`: the writer thread resolves it (one thread hop per wait)."""
         with self.lock:
             if self.waiting is None:
                 self.waiting = asyncio.get_running_loop().create_future()
-                if self.queue.qsize() <= WRITER_BACKLOG // 2:  # drained meanwhile
+                if self.queue.qsize() <= WRITER_BACKLOG // 2 or self.closed:  # drained meanwhile
                     self.waiting, fut = None, self.waiting
                     fut.set_result(None)
                     return fut
             return self.waiting
 
-    def _wake(self) -> None:
-        """(On the writer thread) resolve :meth:`room`'s future once the backlog is low."""
+    def wait_room(self) -> None:
+        """(On a trial thread) block until the backlog is down to half of
+        :data:`WRITER_BACKLOG` (or the writer has failed or closed)."""
         with self.lock:
-            if self.waiting is None or self.queue.qsize() > WRITER_BACKLOG // 2:
+            self.sync_waiters += 1
+            try:
+                while (self.queue.qsize() > WRITER_BACKLOG // 2 and self.error is None
+                       and not self.closed):
+                    self.room_cv.wait()
+            finally:
+                self.sync_waiters -= 1
+
+    def _wake(self, force: bool = False) -> None:
+        """(On the writer thread) resolve :meth:`room`'s future and wake :meth:`wait_room`'s
+        threads once the backlog is low (``force``: now)."""
+        with self.lock:
+            if not force and self.queue.qsize() > WRITER_BACKLOG // 2:
                 return
+            if self.sync_waiters:
+                self.room_cv.notify_all()
             fut, self.waiting = self.waiting, None
-        fut.get_loop().call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+        if fut is not None:
+            fut.get_loop().call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
 
     def backlog(self) -> int:
-        """Trials handed over and not yet taken by a segment writer (0 without segments: the
-        per-trial writers are not throttled)."""
-        return self.queue.qsize() if self.segments is not None else 0
+        """Trials handed over and not yet taken by the writer thread."""
+        return self.queue.qsize()
 
     def close(self) -> None:
-        """Wait until every trial handed over is written (or skipped after a failure)."""
-        for _ in self.threads:
-            self.queue.put(None)
-        for t in self.threads:
-            t.join()
+        """Wait until every trial handed over is stored (or skipped after a failure)."""
+        self.closed = True
+        self.queue.put(None)
+        self.thread.join()
+        self._wake(force=True)
 
     def _loop(self) -> None:
-        if self.segments is not None:
-            return self._segment_loop()
-        while (item := self.queue.get()) is not None:
-            if self.error is not None:
-                continue
-            (task_id, trial), data, episode = item
-            key = episode_key(self.run_id, task_id, trial)
-            try:
-                sha = self.store.write_bytes(key, data)
-                stored = self.written[(task_id, trial)] = _stored(task_id, trial, key, sha, data)
-                if self.then is not None:
-                    self.then(stored, episode)
-            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
-                self._fail(exc)
-
-    def _segment_loop(self) -> None:
-        """:meth:`_loop` of a segmented run: each trial buffered, each full segment stored
-        and indexed (``segments.SegmentWriter``), the rest at the end -- when the run is
-        cancelled too (``close`` is called from ``run_all``'s ``finally``)."""
+        """Each trial buffered, each full (or old enough) segment sealed and handed to the
+        flusher, the rest at the end -- when the run is cancelled too (``close`` is called
+        from ``run_all``'s ``finally``)."""
+        segs = self.segments
         while True:
-            item = self.queue.get()
-            if self.waiting is not None:
+            wait = segs.deadline() - time.monotonic()
+            if wait <= 0:
+                self._seal()
+                continue
+            try:  # a timed wait on the queue: no polling, the age flush wakes it
+                item = self.queue.get(timeout=None if wait == float("inf") else wait)
+            except queue.Empty:
+                continue
+            if self.waiting is not None or self.sync_waiters:
                 self._wake()
             if self.error is not None:
                 if item is None:
+                    self.sealed.put(None)
                     return
                 continue
-            try:
-                if item is None:
-                    self._hand(self.segments.seal())
-                    self._hand(None)
-                    self.flusher.join()
-                    return
-                pair, data, episode = item
-                self.segments.put(pair, data, episode)
-                if self.segments.full():
-                    self._hand(self.segments.seal())
-            except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
-                self._fail(exc)
-                if item is None:
-                    self.sealed.put(None)
-                    self.flusher.join()
-                    return
+            if item is None:
+                self._seal()
+                self.sealed.put(None)
+                self.flusher.join()
+                return
+            pair, data, episode, finished_at = item
+            segs.put(pair, data, episode, finished_at)
+            if segs.full():
+                self._seal()
 
-    def _hand(self, sealed: Any) -> None:
-        """Hand a sealed segment (None: the end) to the flusher, once the one before is stored."""
-        if sealed is None:
-            self.sealed.put(None)
+    def _seal(self) -> None:
+        """Seal the buffer and hand it to the flusher, once the segment before is stored."""
+        try:
+            sealed = self.segments.seal()
+        except BaseException as exc:  # noqa: BLE001 -- handed to the run, which stops
+            self._fail(exc)
             return
-        self.one_sealed.acquire()
-        self.sealed.put(sealed)
+        if sealed is not None:
+            self.one_sealed.acquire()
+            self.sealed.put(sealed)
 
     def _flush_loop(self) -> None:
         while (sealed := self.sealed.get()) is not None:
@@ -175,6 +183,7 @@ class TrialWriter:
         if self.error is None:
             self.error = exc
             self.on_error(exc)
+            self._wake(force=True)
 
 
 def _stored(task_id: Any, trial: Any, key: str, sha: str, data: bytes) -> stored_trials.StoredTrial:
@@ -188,14 +197,6 @@ def _stored(task_id: Any, trial: Any, key: str, sha: str, data: bytes) -> stored
 
 def _validated(cls: type, **fields: Any) -> Any:
     return cls(**fields)
-
-
-def writer_threads(store: Store, max_concurrency: int) -> int:
-    """Writer threads for a run's trial files: one or two for a local disk (a write is ~0.1 ms
-    of CPU and an fsync), as many as asyncio's default executor has for a remote store (a
-    PUT waits on the network), never more than trials in flight."""
-    per_store = 2 if store.local else min(32, (os.cpu_count() or 1) + 4)
-    return max(1, min(per_store, max_concurrency))
 
 
 def abort_on(tg: asyncio.TaskGroup, loop: asyncio.AbstractEventLoop

@@ -49,11 +49,13 @@ from ..stages import evaluate as stages
 from ..base import Episode, RunProvenance, TaskSpec, task_table
 from ..errors import InvalidInput
 from ..labels import Labels, labels_doc, read_labels
-from ..reporting import check_report_inputs, graded_report
+from ..reporting import ReliabilityReport, check_report_inputs, graded_report
 from ..scoring.metrics import grade
 from ..sequential import check_baseline_comparable, gate_document, sequential_gate
-from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
+from ..store import (Store, acquire_lease, episodes_prefix, open_store, release_lease, run_key,
+                     segment_index_prefix, segments_prefix, sha256_hex)
 from ..records.manifest import RunInputs
+from ..records.segments import FLUSH_S, RunSegments, check_flush_s
 from .otelcapture import make_capture
 from ._sync import run_coroutine
 from ._trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner
@@ -85,8 +87,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                progress: Optional[bool] = None, refresh: bool = False,
                retry_errored: bool = False,
                fingerprint: Optional[identity.RunFingerprint] = None,
-               agent_id: Optional[str] = None, segments: bool = False,
-               capture: Optional[str] = None) -> list[Episode]:
+               agent_id: Optional[str] = None, capture: Optional[str] = None,
+               flush_s: float = FLUSH_S) -> list[Episode]:
     """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
 
     Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
@@ -94,16 +96,21 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
     (``seed + trial``; passed to the agent when it accepts a ``seed`` keyword or ``**kwargs``).
 
     - ``agent``: ``TaskSpec -> Episode | answer``, a plain or ``async def`` callable. Sync agents
-      run on worker threads, async ones on the event loop; at most ``max_concurrency`` trials
-      run at once.
+      run on worker threads (one per slot; with ``timeout_s``, one per call), async ones on the
+      event loop; at most ``max_concurrency`` trials run at once.
     - ``timeout_s`` bounds each attempt (retries get a fresh budget). An async agent is
       cancelled; a sync one cannot be killed, so its thread is abandoned and its late result
       dropped -- a hung agent never stalls the suite.
     - ``run``: provenance merged onto each episode (fields set here win; empty ones are filled
       from the agent's own ``episode.run``).
-    - ``store`` + ``run_id``: each episode is written as it finishes to
-      ``store.episode_key(run_id, task, trial)``; trials already stored there are loaded,
-      not re-run (so a killed run resumes without losing or duplicating anything). ``run_id``
+    - ``store`` + ``run_id``: the finished trials are stored as they finish, in *segments*
+      (``ek_agents.records.segments``: a few thousand trials to an object, JSON Lines, zstd,
+      content-addressed, indexed per writer); a segment is stored once it holds 4,096 trials
+      or 16 MB, or once its oldest trial has waited ``flush_s`` seconds (default 10), so a
+      killed run loses at most ``flush_s`` seconds' worth of finished trials and those in
+      flight. Trials already stored are loaded, not re-run (a killed run resumes without
+      losing or duplicating anything); a run stored one file per trial (at
+      ``store.episode_key``) is read, resumed and audited too. ``run_id``
       alone uses the default store; ``store`` alone is an error. A resume must be the same
       run: its fingerprint (``records.fingerprint.RunFingerprint``: agent, its code and declared
       ``ek_config``, suite, k, seed, provenance, timeout, retries; ``fingerprint`` overrides
@@ -117,11 +124,6 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       digested). Needed to resume a run whose agent holds state that cannot be digested (a
       live client, a lock) from another process -- or declare ``ek_config`` on the agent.
     - ``only``: an optional set of ``(task_id, trial)`` pairs to run (a chunk of the run).
-    - ``segments=True``: the finished trials are stored a segment of a few thousand at a
-      time (``ek_agents.records.segments``: JSON Lines, zstd, content-addressed, indexed per
-      writer), not one file each; a trial counts as stored once its segment is indexed, so a
-      killed run loses at most its unflushed segment. The default writes one file per trial at
-      ``store.episode_key`` (both layouts are read back, resumed and audited).
     - ``progress``: a rich progress bar (default: when stderr is a terminal).
     - ``capture="otel"``: each trial runs under a root span of its own and its OpenTelemetry
       spans (from the instrumentations the agent runs) give the episode its trajectory and its
@@ -135,7 +137,7 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                               retries=retries, store=store, run_id=run_id, only=only,
                               backoff_s=backoff_s, progress=progress, refresh=refresh,
                               retry_errored=retry_errored, fingerprint=fingerprint,
-                              agent_id=agent_id, segments=segments, capture=capture)[0]
+                              agent_id=agent_id, capture=capture, flush_s=flush_s)[0]
 
 
 def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -144,12 +146,12 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
                        run_id: Optional[str], only: Any, backoff_s: float,
                        progress: Optional[bool], refresh: bool, retry_errored: bool,
                        fingerprint: Optional[identity.RunFingerprint],
-                       agent_id: Optional[str] = None, segments: bool = False,
-                       capture: Optional[str] = None
+                       agent_id: Optional[str] = None, capture: Optional[str] = None,
+                       flush_s: float = FLUSH_S
                        ) -> tuple[list[Episode], Optional[identity.RunReuse]]:
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
-                  retries=retries, run=run, backoff_s=backoff_s)
+                  retries=retries, run=run, backoff_s=backoff_s, flush_s=flush_s)
     wanted = _wanted_pairs(specs, k, only)
     cap = make_capture(capture)
     st: Optional[Store] = None
@@ -173,7 +175,7 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
         show = sys.stderr.isatty() if progress is None else bool(progress)
         runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                          timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                         store=st, run_id=run_id, segments=segments, capture=cap)
+                         store=st, run_id=run_id, capture=cap, flush_s=flush_s)
         ran = run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
                                                     show=show))
     merged = {**done, **ran}
@@ -185,39 +187,39 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  max_concurrency: int = 8, timeout_s: Optional[float] = None, retries: int = 0,
                  backoff_s: float = 0.5,
                  on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
-                 segments: bool = False, summarize: Optional[Callable] = None,
+                 summarize: Optional[Callable] = None,
                  keep: bool = True, writer: Optional[str] = None,
-                 capture: Optional[str] = None) -> list[stored_trials.StoredTrial]:
+                 capture: Optional[str] = None,
+                 flush_s: float = FLUSH_S) -> list[stored_trials.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``records.fingerprint.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
-    as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
-    bytes as written), in ``(task_id, trial)`` order.
+    as it finishes, in segments, as :func:`run_trials` does; return each stored trial (its
+    segment's key and sha256, its line's bytes), in ``(task_id, trial)`` order.
 
     Nothing is listed or read back: a run's chunks take this after the run was planned once
     (``pipeline.plan_trials``), so that no chunk lists the run's stored trials.
-    ``on_stored(stored, episode)`` is called with each trial once its file is stored, on the
-    writer thread that stored it (off the event loop: the chunks grade their trials there);
+    ``on_stored(stored, episode)`` is called with each trial once its segment is indexed, on
+    the writer thread that stored it (off the event loop: the chunks grade their trials there);
     ``episode`` is the episode its bytes parse back to when the harness built it from a plain
     answer (``records.trials.PlainEpisodeJson``), else None (parse ``stored.data``). What it raises
-    fails the run as a failed write does. ``segments``: as :func:`run_trials` (then a
-    stored trial's ``key`` and ``sha256`` are its segment's, ``on_stored`` is called as each
-    segment is indexed); ``summarize(pairs, lines, episodes)``: a segment's summary, stored
-    in its index entry (``segments.SegmentWriter``). ``keep=False`` keeps neither the episodes
+    fails the run as a failed write does. ``summarize(pairs, lines, episodes)``: a segment's
+    summary, stored in its index entry (``segments.SegmentWriter``); ``flush_s``: as
+    :func:`run_trials`. ``keep=False`` keeps neither the episodes
     nor the stored trials in memory (a large chunk: returns ``[]``; ``on_stored`` still sees
     each); ``writer``: the segment writer's name (default a fresh one).
     """
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
-                  retries=retries, run=run, backoff_s=backoff_s)
+                  retries=retries, run=run, backoff_s=backoff_s, flush_s=flush_s)
     Store.validate_name(run_id, what="run id")
     todo = _wanted_pairs(specs, k, pairs)
     if not todo:
         return []
     runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                     store=store, run_id=run_id, on_stored=on_stored, segments=segments,
+                     store=store, run_id=run_id, on_stored=on_stored,
                      summarize=summarize, keep=keep, writer=writer,
-                     capture=make_capture(capture))
+                     capture=make_capture(capture), flush_s=flush_s)
     run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
     return [runner.written[p] for p in todo] if keep else []
 
@@ -246,7 +248,7 @@ def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int
 
 
 def _check_params(agent: Any, *, k: Any, seed: Any, max_concurrency: Any, timeout_s: Any,
-                  retries: Any, run: Any, backoff_s: Any) -> None:
+                  retries: Any, run: Any, backoff_s: Any, flush_s: Any = FLUSH_S) -> None:
     if not callable(agent):
         raise InvalidInput(f"agent must be callable (TaskSpec -> Episode or answer), got {agent!r:.80}; "
                            "wrap a plain function with as_agent(fn)")
@@ -264,6 +266,7 @@ def _check_params(agent: Any, *, k: Any, seed: Any, max_concurrency: Any, timeou
         raise InvalidInput(f"backoff_s must be a number >= 0, got {backoff_s!r}")
     if run is not None and not isinstance(run, RunProvenance):
         raise InvalidInput(f"run must be a RunProvenance or None, got {run!r:.80}")
+    check_flush_s(flush_s)
 
 
 def _wanted_pairs(specs: Mapping[str, TaskSpec], k: int, only: Any) -> list[Pair]:
@@ -297,21 +300,22 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
               lease_wait_s: float = 0.0, break_lease: bool = False,
               agent_id: Optional[str] = None, labels: Any = None,
-              segments: bool = False, capture: Optional[str] = None) -> Any:
+              capture: Optional[str] = None, flush_s: float = FLUSH_S) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
     ``persist=True`` (or a ``run_id``) stores every episode as it finishes under ``rootdir``
-    (any :class:`~ek_agents.store.Store` URL; default ``EK_STORE`` or ``./.ek``); without a
+    (any :class:`~ek_agents.store.Store` URL; default ``EK_STORE`` or ``./.ek``), in
+    segments flushed at least every ``flush_s`` seconds (see :func:`run_trials`); without a
     ``run_id`` one is generated and reported in ``report.detail["run_id"]`` -- pass it back to
     resume a killed run. At the end the run is recorded as the pipeline records one: its
     stage documents (``tasks``, ``episodes``, ``graded``, ``metrics``, ``report``, ``prices``
     when ``prices`` is given, at ``store.run_key(run_id, name)``) and its manifest
-    (``records.documents.record_run``: every artifact and per-trial episode
-    with its sha256), so ``ek-agents report / gate / audit / promote`` work on it. An input a
+    (``records.documents.record_run``: every artifact, segment and segment index with its sha256), so
+    ``ek-agents report / gate / audit / promote`` work on it. An input a
     run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
     recorded as such in the manifest's inputs, and the audit says which figures it cannot
-    recompute. ``segments=True`` stores the trials in segments (see :func:`run_trials`).
+    recompute.
 
     Identity and reuse: a persisted run is one writer's (a lease on the run id, held while it
     writes: a second writer gets :class:`~ek_agents.errors.RunInUse` naming the holder, or
@@ -360,7 +364,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                  run=run, seed=seed, persisting=persist or run_id is not None,
                                  run_id=run_id, rootdir=rootdir, max_concurrency=max_concurrency,
                                  timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                                 progress=progress, agent_id=agent_id,
+                                 progress=progress, agent_id=agent_id, flush_s=flush_s,
                                  **({"capture": capture} if capture else {}))
     persisting = persist or run_id is not None
     st = open_store(rootdir) if persisting else None
@@ -371,7 +375,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
         episodes = run_trials(agent, specs, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
                               retries=retries, backoff_s=backoff_s, progress=progress,
-                              agent_id=agent_id, capture=capture)
+                              agent_id=agent_id, capture=capture, flush_s=flush_s)
         return graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
                              prices=prices, seed=0 if seed is None else seed, run=run,
                              labels=labels)[2]
@@ -383,7 +387,7 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                 max_concurrency=max_concurrency, timeout_s=timeout_s,
                                 retries=retries, backoff_s=backoff_s, progress=progress,
                                 refresh=refresh, retry_errored=retry_errored, agent_id=agent_id,
-                                labels=labels, segments=segments, capture=capture)
+                                labels=labels, capture=capture, flush_s=flush_s)
     finally:
         release_lease(st, lease)
 
@@ -394,14 +398,21 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      seed: Optional[int], max_concurrency: int, timeout_s: Optional[float],
                      retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
                      retry_errored: bool, agent_id: Optional[str] = None,
-                     labels: Optional[Labels] = None, segments: bool = False,
-                     capture: Optional[str] = None) -> Any:
+                     labels: Optional[Labels] = None, capture: Optional[str] = None,
+                     flush_s: float = FLUSH_S) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
+    if not (refresh or retry_errored):
+        done = _recorded_report(agent, specs, st=st, run_id=run_id, k=k, check=check,
+                                metrics=metrics, price=price, prices=prices, run=run, seed=seed,
+                                timeout_s=timeout_s, retries=retries, agent_id=agent_id,
+                                labels=labels, capture=capture)
+        if done is not None:
+            return done
     episodes, reuse = _trials_with_reuse(
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
         timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
         backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
-        fingerprint=None, agent_id=agent_id, segments=segments, capture=capture)
+        fingerprint=None, agent_id=agent_id, capture=capture, flush_s=flush_s)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run, labels=labels)
@@ -415,6 +426,62 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
     reused.pop("schema_version", None)
     return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url,
                                                "reused": reused})
+
+
+def _recorded_report(agent: Callable, specs: Mapping[str, TaskSpec], *, st: Store, run_id: str,
+                     k: int, check: Any, metrics: Optional[Mapping], price: Any,
+                     prices: Optional[Mapping], run: Optional[RunProvenance],
+                     seed: Optional[int], timeout_s: Optional[float], retries: int,
+                     agent_id: Optional[str], labels: Optional[Labels],
+                     capture: Optional[str]) -> Any:
+    """The report a finished run recorded, when this call would compute the same one; else
+    None (the run's trials are then claimed and graded as usual).
+
+    The same: the run's fingerprint (checked as a resume checks it: RunMismatch when it
+    differs), every input the report was computed with recorded in its manifest and equal
+    (``check`` a name or None, no ``metrics`` or ``price``, no ``prices`` catalog), and the
+    trials the manifest lists still exactly what the store holds (the segments and index
+    documents, by digest; no per-trial file). Then nothing is read but the manifest, the
+    index documents and the report (verified against the manifest's sha256), and
+    ``detail["reused"]`` says so (``"report": "recorded"``)."""
+    if metrics or price is not None or prices is not None or not (check is None or isinstance(check, str)):
+        return None
+    fp = trial_fingerprint(agent, specs, k=k, seed=seed, run=run, timeout_s=timeout_s,
+                           retries=retries, agent_id=agent_id, capture=capture)
+    at = identity.fingerprint_key(run_id)
+    if not st.exists(run_key(run_id, "manifest")) or not st.exists(at):
+        return None
+    identity.check_fingerprint(st, run_id, fp)  # a resume with other settings is refused
+    manifest = documents.read_manifest(st, run_id)
+    if (manifest.sequential is not None or manifest.inputs != _inputs(k, seed, run, check, None, None, labels, list(specs.values()))
+            or manifest.artifacts.get(at) != st.digest(at)
+            or manifest.results.get("n_trials") != len(specs) * k
+            or st.list(episodes_prefix(run_id))):
+        return None
+    held = RunSegments.load(st, run_id).digests()
+    listed = {key: sha for key, sha in manifest.artifacts.items()
+              if key.startswith((segments_prefix(run_id) + "/", segment_index_prefix(run_id) + "/"))}
+    if not held or held != listed:
+        return None
+    report = ReliabilityReport.from_dict(documents.read_run_doc(st, manifest, "report"))
+    reused = {"episodes": len(specs) * k, "from_run": run_id, "report": "recorded",
+              **identity.RunReuse(kept=len(specs) * k).to_dict()}
+    reused.pop("schema_version", None)
+    return dataclasses.replace(report, detail={**report.detail, "run_id": run_id, "store": st.url,
+                                               "reused": reused})
+
+
+def _inputs(k: int, seed: Optional[int], run: Optional[RunProvenance], check: Any,
+            price: Any, metrics: Optional[Mapping], labels: Optional[Labels],
+            tasks: Any) -> RunInputs:
+    """What a run_suite run records as the inputs its figures were computed with (``tasks``:
+    the suite, whose own checkers are part of how the run was graded)."""
+    return RunInputs(k=k, seed=seed, run=None if run is None else run.to_dict(),
+                     check=check if check is None or isinstance(check, str) else documents.UNSTORED,
+                     price=None if price is None else documents.UNSTORED,
+                     metrics=tuple(sorted(metrics or ())),
+                     labels=None if labels is None else labels.digest,
+                     graded_by=grading.graded_by(check, tasks))
 
 
 def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episodes: list,
@@ -440,12 +507,7 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
             "gate": gate,
             "labels": None if labels is None else stagecache.write_doc(st, run_id, "labels",
                                                                        labels_doc(labels))}
-    inputs = RunInputs(k=k, seed=seed, run=None if run is None else run.to_dict(),
-                       check=check if check is None or isinstance(check, str) else documents.UNSTORED,
-                       price=None if price is None else documents.UNSTORED,
-                       metrics=tuple(sorted(metrics or ())),
-                       labels=None if labels is None else labels.digest,
-                       graded_by=grading.graded_by(check, documents.tasks_of(tasks_doc)))
+    inputs = _inputs(k, seed, run, check, price, metrics, labels, documents.tasks_of(tasks_doc))
     documents.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
                       agent=identity.agent_name(agent),
                       parameters={"k": k, "seed": seed, **runner,
@@ -457,7 +519,7 @@ def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential:
                       check: Any, metrics: Optional[Mapping], price: Any, prices: Optional[Mapping],
                       run: Optional[RunProvenance], seed: Optional[int], persisting: bool,
                       run_id: Optional[str], rootdir: Any, agent_id: Optional[str] = None,
-                      **runner: Any) -> Any:
+                      flush_s: float = FLUSH_S, **runner: Any) -> Any:
     """``run_suite(..., baseline=..., sequential=True)``: the sequential gate drives
     :func:`run_trials` one batch at a time; the report of the trials that ran carries the
     verdict in ``detail["sequential"]``. Persisted, each trial is stored as it finishes and
@@ -490,7 +552,8 @@ def _sequential_suite(agent: Callable, tasks: Any, *, baseline: Any, sequential:
 
     def run_batch(pairs: list) -> list:
         eps = run_trials(agent, specs, k=k, seed=seed, run=run, only=pairs, store=st,
-                         run_id=run_id, fingerprint=fp, agent_id=agent_id, **runner)
+                         run_id=run_id, fingerprint=fp, agent_id=agent_id, flush_s=flush_s,
+                         **runner)
         ran.extend(eps)
         return grade(eps, specs, check=check)
 

@@ -21,10 +21,11 @@ from ..records.manifest import input_digest
 from ..records.documents import episodes_of, tasks_of, tasks_of_chunk
 from ..identity import code_digest
 from ..records.fingerprint import RunFingerprint, claim_run, errored, run_fingerprint
+from ..records.segments import FLUSH_S, SegmentWriter
 from ..records.stagecache import (EpisodesRef, StageRef, SuiteRef, cache_origin, index_output,
                                   lookup, stage_output)
 from ..records.trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
-from ..store import Store, episode_key
+from ..store import Store, canonical_json
 from .request import load_agent
 
 __all__ = ["DEFAULT_CHUNKS", "plan_chunks", "TrialRequest", "TrialChunk", "TrialPlan",
@@ -119,6 +120,8 @@ class TrialRequest(JsonShape):
     capture: Optional[str] = None
     """``"otel"``: each trial's OpenTelemetry spans give its episode's steps and per-call cost
     (``harness.run_trials(capture=...)``); part of the run's fingerprint when set."""
+    flush_s: float = Field(FLUSH_S, gt=0, allow_inf_nan=False)
+    """Seconds a finished trial waits, at most, before its segment is stored."""
 
 
 @shape()
@@ -199,7 +202,7 @@ def request_trials(request: TrialRequest, only: Optional[Sequence] = None,
                       timeout_s=request.timeout_s,
                       retries=request.retries, store=Store(request.store), run_id=request.run_id,
                       only=only, progress=False, fingerprint=request_fingerprint(request),
-                      capture=request.capture)
+                      capture=request.capture, flush_s=request.flush_s)
 
 
 def _identity(st: Store, request: TrialRequest) -> tuple[RunFingerprint, str, list, list]:
@@ -309,15 +312,16 @@ def _with_reuse(ref: StageRef, reused: int, origin: Optional[str]) -> StageRef:
 
 
 def _seed_run(st: Store, run_id: str, cached_doc: Mapping, *, skip: Mapping) -> dict:
-    """Copy a cached run's successful trials into ``run_id`` (but those in ``skip``, already
-    stored there); the copied ones, ``{(task_id, trial): Episode}``."""
-    seeded = {}
+    """Copy a cached run's successful trials into ``run_id``'s segments (but those in ``skip``,
+    already stored there); the copied ones, ``{(task_id, trial): Episode}``."""
+    seeded, writer = {}, SegmentWriter(st, run_id)
     for ep in episodes_of(cached_doc):
         trial = ep.meta.get("trial")
         if errored(ep) or not isinstance(trial, int) or (ep.task_id, trial) in skip:
             continue
-        st.write_json(episode_key(run_id, ep.task_id, trial), ep.to_dict())
+        writer.add((ep.task_id, trial), canonical_json(ep.to_dict()))
         seeded[(ep.task_id, trial)] = ep
+    writer.flush()
     return seeded
 
 
@@ -350,7 +354,7 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
                        run_id=req.run_id, seed=req.seed, run=RunProvenance.from_dict(req.run),
                        max_concurrency=chunk.concurrency or req.max_concurrency,
                        timeout_s=req.timeout_s, retries=req.retries, on_stored=grade_one,
-                       capture=req.capture)
+                       capture=req.capture, flush_s=req.flush_s)
     for trial in found.values():
         grade_one(trial)
     done = {**found, **{(t.task_id, t.trial): t for t in ran}}
@@ -384,7 +388,7 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
                            k=req.k, store=st, run_id=req.run_id, seed=req.seed,
                            run=RunProvenance.from_dict(req.run),
                            max_concurrency=req.max_concurrency, timeout_s=req.timeout_s,
-                           retries=req.retries, capture=req.capture)
+                           retries=req.retries, capture=req.capture, flush_s=req.flush_s)
         have.update({(t.task_id, t.trial): t for t in ran})
     trials = [have[p] for p in wanted]
     ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))

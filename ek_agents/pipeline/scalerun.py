@@ -4,7 +4,7 @@ What only the ``evaluate-at-scale`` flow needs (``flows/scale.py``), beside
 :mod:`ek_agents.pipeline.chunks`. The run is planned once from its segment index
 (:func:`plan_scale`: fingerprint checked, orphans removed, the trials no indexed segment holds
 split into chunks of whole tasks); each chunk (:func:`run_scale_chunk`, one task run on a Dask
-worker) runs its trials with ``harness.store_trials(segments=True)``, each segment graded and
+worker) runs its trials with ``harness.store_trials`` (into segments), each segment graded and
 summed as it is written (``streaming.segment_summarizer``: its index entry carries the
 summary), keeping no episode; :func:`finish_scale` merges the summaries into the metrics and
 report documents (``streaming.merged_report``: memory bounded by per-task state) and records
@@ -205,8 +205,8 @@ def run_scale_chunk(chunk: ScaleChunk) -> ScaleChunkResult:
         store_trials(load_agent(req.agent), tasks_of(tasks), todo, k=req.k, store=st,
                      run_id=req.run_id, seed=req.seed, run=run,
                      max_concurrency=chunk.concurrency, timeout_s=req.timeout_s,
-                     retries=req.retries, segments=True, summarize=with_basis, keep=False,
-                     writer=mine + new_writer_name())
+                     retries=req.retries, summarize=with_basis, keep=False,
+                     writer=mine + new_writer_name(), flush_s=req.flush_s)
     return ScaleChunkResult(index=chunk.index, ran=len(todo), skipped=len(pairs) - len(todo),
                             puts=puts[0], pid=os.getpid(), host=socket.gethostname(),
                             rss_mb=peak_rss_mb(),

@@ -4,7 +4,10 @@ A *segment* is JSON Lines -- one line per trial, the canonical JSON of its ``Epi
 (the bytes a per-trial file held), lines sorted by ``(task_id, trial)`` -- compressed with
 zstd (level 1) and stored at ``store.segment_key(run_id, sha256)``: its key names the sha256 of
 its bytes, checked on every read (:class:`~ek_agents.errors.DigestMismatch` when they differ).
-A segment holds at most :data:`SEGMENT_TRIALS` trials and :data:`SEGMENT_BYTES` bytes of JSON.
+A segment holds at most :data:`SEGMENT_TRIALS` trials and :data:`SEGMENT_BYTES` bytes of JSON,
+and a writer stores its buffer once its oldest trial is :data:`FLUSH_S` seconds old
+(``max_age_s``), whichever comes first: a slow agent's finished trials are stored within
+seconds, not once a few thousand have gathered.
 
 Codec, measured on real episode lines (``bench/scale_codec.py``: 4,000 trials of a plain
 agent, 313 B/line; and of a priced agent, 485 B/line; this 2-core box):
@@ -69,16 +72,19 @@ from ..errors import ArtifactNotFound, DigestMismatch, DocumentError, IntegrityE
 from ..store import (Store, parse_json, segment_index_key, segment_index_prefix, segment_key,
                      segment_sha256, segments_prefix, sha256_hex)
 
-__all__ = ["SEGMENT_TRIALS", "SEGMENT_BYTES", "ZSTD_LEVEL", "SegmentEntry", "WriterIndex",
+__all__ = ["SEGMENT_TRIALS", "SEGMENT_BYTES", "FLUSH_S", "ZSTD_LEVEL", "check_flush_s", "SegmentEntry", "WriterIndex",
            "SegmentTrial", "SegmentWriter", "RunSegments", "read_segment", "encode_segment",
            "decode_segment", "pack_pairs", "unpack_pairs", "new_writer_name", "iter_segments",
            "segment_line_doc", "stored_pair", "owner", "owned", "Pair"]
 
-#: Most trials in one segment: ~0.5 PUT per 1,000 trials (segment + index), and at most this
-#: many trials lost by a writer killed just before its flush.
+#: Most trials in one segment: ~0.5 PUT per 1,000 trials (segment + index) for a fast agent.
 SEGMENT_TRIALS = 4096
 #: Most bytes of JSON (before compression) in one segment.
 SEGMENT_BYTES = 16 << 20
+#: Seconds a finished trial waits in a writer's buffer at most: the buffer is stored once its
+#: oldest trial is this old, so a killed run loses at most this long's worth of finished
+#: trials (plus those in flight). Each age flush is two PUTs.
+FLUSH_S = 10.0
 #: zstd level (see the table above).
 ZSTD_LEVEL = 1
 
@@ -213,10 +219,25 @@ def new_writer_name() -> str:
 
 # --------------------------------------------------------------------------- writing
 
+def check_flush_s(flush_s: Any) -> float:
+    """``flush_s`` as a float, or InvalidInput naming it (a positive, finite number of seconds).
+
+    >>> check_flush_s(2)
+    2.0
+    """
+    if isinstance(flush_s, bool) or not isinstance(flush_s, (int, float)) \
+            or not 0 < flush_s < float("inf"):
+        raise InvalidInput(f"flush_s must be a number of seconds > 0 (how long a finished trial "
+                           f"waits before it is stored; default {FLUSH_S:g}), got {flush_s!r}")
+    return float(flush_s)
+
+
 class SegmentWriter:
     """A writer's buffer of finished trials, stored as a segment once it holds ``max_trials``
-    trials or ``max_bytes`` bytes (and by :meth:`flush` at the end of a run, or when it is
-    cancelled). Not thread-safe: one writer thread owns it.
+    trials or ``max_bytes`` bytes, or once its oldest trial is ``max_age_s`` seconds old (and
+    by :meth:`flush` at the end of a run, or when it is cancelled). Count and size are checked
+    by :meth:`add`; the age by whoever owns the writer (:meth:`deadline`: the writer thread
+    waits on its queue until then). Not thread-safe: one writer thread owns it.
 
     Each flush writes the segment (one PUT, content-addressed) and then the writer's index
     document (one PUT, atomic) naming it: only then do the segment's trials count as stored,
@@ -224,7 +245,7 @@ class SegmentWriter:
 
     def __init__(self, store: Store, run_id: str, *, writer: Optional[str] = None,
                  max_trials: int = SEGMENT_TRIALS, max_bytes: int = SEGMENT_BYTES,
-                 summarize: Optional[Any] = None) -> None:
+                 max_age_s: float = FLUSH_S, summarize: Optional[Any] = None) -> None:
         if isinstance(max_trials, bool) or not isinstance(max_trials, int) or max_trials < 1:
             raise InvalidInput(f"max_trials must be an int >= 1, got {max_trials!r}")
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
@@ -233,6 +254,9 @@ class SegmentWriter:
         self.writer = writer or new_writer_name()
         self.index_key = segment_index_key(run_id, self.writer)
         self.max_trials, self.max_bytes = max_trials, max_bytes
+        self.max_age_s = check_flush_s(max_age_s)
+        self.first_at = 0.0  # time.monotonic() when the oldest buffered trial finished
+        self.store_s = 0.0  # how long the last segment took to store (segment + index PUTs)
         self.buffer: dict = {}
         self.episodes: dict = {}  # pair -> the episode its line was made from, when given
         self.summarize = summarize  # (pairs, lines, episodes) -> the entry's summary
@@ -243,19 +267,25 @@ class SegmentWriter:
 
     def add(self, pair: Pair, data: bytes, episode: Any = None) -> list[SegmentTrial]:
         """Buffer trial ``pair``'s line (``episode``: the episode it was made from, if known:
-        handed to ``summarize``); the trials stored when this filled a segment."""
+        handed to ``summarize``); the trials stored when this filled a segment (or found the
+        oldest buffered trial ``max_age_s`` old)."""
         self.put(pair, data, episode)
-        return self.flush() if self.full() else []
+        return self.flush() if self.full() or time.monotonic() >= self.deadline() else []
 
-    def put(self, pair: Pair, data: bytes, episode: Any = None) -> None:
-        """Buffer trial ``pair``'s line, nothing more (the caller seals when :meth:`full`).
-        A pair already buffered is refused (:class:`~ek_agents.errors.IntegrityError`): which
-        of two lines is the trial is not knowable, and neither is dropped silently."""
+    def put(self, pair: Pair, data: bytes, episode: Any = None,
+            finished_at: Optional[float] = None) -> None:
+        """Buffer trial ``pair``'s line, nothing more (the caller seals when :meth:`full`, or
+        at :meth:`deadline`); ``finished_at``: the ``time.monotonic()`` the trial finished at
+        (default now), which its age counts from. A pair already buffered is refused
+        (:class:`~ek_agents.errors.IntegrityError`): which of two lines is the trial is not
+        knowable, and neither is dropped silently."""
         if (pair[0], pair[1]) in self.buffer:
             raise IntegrityError(f"segment writer {self.writer!r} of run {self.run_id!r}: task "
                                  f"{pair[0]!r} trial {pair[1]!r} was given twice before its segment "
                                  "was stored; each trial is written once (a trial runner runs each "
                                  "pair once: re-run the run, it resumes from what is stored)")
+        if not self.buffer:
+            self.first_at = time.monotonic() if finished_at is None else finished_at
         self.buffer[(pair[0], pair[1])] = data
         if episode is not None:
             self.episodes[(pair[0], pair[1])] = episode
@@ -263,6 +293,16 @@ class SegmentWriter:
 
     def full(self) -> bool:
         return len(self.buffer) >= self.max_trials or self.buffered >= self.max_bytes
+
+    def deadline(self) -> float:
+        """The ``time.monotonic()`` at which the buffer is to be sealed for its age (``inf``
+        when it is empty): ``max_age_s`` after its oldest trial finished, less a margin for
+        storing it -- twice the time the last segment took, at least 5% of the age, at most
+        half -- so that the trial is stored by then."""
+        if not self.buffer:
+            return float("inf")
+        margin = min(max(2 * self.store_s, self.max_age_s / 20), self.max_age_s / 2)
+        return self.first_at + self.max_age_s - margin
 
     def flush(self) -> list[SegmentTrial]:
         """Store the buffered trials as one segment (nothing when none are buffered); the
@@ -297,8 +337,10 @@ class SegmentWriter:
     def store_sealed(self, sealed: "Sealed") -> list[SegmentTrial]:
         """Store a sealed segment, then the index naming it: only then do its trials count as
         stored; they are returned."""
+        t0 = time.monotonic()
         self.store.write_bytes(sealed.key, sealed.data)
         self.store.write_bytes(self.index_key, sealed.index)  # now they count as stored
+        self.store_s = time.monotonic() - t0
         self.puts += 2
         self.last_episodes = sealed.episodes
         return sealed.trials

@@ -34,17 +34,19 @@ __all__ = ["StoredTrial", "read_trials", "episodes_bytes", "episodes_json", "gra
 
 @shape()
 class StoredTrial(JsonShape):
-    """One per-trial episode file as the run wrote (or read) it: what the stages after the
-    trials need of it without reading the file again."""
+    """One stored trial as the run wrote (or read) it -- a line of a segment, or a per-trial
+    file of a run stored one file per trial: what the stages after the trials need of it
+    without reading it again."""
 
     task_id: str
     """The trial's task."""
     trial: int
     """The trial index."""
     key: str
-    """Its store key (``store.episode_key``)."""
+    """The store key of its segment (``store.segment_key``), or of its file
+    (``store.episode_key``)."""
     sha256: str
-    """sha256 of its bytes."""
+    """sha256 of that object's bytes."""
     data: str
     """Its content as canonical JSON of ``Episode.to_dict()`` (ASCII): the bytes the harness
     wrote."""

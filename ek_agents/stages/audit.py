@@ -431,8 +431,8 @@ def _check_trials(run_id: str, manifest: RunManifest, tasks: Mapping, episodes: 
     task_ids = [t.get("task_id") if isinstance(t, Mapping) else None for t in tasks["tasks"]]
     for tid in sorted(set(per_task) - set(task_ids), key=str):
         problems.append(f"episodes.json: task {tid!r} is not in the suite (tasks.json)")
-    bad = [f"{tid!r}: {sorted(per_task.get(tid, []), key=repr)}" for tid in task_ids
-           if sorted(per_task.get(tid, []), key=repr) != list(range(k))]
+    bad = [f"{tid!r}: {sorted(per_task.get(tid, []), key=_trial_order)}" for tid in task_ids
+           if sorted(per_task.get(tid, []), key=_trial_order) != list(range(k))]
     if bad:
         problems.append(f"trials per task: each task needs exactly trials 0..{k - 1}; "
                         + "; ".join(bad[:5]) + (f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""))
@@ -465,3 +465,9 @@ def _with_labels(run_id: str, manifest: RunManifest, report: dict, graded: Mappi
         problems.append(f"{key}: labels digest {labs.digest[:12]}..., manifest.inputs.labels "
                         f"{str(manifest.inputs.labels)[:12]}...")
     return labels_stage(report, graded, labs, tasks, check=grading_of(manifest.inputs))
+
+
+def _trial_order(trial: Any) -> tuple:
+    """Sort key of a stored trial index: ints in numeric order (10 after 9), anything else
+    after them by its repr."""
+    return (0, trial, "") if type(trial) is int else (1, 0, repr(trial))

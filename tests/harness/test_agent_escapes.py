@@ -13,6 +13,8 @@ from ek_agents.execution.harness import EPISODE_DEPTH, run_suite, run_trials
 from ek_agents.execution import TrialRunner
 from ek_agents.store import Store
 
+from .layout import held_lines
+
 N_TASKS, K = 40, 5
 
 
@@ -97,7 +99,7 @@ def test_every_escape_and_unstorable_answer_fails_its_trial_alike(tmp_path, agen
     if persist:  # every trial was stored and reads back
         again = run_trials(agent, tasks, timeout_s=timeout_s, **store)  # same fingerprint: a resume
         assert [e.meta.get("error") for e in again] == [errors[t.task_id] or None for t in tasks]
-        assert len(Store(store["store"]).list("runs/esc/episodes")) == 10
+        assert len(held_lines(Store(store["store"]), "esc")) == 10
 
 
 def test_only_the_callers_cancellation_cancels():

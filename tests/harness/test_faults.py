@@ -16,7 +16,8 @@ import pytest
 
 from ek_agents.base import TaskSpec
 from ek_agents.execution.harness import run_suite, run_trials
-from ek_agents.store import Store, episode_key, read_lease, run_key
+from ek_agents.records.segments import RunSegments
+from ek_agents.store import Store, read_lease, run_key
 
 REPO = Path(__file__).resolve().parents[2]
 N_TASKS, K = 50, 2
@@ -99,16 +100,24 @@ CHILD = textwrap.dedent("""
 
     tasks = [TaskSpec(f"t{{i:02d}}", input=f"in{{i}}", gold=f"in{{i}}") for i in range({n})]
     run_suite(agent, tasks, k={k}, seed=0, persist=True, run_id="killed", rootdir=root,
-              max_concurrency=4)
+              max_concurrency=4, flush_s={flush_s})
 """)
 
 
+def _held(st: Store) -> set:
+    return set(RunSegments.load(st, "killed").pairs())
+
+
 def test_sigkilled_persisted_run_resumes_without_loss_or_duplicates(tmp_path, monkeypatch):
-    n, k, stall_after = 12, 3, 20
+    """The run's first ~20 trials finish at once, the next 4 hang: the segment writer stores
+    those that finished once the oldest has waited flush_s (0.2 s; a segment holds up to
+    4,096), so the kill loses only the 4 in flight, and the resume runs those and the rest,
+    nothing twice."""
+    n, k, stall_after, concurrency, flush_s = 12, 3, 20, 4, 0.2
     root, calls = tmp_path / "store", tmp_path / "calls"
     calls.mkdir()
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(repo=str(REPO), n=n, k=k))
+    script.write_text(CHILD.format(repo=str(REPO), n=n, k=k, flush_s=flush_s))
     (tmp_path / "killagent.py").write_text(AGENT_MODULE)
     env = {**os.environ, "PYTHONPATH": str(REPO), "EK_TEST_CALLS": str(calls),
            "EK_TEST_STALL_AFTER": str(stall_after)}
@@ -116,18 +125,23 @@ def test_sigkilled_persisted_run_resumes_without_loss_or_duplicates(tmp_path, mo
                             stderr=subprocess.PIPE)
     st = Store(root)
     deadline = time.monotonic() + 60  # a safety net, not a timing assertion
-    while len(st.list("runs/killed/episodes")) < stall_after - 4 and time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # until every trial that returned is stored
+        held = len(_held(st))
+        if held and held == len(os.listdir(calls)) - concurrency:
+            break
         assert proc.poll() is None, proc.stderr.read().decode()
         time.sleep(0.02)
-    time.sleep(0.1)  # let the in-flight trials that are not stalled finish and persist
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
 
-    before = {key: st.digest(key) for key in st.list("runs/killed/episodes")}
+    held_before = _held(st)
+    before = {key: st.digest(key) for key in st.list("runs/killed/segments")}
     called_before = {p.name for p in calls.iterdir()}
-    assert stall_after - 4 <= len(before) < n * k  # killed part-way, some trials in flight
+    # killed part-way: what returned is stored, the 4 in flight are not
+    assert stall_after - concurrency < len(held_before) <= stall_after
+    assert len(called_before) == len(held_before) + concurrency
     assert not st.exists("runs/killed/manifest.json")
 
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -144,25 +158,26 @@ def test_sigkilled_persisted_run_resumes_without_loss_or_duplicates(tmp_path, mo
     assert report.n_trials == n * k and report.success_rate == 1.0
     assert report.detail["run_id"] == "killed"
 
-    keys = st.list("runs/killed/episodes")
-    expected = {episode_key("killed", t.task_id, i) for t in tasks for i in range(k)}
-    assert set(keys) == expected and len(keys) == n * k  # exactly n x k, none duplicated
-    pairs = [(e["task_id"], e["meta"]["trial"]) for e in map(st.read_json, keys)]
-    assert len(set(pairs)) == n * k
+    segments = RunSegments.load(st, "killed")
+    expected = {(t.task_id, i) for t in tasks for i in range(k)}
+    assert set(segments.pairs()) == expected and segments.duplicates() == 0  # none lost, none twice
+    assert st.list("runs/killed/episodes") == []
     for key, digest in before.items():  # finished trials were kept as they were ...
         assert st.digest(key) == digest
+    twice = 0
     for t in tasks:
         for i in range(k):
-            key = episode_key("killed", t.task_id, i)
             n_calls = (calls / f"{t.task_id}.{i}").read_text().count("call")
-            if key in before:  # ... and not re-run
+            if (t.task_id, i) in held_before:  # ... and not re-run
                 assert n_calls == 1
             else:  # in flight at the kill (called once there) or never started
                 assert n_calls == 1 + (f"{t.task_id}.{i}" in called_before)
+                twice += n_calls - 1
+    assert twice == concurrency  # only the trials in flight ran twice
     manifest = st.read_manifest("killed")
     listed = {key: d for key, d in manifest["artifacts"].items()
-              if key.startswith("runs/killed/episodes/")}
-    assert set(listed) == expected
+              if key.startswith(("runs/killed/segments/", "runs/killed/segment-index/"))}
+    assert listed == segments.digests()
     assert all(st.digest(key) == d for key, d in listed.items())
     report_key = run_key("killed", "report")
     assert manifest["artifacts"][report_key] == st.digest(report_key)

@@ -12,6 +12,9 @@ from ek_agents.base import Episode, TaskSpec
 from ek_agents.errors import RunInUse, RunMismatch, TransientAgentError
 from ek_agents.execution.harness import run_suite, run_trials
 from ek_agents.store import Store, acquire_lease, episode_key, lease_key, read_lease, release_lease
+from ek_agents.records.segments import RunSegments
+
+from .layout import to_per_trial_files
 
 TASKS = [TaskSpec(f"t{i}", input=f"q{i}", gold="OK") for i in range(4)]
 
@@ -86,6 +89,7 @@ def test_a_misfiled_per_trial_episode_is_run_again_never_kept(tmp_path):
 
     st = Store(tmp_path)
     run_trials(agent, TASKS, k=2, seed=0, store=st, run_id="r")
+    to_per_trial_files(st, "r")  # the run as earlier versions stored it
     calls.clear()
     # another task's episode under t1/0, a bare {} under t2/1
     st.write_json(episode_key("r", "t1", 0), st.read_json(episode_key("r", "t0", 0)))
@@ -94,7 +98,8 @@ def test_a_misfiled_per_trial_episode_is_run_again_never_kept(tmp_path):
     assert sorted(calls) == [("t1", 0), ("t2", 1)]  # exactly the two misfiled trials re-ran
     assert [(e.task_id, e.meta["trial"]) for e in eps] == [(f"t{i}", j) for i in range(4)
                                                           for j in range(2)]
-    assert Episode.from_dict(st.read_json(episode_key("r", "t1", 0))).task_id == "t1"
+    assert not st.exists(episode_key("r", "t1", 0))  # removed; the re-run is in a segment
+    assert sorted(RunSegments.load(st, "r").pairs()) == [("t1", 0), ("t2", 1)]
 
 
 OUTAGE = {"on": True}

@@ -15,6 +15,8 @@ from ek_agents.core import canonical_json
 from ek_agents.execution.harness import run_trials, store_trials
 from ek_agents.store import Store
 
+from .layout import held_lines
+
 RUNS = [None, RunProvenance(seed=3, suite_version="1"),
         RunProvenance(seed=0, temperature=0.7, model="gpt-\u00e9", simulator="s", scaffold="x")]
 OUTPUTS = ["A1", "", "caf\u00e9 \u65e5\u672c \U0001F600", "a\ud800b", "quote \" back \\ nl \n tab \t",
@@ -129,9 +131,10 @@ def test_stored_files_are_the_general_bytes_and_the_hook_gets_only_plain_episode
     eps = {(e.task_id, e.meta["trial"]): e for e in
            run_trials(agent, tasks, k=2, seed=5, run=RunProvenance(model="m"))}
     assert len(stored) == len(seen) == 16
+    held = held_lines(st, "r1")
     for trial in stored:
-        data = st.read_bytes(trial.key)
-        assert data.decode("ascii") == trial.data
+        data = held[(trial.task_id, trial.trial)]
+        assert data.decode("ascii") == trial.data and st.digest(trial.key) == trial.sha256
         doc = json.loads(data)
         ep = Episode.from_dict(doc)
         # the same bytes as the general path gives for the same episode

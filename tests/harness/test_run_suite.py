@@ -85,8 +85,8 @@ def test_persisted_run_writes_a_manifest_and_generates_a_run_id(tmp_path):
     assert man["run_id"] == run_id and (man["inputs"]["k"], man["inputs"]["seed"]) == (2, 0)
     assert man["results"]["n_tasks"] == 2
     listed = {key: d for key, d in man["artifacts"].items()
-              if key.startswith(f"runs/{run_id}/episodes/")}
-    assert len(listed) == 4
+              if key.startswith((f"runs/{run_id}/segments/", f"runs/{run_id}/segment-index/"))}
+    assert len(listed) == 2 and st.list(f"runs/{run_id}/episodes") == []  # 1 segment + its index
     assert all(st.digest(key) == d for key, d in listed.items())
     report_key = run_key(run_id, "report")
     assert man["artifacts"][report_key] == st.digest(report_key)
@@ -205,3 +205,34 @@ def test_metrics_must_be_a_mapping_of_metrics():
         run_suite(lambda t: 1, [TaskSpec("t", gold=1)], metrics=[GrammarSpy()])
     with pytest.raises(InvalidInput, match="score"):
         run_suite(lambda t: 1, [TaskSpec("t", gold=1)], metrics={"x": object()})
+
+
+def test_a_finished_run_resumed_returns_its_recorded_report_and_says_so(tmp_path):
+    """Every trial stored and recorded, the same inputs: the recorded report, verified, with no
+    trial read; anything that could change it (another checker, a segment set aside since)
+    goes the long way."""
+    from ek_agents.stages.audit import audit
+    from ek_agents.records.segments import RunSegments
+
+    calls: list = []
+
+    def agent(task, *, seed):
+        calls.append(seed)  # (its state: the run says who it is, agent_id)
+        return task.input.upper() if seed % 3 else "?"
+
+    tasks = [TaskSpec(f"t{i}", input=f"q{i}", gold=f"Q{i}") for i in range(5)]
+    url = str(tmp_path / "s")
+    first = run_suite(agent, tasks, k=12, seed=1, run_id="r", rootdir=url, agent_id="counter")
+    assert len(calls) == 60 and audit(Store(url), "r").passed  # k > 10: trial 10 after 9
+    again = run_suite(agent, tasks, k=12, seed=1, run_id="r", rootdir=url, agent_id="counter")
+    assert len(calls) == 60 and again.detail["reused"]["report"] == "recorded"
+    assert again.detail["reused"]["kept"] == 60
+    strip = lambda r: {**r.to_dict(), "detail": {k: v for k, v in r.detail.items() if k != "reused"}}
+    assert strip(again) == strip(first)
+    with pytest.raises(RunMismatch):  # the fingerprint is checked first, as on any resume
+        run_suite(agent, tasks, k=12, seed=2, run_id="r", rootdir=url, agent_id="counter")
+    other = run_suite(agent, tasks, k=12, seed=1, run_id="r", rootdir=url, check="output", agent_id="counter")
+    assert "report" not in other.detail["reused"] and other.detail["reused"]["kept"] == 60
+    RunSegments.load(Store(url), "r").drop([("t1", 3)])  # set aside since: it runs again
+    redone = run_suite(agent, tasks, k=12, seed=1, run_id="r", rootdir=url, check="output", agent_id="counter")
+    assert "report" not in redone.detail["reused"] and len(calls) == 61

@@ -10,7 +10,15 @@ import pytest
 from ek_agents.base import Cost, Episode, RunProvenance, Step, TaskSpec, Trajectory
 from ek_agents.errors import InvalidInput, StoreError, TransientAgentError
 from ek_agents.execution.harness import run_trials
-from ek_agents.store import Store, episode_key
+from ek_agents.records.segments import RunSegments, iter_segments
+from ek_agents.store import Store, episode_key, segment_index_prefix, segments_prefix
+
+
+def _held(store, run_id: str) -> dict:
+    """The trials the run's segments hold: ``{(task_id, trial): Episode}``."""
+    st = store if isinstance(store, Store) else Store(store)
+    return {t.pair: Episode.from_json(t.data) for batch in iter_segments(st, RunSegments.load(st, run_id))
+            for t in batch}
 
 
 def _tasks(n=5):
@@ -181,10 +189,11 @@ def test_persist_and_resume_on_every_backend(store_url):
     first = run_trials(agent, _tasks(4), k=2, seed=0, store=url, run_id="r1",
                        only=[("t0", 0), ("t1", 1), ("t3", 0)])
     assert len(calls) == 3
-    st = Store(url)
-    assert st.list("runs/r1/episodes") == sorted(episode_key("r1", t, i) for t, i in
-                                                 [("t0", 0), ("t1", 1), ("t3", 0)])
-    assert Episode.from_dict(st.read_json(episode_key("r1", "t1", 1))) == first[1]
+    st = Store(url)  # one segment and its writer's index, no per-trial object
+    assert st.list("runs/r1/episodes") == []
+    assert len(st.list(segments_prefix("r1"))) == len(st.list(segment_index_prefix("r1"))) == 1
+    held = _held(st, "r1")
+    assert sorted(held) == [("t0", 0), ("t1", 1), ("t3", 0)] and held[("t1", 1)] == first[1]
     calls.clear()
     full = run_trials(agent, _tasks(4), k=2, seed=0, store=url, run_id="r1")
     assert len(full) == 8 and len(calls) == 5
@@ -203,15 +212,15 @@ def test_unserializable_output_is_a_failed_trial_when_persisting(tmp_path):
 
     ep, = run_trials(lambda t: Opaque(), _tasks(1), store=str(tmp_path), run_id="r")
     assert ep.success is False and "JSON" in ep.meta["error"]
-    assert Store(tmp_path).exists(episode_key("r", "t0", 0))
+    assert _held(str(tmp_path), "r") == {("t0", 0): ep}
 
 
 def test_corrupt_stored_episode_is_run_again(tmp_path):
-    st = Store(tmp_path)
+    st = Store(tmp_path)  # a per-trial file (the layout of earlier versions), half written
     st.write_bytes(episode_key("r", "t0", 0), b"{half an episo")
     ep, = run_trials(lambda t: "fresh", _tasks(1), store=st, run_id="r")
     assert ep.output == "fresh"
-    assert Episode.from_dict(st.read_json(episode_key("r", "t0", 0))).output == "fresh"
+    assert not st.exists(episode_key("r", "t0", 0)) and _held(st, "r")[("t0", 0)].output == "fresh"
 
 
 def test_works_inside_a_running_event_loop():
@@ -242,16 +251,17 @@ def test_bad_agent_and_tasks_are_refused():
 
 
 class _FailingStore(Store):
-    """A store whose ``fail_at``-th trial-file write (1-based) raises a StoreError, and every
-    later one."""
+    """A store whose ``fail_at``-th write of a segment or segment index (1-based) raises a
+    StoreError, and every later one."""
 
     def __init__(self, url: str, fail_at: int) -> None:
         super().__init__(url)
         self.fail_at, self.writes = fail_at, 0
 
     def write_bytes(self, key: str, data: bytes) -> str:
-        self.writes += "/episodes/" in key
-        if "/episodes/" in key and self.writes >= self.fail_at:
+        mine = "/segment" in key
+        self.writes += mine
+        if mine and self.writes >= self.fail_at:
             raise StoreError(f"cannot write {key!r}: disk full (test)")
         return super().write_bytes(key, data)
 
@@ -260,17 +270,18 @@ def _echo(task: TaskSpec) -> object:
     return task.input
 
 
-@pytest.mark.parametrize("fail_at", [1, 5, 12])
+@pytest.mark.parametrize("fail_at", [1, 2])
 def test_a_failed_trial_write_fails_the_run_with_its_own_error_and_keeps_what_was_stored(tmp_path, fail_at):
-    # the trials' files are written by the run's writer threads: a failure there (also one
-    # after the last trial finished: fail_at=12 is the last of 12 writes) is the run's error
+    # the trials' segment is written by the run's writer threads after the last trial
+    # finished: a failure of its PUT (1) or of its index's (2: an orphan segment) is the run's
+    # error, and nothing counts as stored
     tasks = [TaskSpec(f"t{i}", input=i, gold=i) for i in range(6)]
     st = _FailingStore(str(tmp_path / "st"), fail_at)
     with pytest.raises(StoreError, match="disk full"):
         run_trials(_echo, tasks, k=2, store=st, run_id="r", max_concurrency=4)
-    stored = Store(str(tmp_path / "st")).list("runs/r/episodes")
-    assert len(stored) < 12
+    assert _held(str(tmp_path / "st"), "r") == {}
     resumed = run_trials(_echo, tasks, k=2, store=str(tmp_path / "st"), run_id="r")
     assert [(e.task_id, e.meta["trial"], e.output) for e in resumed] == \
         [(f"t{i}", n, i) for i in range(6) for n in range(2)]
-    assert len(Store(str(tmp_path / "st")).list("runs/r/episodes")) == 12
+    assert len(_held(str(tmp_path / "st"), "r")) == 12
+    assert len(Store(str(tmp_path / "st")).list(segments_prefix("r"))) == 1  # the orphan removed

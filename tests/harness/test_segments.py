@@ -1,4 +1,4 @@
-"""Trial segments (issue 27): bounded, compressed, content-addressed, indexed per writer; a run
+"""Trial segments: bounded, compressed, content-addressed, indexed per writer; a run
 stored in segments resumes, reports and audits like one stored a file per trial."""
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from ek_agents.base import Episode, TaskSpec
 from ek_agents.errors import DigestMismatch
 from ek_agents.harness import run_suite, run_trials
 from ek_agents.store import Store, episodes_prefix, segment_index_prefix, segments_prefix
+
+from .layout import to_per_trial_files
 
 
 def _tasks(n: int) -> list[TaskSpec]:
@@ -63,18 +65,18 @@ def test_segments_are_bounded_compressed_and_verified(tmp_path):
 def test_a_run_in_segments_resumes_only_what_no_indexed_segment_holds(tmp_path):
     url, calls = str(tmp_path / "s"), []
     agent = _counting(calls)
-    first = run_trials(agent, _tasks(30), k=10, seed=0, store=url, run_id="r1", segments=True,
+    first = run_trials(agent, _tasks(30), k=10, seed=0, store=url, run_id="r1",
                        only=[(f"t{i:03d}", j) for i in range(15) for j in range(10)])
     st = Store(url)
     assert len(calls) == 150 and st.list(episodes_prefix("r1")) == []
     assert len(st.list(segments_prefix("r1"))) == 1 and len(st.list(segment_index_prefix("r1"))) == 1
     calls.clear()
-    full = run_trials(agent, _tasks(30), k=10, seed=0, store=url, run_id="r1", segments=True)
+    full = run_trials(agent, _tasks(30), k=10, seed=0, store=url, run_id="r1")
     assert len(calls) == 150 and len(full) == 300
     assert {(t, s) for t, s in calls} == {(f"t{i:03d}", j) for i in range(15, 30) for j in range(10)}
     assert [e.to_dict() for e in full[:150]] == [e.to_dict() for e in first]
     calls.clear()
-    again = run_trials(agent, _tasks(30), k=10, seed=0, store=url, run_id="r1", segments=True)
+    again = run_trials(agent, _tasks(30), k=10, seed=0, store=url, run_id="r1")
     assert calls == [] and [e.to_dict() for e in again] == [e.to_dict() for e in full]
     assert sg.RunSegments.load(st, "r1").duplicates() == 0
 
@@ -85,7 +87,7 @@ def test_an_orphan_segment_does_not_count_and_is_removed(tmp_path):
     url, calls = str(tmp_path / "s"), []
     agent = _counting(calls)
     st = Store(url)
-    run_trials(agent, _tasks(4), k=5, seed=0, store=url, run_id="r", segments=True,
+    run_trials(agent, _tasks(4), k=5, seed=0, store=url, run_id="r",
                only=[("t000", 0)])
     orphan = sg.SegmentWriter(st, "r", writer="dead")
     orphan.add(("t001", 0), Episode("t001", output="W1", meta={"trial": 0}).to_json().encode())
@@ -99,7 +101,7 @@ def test_an_orphan_segment_does_not_count_and_is_removed(tmp_path):
         orphan.flush()
     assert len(st.list(segments_prefix("r"))) == 2
     calls.clear()
-    eps = run_trials(agent, _tasks(4), k=5, seed=0, store=url, run_id="r", segments=True)
+    eps = run_trials(agent, _tasks(4), k=5, seed=0, store=url, run_id="r")
     assert len(eps) == 20 and len(calls) == 19 and ("t001", 0) in calls
     segs = sg.RunSegments.load(st, "r")
     assert segs.orphans() == [] and segs.duplicates() == 0 and len(segs.pairs()) == 20
@@ -110,18 +112,18 @@ def test_retry_errored_and_refresh_in_segments(tmp_path):
     broken = {"t002"}
     agent = _counting(calls, fail=lambda task, seed: task.task_id in broken)
     # the agent's closure holds ``broken``, which changes: its caller says what identifies it
-    run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r", segments=True,
+    run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r",
                agent_id="counting")
     broken.clear()
     calls.clear()
-    eps = run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r", segments=True,
+    eps = run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r",
                      retry_errored=True, agent_id="counting")
     assert sorted(calls) == [("t002", i) for i in range(4)]
     assert not any(e.meta.get("error") for e in eps)
     segs = sg.RunSegments.load(Store(url), "r")
     assert segs.duplicates() == 0 and len(segs.pairs()) == 24
     calls.clear()
-    run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r", segments=True, refresh=True,
+    run_trials(agent, _tasks(6), k=4, seed=0, store=url, run_id="r", refresh=True,
                agent_id="counting")
     assert len(calls) == 24 and len(sg.RunSegments.load(Store(url), "r").entries) == 1
 
@@ -130,13 +132,13 @@ def test_a_misfiled_segment_line_runs_again(tmp_path):
     url, calls = str(tmp_path / "s"), []
     agent = _counting(calls)
     st = Store(url)
-    run_trials(agent, _tasks(2), k=2, seed=0, store=url, run_id="r", segments=True,
+    run_trials(agent, _tasks(2), k=2, seed=0, store=url, run_id="r",
                only=[("t000", 0)])
     w = sg.SegmentWriter(st, "r", writer="zz-forged")  # says t001/0, holds t000/1's episode
     w.add(("t001", 0), Episode("t000", output="x", meta={"trial": 1}).to_json().encode())
     w.flush()
     calls.clear()
-    eps = run_trials(agent, _tasks(2), k=2, seed=0, store=url, run_id="r", segments=True)
+    eps = run_trials(agent, _tasks(2), k=2, seed=0, store=url, run_id="r")
     assert sorted(calls) == [("t000", 1), ("t001", 0), ("t001", 1)]
     assert [(e.task_id, e.meta["trial"]) for e in eps] == [("t000", 0), ("t000", 1),
                                                           ("t001", 0), ("t001", 1)]
@@ -148,8 +150,9 @@ def test_old_per_trial_runs_resume_in_segments(tmp_path):
     agent = _counting(calls)
     run_trials(agent, _tasks(3), k=3, seed=0, store=url, run_id="r",
                only=[("t000", 0), ("t001", 2)])
+    assert to_per_trial_files(Store(url), "r") == 2
     calls.clear()
-    eps = run_trials(agent, _tasks(3), k=3, seed=0, store=url, run_id="r", segments=True)
+    eps = run_trials(agent, _tasks(3), k=3, seed=0, store=url, run_id="r")
     assert len(calls) == 7 and len(eps) == 9
     st = Store(url)
     assert len(st.list(episodes_prefix("r"))) == 2 and len(sg.RunSegments.load(st, "r").pairs()) == 7
@@ -157,9 +160,14 @@ def test_old_per_trial_runs_resume_in_segments(tmp_path):
 
 @pytest.mark.parametrize("segments", [True, False])
 def test_a_persisted_run_in_segments_reports_and_audits_like_per_trial_files(tmp_path, segments):
-    url = str(tmp_path / "s")
-    report = run_suite(_counting([]), _tasks(8), k=3, seed=1, run_id="r", rootdir=url,
-                       segments=segments)
+    url, calls = str(tmp_path / "s"), []
+    report = run_suite(_counting(calls), _tasks(8), k=3, seed=1, run_id="r", rootdir=url)
+    if not segments:  # the run as earlier versions stored it: resumed (nothing runs), recorded
+        assert to_per_trial_files(Store(url), "r") == 24
+        calls.clear()
+        report = run_suite(_counting(calls), _tasks(8), k=3, seed=1, run_id="r", rootdir=url)
+        assert calls == [] and report.detail["reused"]["kept"] == 24
+        assert len(Store(url).list(episodes_prefix("r"))) == 24
     plain = run_suite(_counting([]), _tasks(8), k=3, seed=1)
     assert report.success_rate == plain.success_rate and report.pass_hat_k == plain.pass_hat_k
     st = Store(url)
@@ -198,8 +206,7 @@ def test_agent_calls_never_run_far_ahead_of_storage(tmp_path):
             return super().write_bytes(key, data)
 
     tasks = [TaskSpec(f"t{i:03d}", input="x", gold="x") for i in range(100)]
-    run_trials(eager, tasks, k=100, seed=0, store=Watching(str(tmp_path / "s")), run_id="r",
-               segments=True)
+    run_trials(eager, tasks, k=100, seed=0, store=Watching(str(tmp_path / "s")), run_id="r")
     # at the n-th segment PUT, (n - 1) full segments were stored before it and this one holds
     # SEGMENT_TRIALS: the calls made beyond that are queued or not yet handed over
     ahead = [c - (i + 1) * sg.SEGMENT_TRIALS for i, c in enumerate(seen[:-1])]
@@ -229,8 +236,7 @@ def test_a_slow_segment_store_is_waited_for_not_polled(tmp_path):
 
     tasks = [TaskSpec(f"t{i:03d}", input="x", gold="x") for i in range(100)]
     cpu0 = time.process_time()
-    eps = run_trials(eager, tasks, k=100, seed=0, store=Slow(str(tmp_path / "s")), run_id="r",
-                     segments=True)
+    eps = run_trials(eager, tasks, k=100, seed=0, store=Slow(str(tmp_path / "s")), run_id="r")
     cpu = time.process_time() - cpu0
     assert len(eps) == 10_000 and stalled[0] >= 0.8
     # the run's own CPU (10,000 episodes built, compressed, written) is well under a second;

@@ -1,6 +1,8 @@
 """A persisted sequential run: stored trial by trial, recorded like any run, audited, re-gated."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ek_agents.records import baselines, documents
@@ -9,7 +11,11 @@ from ek_agents import run_suite
 from ek_agents.stages.audit import audit
 from ek_agents.base import TaskSpec
 from ek_agents.records.manifest import RunManifest, report_markdown
+from ek_agents.core import canonical_json
+from ek_agents.records.segments import RunSegments, encode_segment, read_segment
 from ek_agents.store import Store
+
+from .layout import held_lines
 
 TASKS = [TaskSpec(f"t{i:02d}", input=str(i), gold="ok") for i in range(40)]
 
@@ -36,7 +42,7 @@ def test_persisted_sequential_run_stops_early_is_recorded_audited_and_regated(tm
     assert len(fixed_calls) == 160 and 0 < len(calls) < len(fixed_calls)
     assert r.detail["run_id"] == "seq" and r.n_trials == len(calls)
     # every trial the gate ran is stored, and nothing more
-    assert len(st.list("runs/seq/episodes")) == len(calls)
+    assert len(held_lines(st, "seq")) == len(calls)
     man = RunManifest.from_dict(st.read_manifest("seq"))
     assert man.sequential is not None and man.sequential.stopped_early
     assert man.sequential.decision == "regression" and not man.sequential.passed
@@ -53,9 +59,10 @@ def test_persisted_sequential_run_stops_early_is_recorded_audited_and_regated(tm
     assert any(c.startswith("recomputed gate verdict") for c in result.checked)
     assert stages.gate_run(st, "seq", "good") == st.read_manifest("seq")["gate"]
     # a tampered episode changes the replayed verdict's inputs: the audit says so
-    key = sorted(st.list("runs/seq/episodes"))[0]
-    ep = st.read_json(key)
-    st.write_json(key, {**ep, "output": "ok" if ep["output"] != "ok" else "no"})
+    entry = RunSegments.load(st, "seq").entries[0][1]
+    lines = [json.loads(t.data) for t in read_segment(st, entry)]
+    lines[0]["output"] = "ok" if lines[0]["output"] != "ok" else "no"
+    st.write_bytes(entry.key, encode_segment([canonical_json(d) for d in lines]))
     assert not audit(st, "seq").passed
 
 

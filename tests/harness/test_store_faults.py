@@ -24,7 +24,8 @@ from ek_agents import run_suite
 from ek_agents.base import TaskSpec
 from ek_agents.errors import (ArtifactNotFound, BucketNotFound, InvalidInput, StoreAccessDenied,
                               StoreError, StoreTimeout, StoreUnreachable)
-from ek_agents.store import Store, StoreSettings, episode_key
+from ek_agents.records.segments import RunSegments
+from ek_agents.store import Store, StoreSettings
 
 from .faultproxy import FaultProxy
 
@@ -53,6 +54,21 @@ def make_tasks(n: int) -> list:
 
 def flaky_agent(task, *, seed):
     return task.input if (seed + int(task.task_id[1:])) % 3 else "wrong"
+
+
+def slow_flaky_agent(task, *, seed):
+    """:func:`flaky_agent` taking 10 ms a trial: with ``flush_s=FLUSH`` its run stores a
+    segment every few dozen trials, so an outage can start part-way."""
+    time.sleep(0.01)
+    return flaky_agent(task, seed=seed)
+
+
+FLUSH = 0.05
+
+
+def held_pairs(st: Store, run_id: str) -> list:
+    """The trials the run's segments hold, sorted (a trial held twice is listed twice)."""
+    return sorted(p for _, _, held in RunSegments.load(st, run_id).live() for p in held)
 
 
 def comparable(report) -> dict:
@@ -127,12 +143,12 @@ def test_settings_from_keyword_url_and_environment(monkeypatch):
 
 def break_after(st: Store, run_id: str, n: int, proxy: FaultProxy, mode: str,
                  back_after: float | None = None) -> threading.Thread:
-    """Switch the proxy to ``mode`` once ``n`` episodes are stored (watched on moto directly)."""
+    """Switch the proxy to ``mode`` once ``n`` segments are stored (watched on moto directly)."""
     import s3fs
 
     direct = s3fs.S3FileSystem(endpoint_url=f"http://127.0.0.1:{proxy.upstream[1]}",
                                skip_instance_cache=True, use_listings_cache=False)
-    folder = f"{st.url.split('?')[0][5:]}/runs/{run_id}/episodes"
+    folder = f"{st.url.split('?')[0][5:]}/runs/{run_id}/segments"
 
     def watch():
         deadline = time.monotonic() + 120  # a safety net, not a timing assertion
@@ -159,33 +175,35 @@ _SOAK_ONLY = pytest.mark.skipif(os.environ.get("EK_SOAK") != "1", reason="set EK
 @pytest.mark.parametrize("mode", ["refuse", pytest.param("reset", marks=_SOAK_ONLY),
                                   pytest.param("stall", marks=_SOAK_ONLY)])
 def test_interrupted_run_fails_typed_then_resumes_to_the_same_report(proxy, mode):
-    n, k = 50, 2  # the outage starts after 30 of the 100 episodes are stored
+    n, k = 50, 2  # the outage starts once a segment of the 100 trials is stored
     url = f"s3://{proxy.bucket}/runs-{mode}?{FAST}"
     st = Store(url)
-    watcher = break_after(st, "r1", 30, proxy, mode)
+    watcher = break_after(st, "r1", 1, proxy, mode)
     with pytest.raises((StoreUnreachable, StoreTimeout)) as info:
-        run_suite(flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r1", rootdir=url,
-                  max_concurrency=8)
+        run_suite(slow_flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r1",
+                  rootdir=url, max_concurrency=8, flush_s=FLUSH)
     watcher.join()
     assert info.value.transient and "\n" not in str(info.value)
     proxy.mode = "pass"
     url = url.split("?")[0]  # resume with the default settings (a loaded machine is slow)
-    resumed = run_suite(flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r1", rootdir=url)
-    whole = run_suite(flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r2", rootdir=url)
+    resumed = run_suite(slow_flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r1",
+                        rootdir=url)
+    whole = run_suite(slow_flaky_agent, make_tasks(n), k=k, seed=3, persist=True, run_id="r2",
+                      rootdir=url)
     assert comparable(resumed) == comparable(whole)
-    keys = st.list("runs/r1/episodes")
-    assert keys == sorted(episode_key("r1", t.task_id, i) for t in make_tasks(n) for i in range(k))
+    assert held_pairs(st, "r1") == [(t.task_id, i) for t in make_tasks(n) for i in range(k)]
 
 
 def test_outage_shorter_than_the_retry_window_is_ridden_out(proxy):
     n, k = 60, 2
     url = f"s3://{proxy.bucket}/short?connect_timeout=2&read_timeout=5&retry_window=8"
     st = Store(url)
-    watcher = break_after(st, "r1", 30, proxy, "refuse", back_after=1.5)
-    report = run_suite(flaky_agent, make_tasks(n), k=k, seed=0, persist=True, run_id="r1", rootdir=url)
+    watcher = break_after(st, "r1", 1, proxy, "refuse", back_after=1.5)
+    report = run_suite(slow_flaky_agent, make_tasks(n), k=k, seed=0, persist=True, run_id="r1",
+                       rootdir=url, flush_s=FLUSH)
     watcher.join()
     assert report.n_trials == n * k
-    assert len(st.list("runs/r1/episodes")) == n * k
+    assert held_pairs(st, "r1") == [(t.task_id, i) for t in make_tasks(n) for i in range(k)]
 
 
 def test_cli_exits_3_on_infrastructure_failure(proxy, capsys):
@@ -244,14 +262,18 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
 
 
 KILLED_RUN = textwrap.dedent("""
-    import sys
+    import sys, time
     sys.path.insert(0, {repo!r})
     from ek_agents.base import TaskSpec
     from ek_agents.execution.harness import run_suite
 
+    def agent(task, *, seed):
+        time.sleep(0.02)
+        return task.input
+
     tasks = [TaskSpec(f"t{{i:03d}}", input=f"in{{i}}", gold=f"in{{i}}") for i in range({n})]
-    run_suite(lambda task, *, seed: task.input, tasks, k={k}, seed=0, persist=True,
-              run_id="killed", rootdir=sys.argv[1], max_concurrency=16, progress=False)
+    run_suite(agent, tasks, k={k}, seed=0, persist=True, run_id="killed", rootdir=sys.argv[1],
+              max_concurrency=16, progress=False, flush_s=0.05)
 """)
 
 
@@ -268,14 +290,14 @@ def test_no_temp_files_left_after_sigkills_and_resumes(tmp_path, kills):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     st = Store(root)
     for i in range(kills):
-        before = len(st.list("runs/killed/episodes"))
+        before = len(st.list("runs/killed/segments"))
         proc = subprocess.Popen([sys.executable, str(script), str(root)], env=env)
         deadline = time.monotonic() + 120  # a safety net, not a timing assertion
-        while (len(st.list("runs/killed/episodes")) < before + 20 and proc.poll() is None
+        while (len(st.list("runs/killed/segments")) < before + 1 and proc.poll() is None
                and time.monotonic() < deadline):
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     subprocess.run([sys.executable, str(script), str(root)], env=env, check=True)
     assert _tmp_files(root) == []
-    assert len(st.list("runs/killed/episodes")) == n * k
+    assert held_pairs(st, "killed") == [(f"t{i:03d}", j) for i in range(n) for j in range(k)]

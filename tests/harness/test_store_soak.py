@@ -16,9 +16,10 @@ import pytest
 
 from ek_agents import run_suite
 from ek_agents.errors import StoreTimeout, StoreUnreachable
-from ek_agents.store import Store, StoreSettings, episode_key
+from ek_agents.store import Store, StoreSettings
 
-from .test_store_faults import flaky_agent, break_after, comparable, make_tasks
+from .test_store_faults import FLUSH, break_after, comparable, held_pairs, make_tasks
+from .test_store_faults import slow_flaky_agent as flaky_agent
 from .test_store_faults import proxy  # noqa: F401 -- the fixture
 from .test_store_faults import test_no_temp_files_left_after_sigkills_and_resumes as sigkills
 
@@ -31,11 +32,11 @@ def test_1000_trial_run_through_an_outage_with_default_settings(proxy, mode):
     url = f"s3://{proxy.bucket}/soak-{mode}"
     st = Store(url)
     bound = StoreSettings().worst_case_s + StoreSettings().attempt_limit()  # README: a run's bound
-    break_after(st, "r1", 400, proxy, mode)
+    break_after(st, "r1", 4, proxy, mode)
     t_start = time.monotonic()
     try:
         run_suite(flaky_agent, make_tasks(N), k=K, seed=5, persist=True, run_id="r1", rootdir=url,
-                  max_concurrency=16)
+                  max_concurrency=16, flush_s=FLUSH)
         raise AssertionError("the run did not fail")
     except (StoreUnreachable, StoreTimeout) as exc:
         err = exc
@@ -44,8 +45,8 @@ def test_1000_trial_run_through_an_outage_with_default_settings(proxy, mode):
     proxy.mode = "pass"
     resumed = run_suite(flaky_agent, make_tasks(N), k=K, seed=5, persist=True, run_id="r1", rootdir=url)
     whole = run_suite(flaky_agent, make_tasks(N), k=K, seed=5, persist=True, run_id="r2", rootdir=url)
-    keys = st.list("runs/r1/episodes")
-    expected = sorted(episode_key("r1", t.task_id, i) for t in make_tasks(N) for i in range(K))
+    keys = held_pairs(st, "r1")
+    expected = [(t.task_id, i) for t in make_tasks(N) for i in range(K)]
     print(f"\n[{mode}] {type(err).__name__} {failed_at - outage_at:.1f} s after the outage began "
           f"(run started {outage_at - t_start:.1f} s before it; documented bound {bound:.0f} s): {err}")
     print(f"[{mode}] resumed report == uninterrupted report: {comparable(resumed) == comparable(whole)}; "
@@ -58,10 +59,10 @@ def test_1000_trial_run_through_an_outage_with_default_settings(proxy, mode):
 def test_outage_shorter_than_the_default_retry_window(proxy):
     url = f"s3://{proxy.bucket}/soak-short"
     st = Store(url)
-    break_after(st, "r1", 300, proxy, "refuse", back_after=8.0)
+    break_after(st, "r1", 3, proxy, "refuse", back_after=8.0)
     report = run_suite(flaky_agent, make_tasks(N), k=K, seed=0, persist=True, run_id="r1", rootdir=url,
-                       max_concurrency=16)
-    n = len(st.list("runs/r1/episodes"))
+                       max_concurrency=16, flush_s=FLUSH)
+    n = len(held_pairs(st, "r1"))
     print(f"\n[8 s refusal, retry_window {StoreSettings().retry_window:.0f} s] run completed: "
           f"{report.n_trials} trials, {n} episodes stored")
     assert report.n_trials == N * K == n

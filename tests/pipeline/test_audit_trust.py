@@ -17,8 +17,10 @@ from ek_agents.stages.audit import audit
 from ek_agents.cli import main
 from ek_agents.errors import (AuditFailed, BaselineError, DigestMismatch, DocumentError,
                               GateFailed, InvalidInput)
-from ek_agents.store import Store, run_key
+from ek_agents.records.segments import RunSegments
+from ek_agents.store import Store, episodes_prefix, run_key
 
+from ..harness.layout import to_per_trial_files
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
@@ -156,8 +158,28 @@ def test_removed_artifact_entry_fails_the_audit_naming_it(st, capsys, name):
     assert code == 1 and key in line
 
 
-def test_removed_per_trial_entry_fails_the_audit(st):
-    key = "runs/same/episodes/t3/1.json"
+def _as_per_trial_files(st: Store, run_id: str) -> None:
+    """The run as earlier versions stored it: one file per trial, each listed in its manifest
+    (in place of its segments and their index)."""
+    listed = RunSegments.load(st, run_id).digests()
+    to_per_trial_files(st, run_id)
+
+    def edit(man: dict) -> None:
+        for key in listed:
+            del man["artifacts"][key]
+        man["artifacts"].update({k: st.digest(k) for k in st.list(episodes_prefix(run_id))})
+
+    _edit_manifest(st, run_id, edit)
+    assert audit(st, run_id).passed  # read and audited as such
+
+
+@pytest.mark.parametrize("layout", ["segments", "per-trial"])
+def test_removed_trial_entry_fails_the_audit(st, layout):
+    if layout == "per-trial":
+        _as_per_trial_files(st, "same")
+        key = "runs/same/episodes/t3/1.json"
+    else:
+        key = RunSegments.load(st, "same").pairs()[("t3", 1)].key
     _edit_manifest(st, "same", lambda m: m["artifacts"].pop(key))
     assert any(key in p for p in audit(st, "same").problems)
 
@@ -189,6 +211,7 @@ def test_forged_baseline_provenance_fails_the_audit(st, capsys):
 
 
 def test_misfiled_and_missing_trials_fail_the_audit(st):
+    _as_per_trial_files(st, "same")
     a, b = "runs/same/episodes/t1/0.json", "runs/same/episodes/t2/0.json"
     data_b = st.read_bytes(b)
     st.write_bytes(a, data_b)  # another task's trial under t1's key, digests patched

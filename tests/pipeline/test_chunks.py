@@ -7,7 +7,10 @@ from ek_agents import pipeline
 from ek_agents.stages import evaluate as stages
 from ek_agents.base import RunProvenance
 from ek_agents.core import canonical_json
-from ek_agents.store import Store, episodes_prefix
+from ek_agents.records.segments import RunSegments, SegmentWriter
+from ek_agents.store import Store, segments_prefix
+
+from ..harness.layout import held_lines
 
 from .conftest import AGENT
 
@@ -40,16 +43,17 @@ def test_collect_builds_the_episodes_document_from_what_the_chunks_stored(tmp_pa
     plan = pipeline.plan_trials(_request(store, suite, chunk_size=5))
     ran = [pipeline.run_trial_chunk(c) for c in plan.chunks]
     assert len(calls) == 12 and sum(len(r.trials) for r in ran) == 12
+    held = held_lines(st, "r")
     for trial in (t for r in ran for t in r.trials):  # what each chunk says it wrote, it wrote
-        assert st.read_bytes(trial.key) == trial.data.encode("ascii")
-        assert st.digest(trial.key) == trial.sha256
+        assert held[(trial.task_id, trial.trial)] == trial.data.encode("ascii")
+        assert st.digest(trial.key) == trial.sha256 and "/segments/" in trial.key
     ref = pipeline.collect_episodes(plan, ran)
     data = st.read_bytes(ref.key)
     episodes = documents.episodes_of(st.read_json(ref.key))
     assert data == canonical_json(documents.episodes_doc(episodes))  # assembled = canonical
     assert [(e.task_id, e.meta["trial"]) for e in episodes] == sorted(
         (f"t{i}", j) for i in range(6) for j in range(2))
-    assert ref.trials == {k: st.digest(k) for k in st.list(episodes_prefix("r"))}
+    assert ref.trials == {k: st.digest(k) for k in st.list(segments_prefix("r"))}
     # no chunk results (a resumed run's collect): the same document, read from the store
     again = pipeline.collect_episodes(plan)
     assert st.read_bytes(again.key) == data and again.trials == ref.trials and len(calls) == 12
@@ -62,8 +66,11 @@ def test_a_retried_chunk_runs_only_its_missing_trials(tmp_path, suite, calls):
     chunk = plan.chunks[0]
     first = pipeline.run_trial_chunk(chunk)
     assert len(calls) == 4
-    st.delete(first.trials[1].key)  # the attempt died before this trial was stored
-    st.write_json(first.trials[2].key, {"task_id": "t9"})  # and this file is not the trial
+    lost, misfiled = chunk.pairs[1], chunk.pairs[2]
+    RunSegments.load(st, "r").drop([lost, misfiled])  # the attempt died before these were stored
+    forged = SegmentWriter(st, "r", writer="zz-forged")  # and a segment holding another line
+    forged.add(misfiled, b'{"task_id":"t9"}')              # says it is this trial
+    forged.flush()
     retried = pipeline.run_trial_chunk(chunk, resume=True)
     assert len(calls) == 6  # the missing and the misfiled trial, nothing else
     assert [(t.task_id, t.trial) for t in retried.trials] == list(chunk.pairs)

@@ -10,6 +10,7 @@ import pytest
 
 from ek_agents.cli import main
 from ek_agents.records.manifest import RunInputs
+from ek_agents.records.segments import RunSegments
 from ek_agents.store import Store
 
 from .conftest import AGENT, FLAKY_AGENT, PRICES, ROOT, write_suite
@@ -36,11 +37,11 @@ def test_run_promote_gate_audit_report(tmp_path, capsys, calls):
     assert main(["gate", "worse", "--baseline", "main", "--store", store]) == 1
     assert main(["gate", "base", "--baseline", "main", "--store", store]) == 0
     assert main(["audit", "worse", "--store", store]) == 0
-    # one flipped byte in a stored episode: the audit fails, naming the file
+    # one flipped byte in the segment holding an episode: the audit fails, naming the segment
     st = Store(store)
-    key = "runs/worse/episodes/t3/2.json"
+    key = RunSegments.load(st, "worse").pairs()[("t3", 2)].key
     data = bytearray(st.read_bytes(key))
-    data[data.index(b'"output":"') + 10] ^= 1
+    data[len(data) // 2] ^= 1
     st.write_bytes(key, bytes(data))
     # as a command: exit 1, one line naming the file, no traceback (this test's server)
     from prefect.settings import PREFECT_API_URL
@@ -51,7 +52,7 @@ def test_run_promote_gate_audit_report(tmp_path, capsys, calls):
                             "PREFECT_API_URL": PREFECT_API_URL.value()})
     assert r.returncode == 1, r.stderr
     assert r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
-    assert r.stderr.startswith("ek-agents: audit FAILED") and "runs/worse/episodes/t3/2.json" in r.stderr
+    assert r.stderr.startswith("ek-agents: audit FAILED") and key in r.stderr
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path, suite):

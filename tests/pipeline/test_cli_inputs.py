@@ -16,6 +16,8 @@ import pytest
 from ek_agents import cli
 from ek_agents import pipeline
 from ek_agents.execution.harness import run_suite
+from ek_agents.records.segments import RunSegments, encode_segment, read_segment
+from ek_agents.store import Store
 
 from .conftest import PRICES, ROOT, write_suite
 
@@ -132,12 +134,15 @@ def test_audit_promote_report_gate_answer_without_prefect(tmp_path, store):
         r = _cli(*args, "--store", store, calls=tmp_path / "calls.txt",
                  env={"PREFECT_API_URL": ""})
         assert r.returncode == 0, (args, r.stderr)
-    # a damaged run: the audit fails (exit 1), in one line naming the file, still no Prefect
-    ep = Path(store) / "runs" / "lib" / "episodes" / "t1" / "0.json"
-    ep.write_bytes(ep.read_bytes().replace(b"W1", b"W9"))
+    # a damaged run: the audit fails (exit 1), in one line naming the segment, still no Prefect
+    st = Store(store)
+    entry = RunSegments.load(st, "lib").entries[0][1]
+    lines = [t.data for t in read_segment(st, entry)]
+    lines[0] = lines[0].replace(b'"output":"', b'"output":"X')  # one trial's answer changed
+    st.write_bytes(entry.key, encode_segment(lines))
     r = _cli("audit", "lib", "--store", store, calls=tmp_path / "calls.txt")
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert "runs/lib/episodes/t1/0.json" in r.stderr
+    assert entry.key in r.stderr
 
 
 def test_report_into_a_closed_pipe_ends_quietly(tmp_path, store):

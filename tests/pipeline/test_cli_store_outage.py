@@ -12,6 +12,7 @@ with the default settings.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -21,7 +22,8 @@ import uuid
 
 import pytest
 
-from ek_agents.store import Store, episode_key, run_key
+from ek_agents.records.segments import RunSegments
+from ek_agents.store import Store, run_key
 
 from tests.harness.faultproxy import FaultProxy, free_port
 
@@ -137,16 +139,21 @@ def test_outage_exits_3_in_one_line_and_the_run_resumes(endpoint, whole, mode, t
     proc_env = {**endpoint.env, **FAST, "EK_TEST_GATE": str(gate),
                 "EK_TEST_GATE_AFTER": str(HELD_AFTER)}
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "ek_agents.cli", *run_args(store, run_id)],
+    proc = subprocess.Popen([sys.executable, "-m", "ek_agents.cli", *run_args(store, run_id),
+                             "--flush-s", "1"],  # the first trials' segment stored 1 s on
                             cwd=str(ROOT), env=proc_env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    folder = f"{endpoint.bucket}/{run_id}/runs/{run_id}/episodes"
+    folder = f"{endpoint.bucket}/{run_id}/runs/{run_id}/segment-index"
+
+    def held() -> int:  # trials the run's segment index names (read on moto directly)
+        return sum(e["n"] for path in endpoint.direct.find(folder)
+                   for e in json.loads(endpoint.direct.cat_file(path))["segments"])
+
     try:
         deadline = time.monotonic() + HANG_GUARD_S  # a hang guard, not a timing assertion
-        while (len(endpoint.direct.find(folder)) < HELD_AFTER and proc.poll() is None
-               and time.monotonic() < deadline):
+        while held() < HELD_AFTER and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
-        stored = len(endpoint.direct.find(folder))
+        stored = held()
         endpoint.mode = mode
         broken = time.monotonic()
         (gate / "go").touch()
@@ -161,7 +168,7 @@ def test_outage_exits_3_in_one_line_and_the_run_resumes(endpoint, whole, mode, t
     assert_infrastructure_failure(r, f"run (outage after {stored} of 96 trials, run started "
                                   f"{broken - t0:.1f} s before)", time.monotonic() - broken, mode)
     assert "manifest.json" not in err  # the run's own failure, not the CLI's look afterwards
-    assert len(endpoint.direct.find(folder)) < 96  # it really stopped short
+    assert held() < 96  # it really stopped short
 
     # the endpoint is back: resume with the same run id, default settings, no gate
     r, _ = cli(endpoint, *run_args(store, run_id))
@@ -169,9 +176,8 @@ def test_outage_exits_3_in_one_line_and_the_run_resumes(endpoint, whole, mode, t
     assert f"run {run_id}: manifest at" in r.stdout
     assert report_doc(store, run_id) == report_doc(whole, "whole")
     st = Store(store)
-    expected = sorted(episode_key(run_id, f"{t['task_id']}", i)
-                      for t in st.read_json(run_key(run_id, "tasks"))["tasks"] for i in range(K))
-    keys = st.list(f"runs/{run_id}/episodes")
-    assert keys == expected  # 0 lost, 0 duplicated
-    episodes = [k for k in st.read_manifest(run_id)["artifacts"] if "/episodes/" in k]
-    assert sorted(episodes) == expected
+    expected = {(t["task_id"], i)
+                for t in st.read_json(run_key(run_id, "tasks"))["tasks"] for i in range(K)}
+    segments = RunSegments.load(st, run_id)
+    assert set(segments.pairs()) == expected and segments.duplicates() == 0  # 0 lost, 0 twice
+    assert segments.digests().items() <= st.read_manifest(run_id)["artifacts"].items()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from ek_agents import pipeline
 from ek_agents.stages.audit import differences
 from ek_agents.errors import AuditFailed, GateFailed, IncomparableRuns, SuiteError
+from ek_agents.records.segments import RunSegments, encode_segment, read_segment
 from ek_agents.store import Store
 
 from .conftest import AGENT, FLAKY_AGENT, PRICES, write_suite
@@ -32,8 +34,12 @@ def test_evaluate_records_a_complete_manifest(tmp_path, suite, calls):
     assert man["package"]["version"] and "python" in man["package"]
     assert man["orchestrator"]["flow_run_id"] and man["orchestrator"]["flow_name"] == "evaluate-agent"
     assert man["parameters"]["k"] == 3 and man["parameters"]["agent"] == AGENT
-    # every artifact listed with the sha256 of its bytes: 6 stage docs + 18 trial files
-    assert len([k for k in man["artifacts"] if "/episodes/" in k]) == 18
+    # every artifact listed with the sha256 of its bytes: the stage docs, and the segments
+    # holding the 18 trials with their index documents (no per-trial file)
+    segments = RunSegments.load(st, "r1")
+    assert len(segments.pairs()) == 18 and segments.duplicates() == 0
+    assert segments.digests().items() <= man["artifacts"].items()
+    assert not [k for k in man["artifacts"] if "/episodes/" in k]
     for key, sha in man["artifacts"].items():
         assert st.digest(key) == sha
     report = st.read_json("runs/r1/report.json")
@@ -104,12 +110,15 @@ def test_audit_passes_then_catches_one_flipped_byte(tmp_path, suite, calls):
     evaluate_agent(suite=suite, agent=AGENT, k=2, seed=1, store=store, run_id="r", prices=PRICES)
     assert audit_run(run_id="r", store=store)["passed"]
     st = Store(store)
-    key = "runs/r/episodes/t2/1.json"
-    data = bytearray(st.read_bytes(key))
+    entry = RunSegments.load(st, "r").pairs()[("t2", 1)]
+    lines = [t.data for t in read_segment(st, entry)]
+    n = [t.pair for t in read_segment(st, entry)].index(("t2", 1))
+    data = bytearray(lines[n])
     i = data.index(b'"output":"') + len(b'"output":"')
     data[i] = ord("X") if data[i] != ord("X") else ord("Y")  # one byte of the agent's answer
-    st.write_bytes(key, bytes(data))
-    with pytest.raises(AuditFailed, match=r"runs/r/episodes/t2/1\.json"):
+    lines[n] = bytes(data)
+    st.write_bytes(entry.key, encode_segment(lines))  # the segment holding t2/1, rewritten
+    with pytest.raises(AuditFailed, match=re.escape(entry.key)):
         audit_run(run_id="r", store=store)
 
 

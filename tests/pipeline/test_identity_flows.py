@@ -87,11 +87,11 @@ def test_a_failed_chunk_fails_the_flow_with_its_own_error(tmp_path, suite, calls
 
     store = str(tmp_path / "store")
     st = Store(store)
-    st.write_bytes("runs/r/episodes/t0", b"not json")  # a file where t0's folder must go
+    st.write_bytes("runs/r/segments", b"not json")  # a file where the segments' folder must go
     state = evaluate_agent(suite=suite, agent=AGENT, k=2, store=store, run_id="r",
                            return_state=True)
     assert state.is_failed()
-    with pytest.raises(StoreError, match="runs/r/episodes/t0"):
+    with pytest.raises(StoreError, match="runs/r/segments/"):
         state.result()
     assert read_lease(st, "r") is None  # the lease is released on failure too
     capsys.readouterr()

@@ -5,6 +5,7 @@ import logging
 
 import pytest
 
+from ek_agents.records.segments import RunSegments
 from ek_agents.store import Store
 from tests.harness.faultproxy import free_port
 
@@ -46,7 +47,8 @@ def test_evaluate_audit_and_cache_on_s3(s3_bucket, suite, calls):
     assert len(calls) == 12 and out["store"] == store
     st = Store(store)
     man = st.read_manifest("s3run")
-    assert len([k for k in man["artifacts"] if "/episodes/" in k]) == 12
+    held = RunSegments.load(st, "s3run")
+    assert len(held.pairs()) == 12 and held.digests().items() <= man["artifacts"].items()
     assert all(st.digest(k) == sha for k, sha in man["artifacts"].items())
     assert st.list("cache/episodes")  # the stage cache lives in the bucket too
     assert audit_run(run_id="s3run", store=store)["passed"]

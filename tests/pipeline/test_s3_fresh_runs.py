@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from ek_agents.records.segments import RunSegments
 from ek_agents.store import Store
 
 from .conftest import PRICES, ROOT
@@ -31,7 +32,8 @@ def test_fresh_96_trial_shop_runs_on_s3_never_fail(s3_bucket):  # noqa: F811
             out = evaluate_agent(suite=SUITE, agent="examples.shop.agents:small_agent", k=4,
                                  seed=i, store=store, run_id=f"fresh-{i}", prices=PRICES)
             man = Store(store).read_manifest(out["run_id"])
-            assert len([k for k in man["artifacts"] if "/episodes/" in k]) == 96
+            held = RunSegments.load(Store(store), out["run_id"])
+            assert len(held.pairs()) == 96 and held.digests().items() <= man["artifacts"].items()
         except Exception as exc:  # noqa: BLE001 -- counted, then asserted on
             failures.append(f"run {i}: {type(exc).__name__}: {exc}")
     print(f"\n{RUNS} fresh 96-trial shop runs on s3 (moto): {len(failures)} failures")
