@@ -24,6 +24,8 @@ from ek_agents.records import documents
 from ek_agents.execution.harness import run_suite
 from ek_agents.store import Store, run_key, segment_index_prefix
 
+from ..harness.layout import to_per_trial_files
+
 from .reportkit import REPO
 
 
@@ -132,9 +134,12 @@ def _two_model_agent(task, *, seed=0):
 def test_segments_and_per_trial_files_give_the_same_frames_and_per_call_dollars(tmp_path):
     tasks = [TaskSpec(f"t{i}", input="q", gold=f"g{i}", slice="ab"[i % 2]) for i in range(6)]
     prices = load_prices(REPO / "examples" / "prices.json")
-    for rid, seg in (("files", False), ("segs", True)):
+    def run(rid):
         run_suite(_two_model_agent, tasks, k=3, seed=1, persist=True, run_id=rid, rootdir=str(tmp_path),
-                  prices=prices, segments=seg, progress=False, run=RunProvenance(seed=1))
+                  prices=prices, progress=False, run=RunProvenance(seed=1))
+    run("files"), run("segs")
+    to_per_trial_files(Store(str(tmp_path)), "files")  # "files" as earlier versions stored it,
+    run("files")                                       # resumed (nothing runs) and recorded
     a, b = (ek_agents.trials_frame([r], store=str(tmp_path)) for r in ("files", "segs"))
     runs = ek_agents.runs_frame(["files", "segs"], store=str(tmp_path))
     assert list(runs["layout"]) == ["graded", "segments"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+
 from ek_agents.base import Cost, Episode, ModelCall, RunProvenance, TaskSpec
 from ek_agents.cli import main
 from ek_agents.harness import run_suite
@@ -19,6 +20,7 @@ from ek_agents.records.documents import run_report
 from ek_agents.report.runsummary import RunSummary, load_runs
 from ek_agents.store import Store
 
+from ..harness.layout import held_lines
 from .reportkit import DevToolsPage, chromium_binary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +64,7 @@ def test_the_report_document_carries_the_breakdown(stored):
     assert cost["upper_bound"] is True
     assert "2 of 12 model call(s) did not report cached tokens (gpt-4o-mini: 2)" in cost["upper_bound_reason"]
     # stored episodes keep their calls through the store
-    stored_ep = json.loads(Path(stored, "runs", "multi", "episodes", "a", "0.json").read_text())
+    stored_ep = json.loads(held_lines(Store(stored), "multi")[("a", 0)])
     assert [c["model"] for c in stored_ep["cost"]["calls"]] == ["gpt-4o-2024-08-06", "gpt-4o-mini"]
 
 
