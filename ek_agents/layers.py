@@ -23,8 +23,9 @@ LAYERS: tuple = (
     ("scoring", ("scoring",)),
     ("evaluation", ("reporting", "gate", "sequential")),
     ("runs", ("runs",)),
+    ("monitoring", ("monitor",)),
     ("reports", ("report",)),
-    ("commands", ("localrun", "cliargs", "cli")),
+    ("commands", ("localrun", "cliargs", "cli", "monitorcli")),
     ("facade", ("",)),  # ek_agents/__init__: the public names, resolved lazily
 )
 

@@ -69,7 +69,8 @@ from ._otlp import (MAX_ATTRIBUTE_CHARS, Ingest, RawSpan, span_from_sdk, spans_f
                     spans_from_sdk)
 
 __all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_spans",
-           "Ingest", "RawSpan", "spans_from_sdk", "span_from_sdk", "MAX_ATTRIBUTE_CHARS"]
+           "Ingest", "RawSpan", "spans_from_sdk", "span_from_sdk", "MAX_ATTRIBUTE_CHARS",
+           "spans_from_otlp"]
 
 #: The most spans one episode (one group) may have: the memory bound of a read.
 MAX_SPANS = 50_000

@@ -1,0 +1,36 @@
+"""Production monitoring without gold: trace files in, windows judged and label-corrected, a
+series with an alert.
+
+- :mod:`.ingest` -- incremental reading of OTLP/JSON files against a ledger (file identity and
+  offsets, trace ids), episodes from complete traces (grouped, tasks, slices);
+- :mod:`.window` -- one window: judge (a sample stratified by slice; verdicts cached by episode
+  digest and judge identity), bill the agent and -- apart -- the judges, record it;
+- :mod:`.series` -- labels per window, each window's corrected rate and the alert.
+
+May import everything below ``runs`` and ``runs`` itself (see ``ek_agents.layers``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
+                     "episodes_of_traces", "DEFAULT_SLICE"], "ingest"),
+    **dict.fromkeys(["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
+                     "window_episodes", "episode_digest", "judge_identity", "new_window_id"],
+                    "window"),
+    **dict.fromkeys(["SeriesOptions", "SeriesRow", "evaluate_series", "store_window_labels",
+                     "window_labels", "window_sentence", "plan_window_labels"], "series"),
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from .ingest import (DEFAULT_SLICE, FileMark, IngestCounts, Ledger, TraceBatch,
+                         episodes_of_traces, read_new_traces)
+    from .series import (SeriesOptions, SeriesRow, evaluate_series, plan_window_labels,
+                         store_window_labels, window_labels, window_sentence)
+    from .window import (WindowOptions, WindowRecord, episode_digest, judge_identity,
+                         load_ledger, load_window, new_window_id, run_window, window_episodes)
