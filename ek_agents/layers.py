@@ -57,7 +57,7 @@ LAZY_IMPORTS: dict = {
 }
 
 #: Modules whose function-level imports are explained, with the measurement, in their docstring.
-DOCUMENTED_LAZY: tuple = ("cli", "cliargs")
+DOCUMENTED_LAZY: tuple = ("cli", "cliargs", "monitorcli")
 
 
 def layer_of(module: str) -> tuple:

@@ -19,7 +19,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
                      "episodes_of_traces", "DEFAULT_SLICE"], "ingest"),
     **dict.fromkeys(["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
-                     "window_episodes", "episode_digest", "judge_identity", "new_window_id"],
+                     "window_episodes", "episode_digest", "judge_identity", "new_window_id",
+                     "cost_by_model"],
                     "window"),
     **dict.fromkeys(["SeriesOptions", "SeriesRow", "evaluate_series", "store_window_labels",
                      "window_labels", "window_sentence", "plan_window_labels"], "series"),
@@ -32,5 +33,6 @@ if TYPE_CHECKING:
                          episodes_of_traces, read_new_traces)
     from .series import (SeriesOptions, SeriesRow, evaluate_series, plan_window_labels,
                          store_window_labels, window_labels, window_sentence)
-    from .window import (WindowOptions, WindowRecord, episode_digest, judge_identity,
+    from .window import (WindowOptions, WindowRecord, cost_by_model, episode_digest,
+                         judge_identity,
                          load_ledger, load_window, new_window_id, run_window, window_episodes)

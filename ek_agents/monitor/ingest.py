@@ -22,6 +22,7 @@ shrank below what was read (``shrunk_files``: nothing is re-read of it). Compres
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
@@ -184,6 +185,27 @@ def _value_of(spans: list, attr: Optional[str]) -> Optional[str]:
     return None
 
 
+def _request_text(spans: list) -> Optional[str]:
+    """The first user message of the earliest model call that records its input messages
+    (``gen_ai.input.messages``): what the person asked, shown to the judge and the labeler."""
+    for s in sorted(spans, key=lambda s: s.start_ns):
+        raw = s.attrs.get("gen_ai.input.messages")
+        if not isinstance(raw, str):
+            continue
+        try:
+            msgs = json.loads(raw)
+        except ValueError:
+            continue
+        for m in msgs if isinstance(msgs, list) else []:
+            if isinstance(m, dict) and m.get("role") == "user":
+                parts = m.get("parts") or [{"content": m.get("content")}]
+                text = " ".join(str(p.get("content")) for p in parts
+                                if isinstance(p, dict) and p.get("content") is not None)
+                if text:
+                    return text
+    return None
+
+
 def episodes_of_traces(batch: TraceBatch, *, group_by: str = "trace",
                        task_attr: Optional[str] = None, slice_attr: Optional[str] = None,
                        where: str = "otlp") -> list[Episode]:
@@ -214,6 +236,7 @@ def episodes_of_traces(batch: TraceBatch, *, group_by: str = "trace",
         start = min(s.start_ns for s in spans)
         end = max(s.end_ns for s in spans)
         meta = {"trial": trial, "slice": _value_of(spans, slice_attr) or DEFAULT_SLICE,
+                "input": _request_text(spans),
                 "group": key, "traces": sorted({s.trace_id for s in spans}),
                 "otel": dict(parts.stats)}
         lat = (end - start) / 1e9 if end > start else None

@@ -36,7 +36,7 @@ from ..store.sources import monitor_key
 from .ingest import IngestCounts, Ledger, episodes_of_traces, read_new_traces
 
 __all__ = ["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
-           "window_episodes", "episode_digest", "judge_identity", "new_window_id"]
+           "window_episodes", "episode_digest", "judge_identity", "new_window_id", "cost_by_model"]
 
 
 class WindowOptions(BaseModel):
@@ -183,7 +183,9 @@ class _Cached:
         return score
 
 
-def _by_model(episodes: Sequence[Any], prices: Optional[Mapping]) -> tuple:
+def cost_by_model(episodes: Sequence[Any], prices: Optional[Mapping]) -> tuple:
+    """``({model: {calls, input_tokens, output_tokens, cached_input_tokens[, dollars]}},
+    [dollars of each priced episode])``: each call under the model that answered it."""
     table: dict[str, dict[str, float]] = {}
     per_ep: list = []
     for ep in episodes:
@@ -252,9 +254,9 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
             row["passed"] += ok
         for ident in idents:
             st.write_json(monitor_key(series, "verdicts", f"{ident[:32]}.json"), caches[ident])
-    agent_table, per_ep = _by_model(episodes, prices)
+    agent_table, per_ep = cost_by_model(episodes, prices)
     judge_ep = Episode("judge", cost=Cost.of_calls(judge_calls)) if judge_calls else None
-    eval_table, eval_per = _by_model([judge_ep] if judge_ep else [], prices)
+    eval_table, eval_per = cost_by_model([judge_ep] if judge_ep else [], prices)
     lines = "".join(ep.to_json() + "\n" for ep in episodes).encode()
     n_priced = len(per_ep)
     mean = math.fsum(per_ep) / n_priced if n_priced else None
