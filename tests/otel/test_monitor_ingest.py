@@ -135,3 +135,53 @@ def test_shrunk_file_and_nothing_usable(day, tmp_path):
     bad.write_text("garbage\n{\"x\": 1}\n")
     with pytest.raises(BridgeError, match="nothing usable"):
         run_window(str(bad), "t", store=store, window_id="a", options=OPTS)
+
+
+def test_judge_sample_labels_loop_and_commands(day, tmp_path, prices, capsys):
+    import json
+
+    from ek_agents.cli import main
+    from ek_agents.labels import LabelError
+    from ek_agents.monitor import (evaluate_series, plan_window_labels, store_window_labels)
+
+    log = tmp_path / "otel.jsonl"
+    _write(log, traffic.otlp_lines(day["first"] + day["second"]))
+    store = Store(str(tmp_path / "s"))
+    judge = Judge()
+    opts = WindowOptions(slice_attr=traffic.ROUTE_ATTR, judge_sample=6)
+    w = run_window(str(log), "lab", store=store, judges=[judge], window_id="w1", options=opts)
+    assert w.episodes == 25 and judge.calls == 6
+    assert sorted((s["traces"], s["judged"]) for s in w.slices.values()) == [(12, 3), (13, 3)]
+
+    # the labeling file: judged traces only, stratified by slice, the verdict never shown
+    rows = plan_window_labels(store, "lab", "w1", 4, path=str(tmp_path / "labels.jsonl"))
+    assert len(rows) == 4 and {r["slice"] for r in rows} == {"r0", "r1"}
+    assert all("verdict" not in r and r["gold"] is None and "look up" in r["input"] for r in rows)
+    truth = {r.task_id: r.right for r in day["requests"]}
+    filled = [dict(r, gold=truth[r["input"].rsplit(" ", 1)[-1]]) for r in rows]
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in filled))
+    labs = store_window_labels(store, "lab", "w1", str(tmp_path / "labels.jsonl"))
+    assert len(labs.labels) == 4
+    (row,) = evaluate_series(store, "lab")
+    assert (row.traces, row.judged, row.labels) == (25, 6, 4)
+    assert "25 traces, 6 judged, 4 labels" in row.sentence
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task_id": "nope", "trial": 0, "gold": true}\n')
+    with pytest.raises(LabelError, match="name no judged trace"):
+        store_window_labels(store, "lab", "w1", str(bad))
+
+    # the commands: monitor with no judge (success unknown, dollars known), ingest with no grader
+    code = main(["monitor", str(log), "--series", "cli", "--window-id", "a", "--store",
+                 str(tmp_path / "c"), "--prices", _prices_path(), "--slice-attr",
+                 traffic.ROUTE_ATTR, "--json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert code == 0 and rep["episodes"] == 25 and rep["success"]["known"] is False
+    assert rep["cost"]["evaluation_dollars"] is None and rep["cost"]["agent_dollars"] > 0
+    assert main(["ingest", "otlp", str(log), "--slice-attr", traffic.ROUTE_ATTR]) == 0
+    assert "success unknown" in capsys.readouterr().out
+
+
+def _prices_path() -> str:
+    import ek_agents_examples
+
+    return str(Path(ek_agents_examples.__file__).parent / "prices.json")
