@@ -227,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", nargs="?", default=None, type=name_arg("run id"))
     p.add_argument("--baseline", default=None, metavar="NAME", type=name_arg("baseline name"),
                    help="audit the run a baseline came from")
+    p.add_argument("--series", default=None, type=name_arg("series name"),
+                   help="RUN_ID is a window of this monitored series")
     store_arg(p)
 
     p = sub.add_parser("promote", help="make a run a named baseline")
@@ -452,6 +454,8 @@ def _orchestrated() -> bool:
 
 
 def _cmd_audit(a: argparse.Namespace) -> int:
+    if getattr(a, "series", None):
+        return monitorcli.audit_window_cmd(a)
     if a.run_id is None and a.baseline is None:
         raise InvalidInput("audit needs a RUN_ID or --baseline NAME")
     if a.run_id is not None and a.baseline is not None:

@@ -25,7 +25,7 @@ from .cliargs import MAX_SEED, int_in, name_arg, number, store_arg
 from .errors import CheckFailed, InvalidInput
 
 __all__ = ["add_parsers", "COMMANDS", "plan_window_labels_cmd", "grouping_args",
-           "monitor_report", "ingest_otlp_ungraded", "MonitorAlert"]
+           "monitor_report", "ingest_otlp_ungraded", "MonitorAlert", "audit_window_cmd"]
 
 
 class MonitorAlert(CheckFailed):
@@ -242,6 +242,22 @@ def ingest_otlp_ungraded(a: argparse.Namespace) -> int:
     if c.pending_traces or c.bad_lines or c.no_model_call:
         print(f"  set aside: {c.pending_traces} traces whose root span has not ended, "
               f"{c.bad_lines} bad lines, {c.no_model_call} traces without a model call")
+    return 0
+
+
+def audit_window_cmd(a: argparse.Namespace) -> int:
+    """``audit WINDOW --series NAME``: recompute a window from its stored episodes, verdicts
+    and labels (exit 1 when something does not match)."""
+    from .errors import AuditFailed  # noqa: PLC0415
+    from .monitor.audit import audit_window  # noqa: PLC0415
+
+    if a.run_id is None:
+        raise InvalidInput("audit --series needs the WINDOW id")
+    got = audit_window(_store(a.store), a.series, a.run_id)
+    if not got.ok:
+        raise AuditFailed(f"audit of window {a.run_id!r} failed: " + "; ".join(got.problems))
+    print(f"audit passed: window {a.run_id!r} of series {a.series!r}: {got.episodes} episodes, "
+          f"{got.judged} judged verdicts recomputed from the cache, {got.labels} labels")
     return 0
 
 

@@ -169,6 +169,12 @@ def test_judge_sample_labels_loop_and_commands(day, tmp_path, prices, capsys):
     bad.write_text('{"task_id": "nope", "trial": 0, "gold": true}\n')
     with pytest.raises(LabelError, match="name no judged trace"):
         store_window_labels(store, "lab", "w1", str(bad))
+    assert main(["audit", "w1", "--series", "lab", "--store", str(tmp_path / "s")]) == 0
+    assert "6 judged verdicts recomputed" in capsys.readouterr().out
+    key = "monitor/lab/verdicts/" + w.judges[0][:32] + ".json"
+    cache = store.read_json(key)
+    store.write_json(key, {d: [1.0 - v[0], v[1]] for d, v in cache.items()})  # tampered
+    assert main(["audit", "w1", "--series", "lab", "--store", str(tmp_path / "s")]) == 1
 
     # the commands: monitor with no judge (success unknown, dollars known), ingest with no grader
     code = main(["monitor", str(log), "--series", "cli", "--window-id", "a", "--store",
