@@ -104,6 +104,7 @@ def monitor_report(rec: Any, row: Any) -> dict:
     """The JSON report of one window: what it read, judged and cost, and its row of the series."""
     return {"schema_version": 1, "series": rec.series, "window_id": rec.window_id,
             "reused": rec.reused, "source": rec.source, "episodes": rec.episodes,
+            "new_episodes": rec.new_episodes,
             "ingest": rec.counts.model_dump(mode="json"),
             "judge_calls": rec.judge_calls, "judge_cached": rec.judge_cached,
             "success": None if row is None else {

@@ -77,6 +77,13 @@ class WindowRecord(BaseModel):
     evaluation_dollars: Optional[float] = None
     evaluation_per_model: dict[str, dict[str, float]] = Field(default_factory=dict)
     reused: bool = False
+    """True when this call found the window recorded and returned it as stored (then
+    ``judge_calls`` and ``judge_cached`` are this call's: 0)."""
+
+    @property
+    def new_episodes(self) -> int:
+        """Episodes this call made: 0 for a reused window."""
+        return 0 if self.reused else self.episodes
 
 
 def new_window_id() -> str:
@@ -217,8 +224,8 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
     wid = st.validate_name(window_id or new_window_id(), what="window id")
     rec_key = monitor_key(series, "windows", f"{wid}.json")
     if st.exists(rec_key):
-        rec = load_window(st, series, wid)
-        return rec.model_copy(update={"reused": True})
+        rec = load_window(st, series, wid)  # this run read nothing and called no judge
+        return rec.model_copy(update={"reused": True, "judge_calls": 0, "judge_cached": 0})
     ledger = load_ledger(st, series)
     batch = read_new_traces(source, ledger, attrs=(None if opts.group_by == "trace" else opts.group_by,
                                                    opts.task_attr, opts.slice_attr))

@@ -57,7 +57,9 @@ def day_requests(day: int, n: int, p: float, *, rng: random.Random,
         route = routes[i % len(routes)]
         tid = f"d{day:02d}-{route}-{i:04d}"
         right = rng.random() < p
-        out.append(Request(task_id=tid, input=f"look up {tid}", seed=seed_for(tid, right=right),
+        truth = "PASS" if right else "FAIL"  # for the server's judge mode (fakejudge)
+        out.append(Request(task_id=tid, input=f"look up {tid} [truth:{truth}]",
+                           seed=seed_for(tid, right=right),
                            route=route, right=right))
     return out
 

@@ -1,21 +1,29 @@
-"""The monitor's incremental ingestion, on traces a pydantic-ai agent wrote under its own
-instrumentation (behind an application span carrying the route), served by the local server."""
+"""The monitor on traces a pydantic-ai agent wrote under its own instrumentation (behind an
+application span carrying the route) against the local server: incremental ingestion, bad
+input, billing, the judge sample, the labels loop, the commands, and end to end three windows
+through `ek-agents monitor` with a judge on the server's judge endpoint (lenient: sensitivity
+0.9, specificity 0.7), labels between windows and a re-run."""
 from __future__ import annotations
 
 import gzip
+import json
 import random
 from pathlib import Path
 
 import pytest
 
+import ek_agents_examples
 from ek_agents.base import ModelCall
+from ek_agents.cli import main
 from ek_agents.cost import dollars
+from ek_agents.prices import load_prices
 from ek_agents.errors import BridgeError
 from ek_agents.monitor import WindowOptions, run_window
 from ek_agents.store import Store
 from ek_agents_examples.otel import traffic
 
 OPTS = WindowOptions(slice_attr=traffic.ROUTE_ATTR)
+JUDGE = "judge-mini"  # a model the agent never calls: the server's ledger splits the two
 
 
 class Judge:
@@ -138,9 +146,6 @@ def test_shrunk_file_and_nothing_usable(day, tmp_path):
 
 
 def test_judge_sample_labels_loop_and_commands(day, tmp_path, prices, capsys):
-    import json
-
-    from ek_agents.cli import main
     from ek_agents.labels import LabelError
     from ek_agents.monitor import (evaluate_series, plan_window_labels, store_window_labels)
 
@@ -157,8 +162,7 @@ def test_judge_sample_labels_loop_and_commands(day, tmp_path, prices, capsys):
     rows = plan_window_labels(store, "lab", "w1", 4, path=str(tmp_path / "labels.jsonl"))
     assert len(rows) == 4 and {r["slice"] for r in rows} == {"r0", "r1"}
     assert all("verdict" not in r and r["gold"] is None and "look up" in r["input"] for r in rows)
-    truth = {r.task_id: r.right for r in day["requests"]}
-    filled = [dict(r, gold=truth[r["input"].rsplit(" ", 1)[-1]]) for r in rows]
+    filled = [dict(r, gold="[truth:PASS]" in r["input"]) for r in rows]
     (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in filled))
     labs = store_window_labels(store, "lab", "w1", str(tmp_path / "labels.jsonl"))
     assert len(labs.labels) == 4
@@ -188,6 +192,85 @@ def test_judge_sample_labels_loop_and_commands(day, tmp_path, prices, capsys):
 
 
 def _prices_path() -> str:
-    import ek_agents_examples
-
     return str(Path(ek_agents_examples.__file__).parent / "prices.json")
+  # a model the agent never calls: the server's ledger splits the two
+
+
+def _prices(tmp_path: Path) -> str:
+    doc = json.loads((Path(ek_agents_examples.__file__).parent / "prices.json").read_text())
+    doc[JUDGE] = {"input_cost_per_token": 1e-07, "output_cost_per_token": 4e-07,
+                  "cache_read_input_token_cost": 5e-08, "litellm_provider": "openai", "mode": "chat"}
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def _monitor(args: list, capsys) -> tuple[int, dict]:
+    code = main(["monitor", *args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_end_to_end_three_windows_labels_rerun_and_dollars(day, server, tmp_path, capsys):
+    server.set_judge(0.9, 0.7, seed=5)
+    prices = _prices(tmp_path)
+    src = tmp_path / "otel"
+    src.mkdir()
+    store = str(tmp_path / "store")
+    common = ["--series", "prod", "--store", store, "--prices", prices, "--slice-attr",
+              traffic.ROUTE_ATTR, "--judge-model", JUDGE, "--judge-base-url", server.base_url,
+              "--judge-rubric", "The answer names the looked-up value.", "--horizon", "15"]
+    judged_before = len(server.judged)
+    reports = []
+    second = traffic.otlp_lines(day["second"], batch=9)
+    days = [traffic.otlp_lines(day["first"], batch=7), second[:len(second) // 2],
+            second[len(second) // 2:]]
+    for i, lines in enumerate(days, start=1):
+        with open(src / "traces.jsonl", "a", encoding="utf-8") as f:  # the collector appends
+            f.write("".join(line + "\n" for line in lines))
+        code, rep = _monitor([str(src), "--window-id", f"d{i}", *common], capsys)
+        assert code in (0, 1) and rep["episodes"] > 0 and rep["judge_calls"] == rep["episodes"]
+        reports.append(rep)
+        # a person labels 8 traces of the window (the truth is in the request they read)
+        out = tmp_path / f"labels-d{i}.jsonl"
+        assert main(["plan-labels", f"d{i}", "--series", "prod", "--n", "8", "--out", str(out),
+                     "--store", store]) == 0
+        printed = capsys.readouterr().out
+        assert "verdict" not in out.read_text() and "[r0]" in printed and "[r1]" in printed
+        if i == 1:  # no label yet: the judge's error is not measured, no corrected rate
+            assert rep["success"]["corrected"] is None and "no corrected rate" in rep["sentence"]
+        rows = [json.loads(x) for x in out.read_text().splitlines()]
+        out.write_text("".join(json.dumps(dict(r, gold="[truth:PASS]" in r["input"])) + "\n"
+                               for r in rows))
+        assert main(["label", f"d{i}", str(out), "--series", "prod", "--store", store]) in (0, 1)
+        capsys.readouterr()
+    assert sum(r["episodes"] for r in reports) == 25
+    assert len(server.judged) - judged_before == 25
+    # the judge saw the planted truth; a lenient judge passes more than the truth
+    assert {j.truth for j in server.judged[judged_before:]} == {"PASS", "FAIL"}
+    # day 3 rests on its traces, all judged, and the labels of days 1-3
+    n3 = reports[2]["episodes"]
+    code, rep = _monitor([str(src), "--window-id", "d3", *common], capsys)
+    assert rep["reused"] and rep["new_episodes"] == 0 and rep["judge_calls"] == 0 and len(server.judged) - judged_before == 25
+    labels = min(8, reports[0]["episodes"]) + min(8, reports[1]["episodes"]) + min(8, n3)
+    assert f"{n3} traces, {n3} judged, {min(8, n3)} labels ({labels} used" in rep["sentence"]
+    assert rep["success"]["corrected"] is not None
+    # a new window with nothing new: no episode, no judge call
+    code, rep = _monitor([str(src), "--window-id", "d4", *common], capsys)
+    assert code == 0 and rep["episodes"] == 0 and rep["judge_calls"] == 0
+
+    # agent dollars per model are what the server billed the agent's models; the judge's
+    # calls are the evaluation cost, billed apart
+    cat = load_prices(prices)
+    billed = {m: dollars(ModelCall(m, input_tokens=b.input_tokens, output_tokens=b.output_tokens,
+                                   cached_input_tokens=b.cached_input_tokens,
+                                   reasoning_tokens=b.reasoning_tokens), cat[m])
+              for m, b in server.ledger.items()}
+    agent: dict = {}
+    for rep in reports:
+        for m, r in rep["cost"]["per_model"].items():
+            agent[m] = agent.get(m, 0.0) + r["dollars"]
+    assert set(agent) == {"gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18"}
+    for m in agent:
+        assert agent[m] == pytest.approx(billed[m], rel=1e-9)
+    evaluation = sum(rep["cost"]["evaluation_dollars"] for rep in reports)
+    assert evaluation == pytest.approx(billed[JUDGE], rel=1e-9) and evaluation > 0
