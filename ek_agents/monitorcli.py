@@ -25,7 +25,7 @@ from .cliargs import MAX_SEED, int_in, name_arg, number, store_arg
 from .errors import CheckFailed, InvalidInput
 
 __all__ = ["add_parsers", "COMMANDS", "plan_window_labels_cmd", "grouping_args",
-           "monitor_report", "ingest_otlp_ungraded", "MonitorAlert", "audit_window_cmd"]
+           "ingest_otlp_ungraded", "MonitorAlert", "audit_window_cmd"]
 
 
 class MonitorAlert(CheckFailed):
@@ -100,29 +100,6 @@ def _judges(a: argparse.Namespace) -> list:
                           api_key=key)]
 
 
-def monitor_report(rec: Any, row: Any) -> dict:
-    """The JSON report of one window: what it read, judged and cost, and its row of the series."""
-    return {"schema_version": 1, "series": rec.series, "window_id": rec.window_id,
-            "reused": rec.reused, "source": rec.source, "episodes": rec.episodes,
-            "new_episodes": rec.new_episodes,
-            "ingest": rec.counts.model_dump(mode="json"),
-            "judge_calls": rec.judge_calls, "judge_cached": rec.judge_cached,
-            "success": None if row is None else {
-                "judge_rate": row.judge_rate, "judge_ci": row.judge_ci,
-                "corrected": row.corrected, "corrected_ci": row.corrected_ci,
-                "sensitivity": row.sensitivity, "specificity": row.specificity,
-                "labels": row.labels, "labels_used": row.labels_used,
-                "no_rate_reason": row.no_rate_reason, "known": row.corrected is not None},
-            "cost": {"agent_dollars": rec.agent_dollars, "per_model": rec.agent_per_model,
-                     "tokens": rec.agent_tokens,
-                     "dollars_per_success": None if row is None else row.dollars_per_success,
-                     "evaluation_dollars": rec.evaluation_dollars,
-                     "evaluation_per_model": rec.evaluation_per_model},
-            "alert": None if row is None else {"alert": row.alert, "reasons": row.reasons,
-                                               "reference": row.reference},
-            "sentence": "" if row is None else row.sentence}
-
-
 def _print(rep: dict) -> None:
     print(rep["sentence"] or f"window {rep['window_id']}: {rep['episodes']} episodes")
     if rep["reused"]:
@@ -155,7 +132,7 @@ def _evaluate(a: argparse.Namespace, st: Any, window_id: str) -> Any:
 
 
 def _cmd_monitor(a: argparse.Namespace) -> int:
-    from .monitor import WindowOptions, run_window  # noqa: PLC0415
+    from .monitor import WindowOptions, run_window, window_report  # noqa: PLC0415
     from .prices import load_prices  # noqa: PLC0415
 
     prices = load_prices(a.prices) if a.prices else None
@@ -166,7 +143,7 @@ def _cmd_monitor(a: argparse.Namespace) -> int:
                                            slice_attr=a.slice_attr, judge_sample=a.judge_sample,
                                            seed=a.seed))
     row = _evaluate(a, st, rec.window_id)
-    rep = monitor_report(rec, row)
+    rep = window_report(rec, row)
     if a.json:
         print(json.dumps(rep, indent=1, default=str))
     else:

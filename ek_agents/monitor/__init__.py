@@ -23,7 +23,8 @@ _EXPORTS: dict[str, str] = {
                      "cost_by_model"],
                     "window"),
     **dict.fromkeys(["SeriesOptions", "SeriesRow", "evaluate_series", "store_window_labels",
-                     "window_labels", "window_sentence", "plan_window_labels"], "series"),
+                     "window_labels", "window_sentence", "plan_window_labels", "window_report",
+                     "monitor_window", "run_monitor", "window_markdown"], "series"),
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
@@ -31,8 +32,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:
     from .ingest import (DEFAULT_SLICE, FileMark, IngestCounts, Ledger, TraceBatch,
                          episodes_of_traces, read_new_traces)
-    from .series import (SeriesOptions, SeriesRow, evaluate_series, plan_window_labels,
-                         store_window_labels, window_labels, window_sentence)
+    from .series import (SeriesOptions, SeriesRow, evaluate_series, monitor_window,
+                         plan_window_labels, run_monitor, store_window_labels,
+                         window_labels, window_markdown, window_report, window_sentence)
     from .window import (WindowOptions, WindowRecord, cost_by_model, episode_digest,
                          judge_identity,
                          load_ledger, load_window, new_window_id, run_window, window_episodes)

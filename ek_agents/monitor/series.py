@@ -19,16 +19,20 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
+from ..adapters.judge_endpoint import DEFAULT_RUBRIC, EndpointJudge
 from ..errors import InvalidInput
 from ..labels import LabelError, Labels, labels_doc, labels_of_doc, read_labels
+from ..prices import load_prices
 from ..stats.windowrates import (LabelTable, SliceCounts, WindowPoint, stratified_judge_rate,
                                  window_alert, window_rate)
 from ..store import Store, open_store, write_url
 from ..store.sources import monitor_key
-from .window import WindowRecord, load_ledger, load_window, window_episodes
+from .window import (WindowOptions, WindowRecord, load_ledger, load_window, run_window,
+                     window_episodes)
 
 __all__ = ["SeriesOptions", "SeriesRow", "evaluate_series", "store_window_labels",
-           "window_labels", "window_sentence", "plan_window_labels"]
+           "window_labels", "window_sentence", "plan_window_labels", "window_report",
+           "monitor_window", "run_monitor", "window_markdown"]
 
 
 class SeriesOptions(BaseModel):
@@ -222,3 +226,77 @@ def plan_window_labels(store: Any, series: str, window_id: str, n: int, *, seed:
         write_url(path, "".join(json.dumps(r, default=str) + "\n" for r in rows).encode(),
                   what="labels file")
     return rows
+
+
+def window_report(rec: WindowRecord, row: Optional[SeriesRow]) -> dict:
+    """The JSON report of one window: what it read, judged and cost, and its row of the series."""
+    return {"schema_version": 1, "series": rec.series, "window_id": rec.window_id,
+            "reused": rec.reused, "source": rec.source, "episodes": rec.episodes,
+            "new_episodes": rec.new_episodes,
+            "ingest": rec.counts.model_dump(mode="json"),
+            "judge_calls": rec.judge_calls, "judge_cached": rec.judge_cached,
+            "success": None if row is None else {
+                "judge_rate": row.judge_rate, "judge_ci": row.judge_ci,
+                "corrected": row.corrected, "corrected_ci": row.corrected_ci,
+                "sensitivity": row.sensitivity, "specificity": row.specificity,
+                "labels": row.labels, "labels_used": row.labels_used,
+                "no_rate_reason": row.no_rate_reason, "known": row.corrected is not None},
+            "cost": {"agent_dollars": rec.agent_dollars, "per_model": rec.agent_per_model,
+                     "tokens": rec.agent_tokens,
+                     "dollars_per_success": None if row is None else row.dollars_per_success,
+                     "evaluation_dollars": rec.evaluation_dollars,
+                     "evaluation_per_model": rec.evaluation_per_model},
+            "alert": None if row is None else {"alert": row.alert, "reasons": row.reasons,
+                                               "reference": row.reference},
+            "sentence": "" if row is None else row.sentence}
+
+
+def monitor_window(source: Any, series: str, *, store: Any = None, judges: Any = (),
+                   prices: Any = None, window_id: Optional[str] = None,
+                   options: Optional[WindowOptions] = None,
+                   series_options: Optional[SeriesOptions] = None) -> tuple:
+    """One window run and the series re-evaluated: ``(record, its row or None, report)``."""
+    st = open_store(store)
+    rec = run_window(source, series, store=st, judges=judges, prices=prices,
+                     window_id=window_id, options=options)
+    rows = evaluate_series(st, series, series_options)
+    row = next((r for r in rows if r.window_id == rec.window_id), None)
+    return rec, row, window_report(rec, row)
+
+
+def window_markdown(rep: dict) -> str:
+    """The window's report as Markdown: the sentence, the alert, agent and evaluation dollars."""
+    lines = [f"# {rep['series']}: window {rep['window_id']}", "", rep["sentence"] or "", ""]
+    alert = rep.get("alert") or {}
+    lines.append(("**ALERT**: " + "; ".join(alert.get("reasons") or [])) if alert.get("alert")
+                 else f"no alert (reference: {alert.get('reference') or 'none'})")
+    lines += ["", "| model | calls | dollars |", "|---|---|---|"]
+    for m, r in sorted(rep["cost"]["per_model"].items()):
+        d = r.get("dollars")
+        lines.append(f"| {m} | {int(r['calls'])} | {'unknown' if d is None else f'{d:.6f}'} |")
+    ev = rep["cost"]["evaluation_dollars"]
+    lines += ["", f"evaluation cost (the judges' own calls): "
+                  f"{'none' if ev is None else f'${ev:.6f}'}; {rep['judge_calls']} judge calls, "
+                  f"{rep['judge_cached']} verdicts reused" + (" (window reused as stored)"
+                                                             if rep["reused"] else "")]
+    return "\n".join(lines)
+
+
+def run_monitor(source: Any, series: str, *, store: Any = None, window_id: Optional[str] = None,
+                window: Optional[dict] = None, series_options: Optional[dict] = None,
+                prices: Optional[str] = None, judge_model: Optional[str] = None,
+                judge_base_url: Optional[str] = None, judge_rubric: Optional[str] = None,
+                judge_api_key: Optional[str] = None) -> dict:
+    """:func:`monitor_window` from plain parameters (what a pipeline task passes): the judge an
+    :class:`~ek_agents.adapters.judge_endpoint.EndpointJudge` when ``judge_model`` is given,
+    ``prices`` a catalog path. The window's report, with its Markdown under ``"markdown"``."""
+    judges = []
+    if judge_model:
+        judges.append(EndpointJudge(judge_model, judge_base_url, judge_rubric or DEFAULT_RUBRIC,
+                                    api_key=judge_api_key))
+    _, _, rep = monitor_window(source, series, store=store, judges=judges,
+                               prices=load_prices(prices) if prices else None,
+                               window_id=window_id, options=WindowOptions(**(window or {})),
+                               series_options=SeriesOptions(**(series_options or {})))
+    rep["markdown"] = window_markdown(rep)
+    return rep
