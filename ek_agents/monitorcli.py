@@ -73,12 +73,16 @@ def add_parsers(sub: Any) -> None:
                    help="compare with this window instead of all earlier ones")
     p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0)
     p.add_argument("--json", action="store_true", help="print the window's report as JSON")
+    p.add_argument("--html", default=None, metavar="PATH",
+                   help="write the series as an HTML page (path or fsspec URL)")
     store_arg(p)
 
     p = sub.add_parser("label", help="store a monitor window's labels (the filled plan-labels file)")
     p.add_argument("window_id", type=name_arg("window id"))
     p.add_argument("file", help="the labels file (JSONL: task_id, trial, gold)")
     p.add_argument("--series", required=True, type=name_arg("series name"))
+    p.add_argument("--html", default=None, metavar="PATH",
+                   help="write the series as an HTML page (path or fsspec URL)")
     store_arg(p)
 
 
@@ -128,6 +132,11 @@ def _evaluate(a: argparse.Namespace, st: Any, window_id: str) -> Any:
                          label_windows=getattr(a, "label_windows", None),
                          baseline=getattr(a, "baseline", None))
     rows = evaluate_series(st, a.series, opts)
+    if getattr(a, "html", None):
+        from .report.monitorpage import series_page  # noqa: PLC0415
+        from .store import write_url  # noqa: PLC0415
+
+        write_url(a.html, series_page(a.series, rows).encode(), what="HTML page")
     return next((r for r in rows if r.window_id == window_id), None)
 
 
