@@ -26,7 +26,7 @@ from . import agents
 from .fakeopenai import summary_of
 
 __all__ = ["seed_for", "is_right", "Request", "day_requests", "serve_requests", "otlp_lines",
-           "ROUTE_ATTR"]
+           "hex_ids", "ROUTE_ATTR"]
 
 #: The span attribute naming a request's route (the slice).
 ROUTE_ATTR = "app.route"
@@ -93,6 +93,18 @@ def serve_requests(requests: list, *, concurrency: int = 4, open_request: Any = 
     return box[0] if box else None
 
 
+def hex_ids(doc: dict) -> dict:
+    """An OTLP/JSON document from protobuf's JSON mapping (base64 ids) with hex ids, as the
+    collector's file exporter writes them (changed in place, and returned)."""
+    for rs in doc.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            for sp in ss.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if sp.get(key):
+                        sp[key] = base64.b64decode(sp[key]).hex()
+    return doc
+
+
 def otlp_lines(spans: list, *, batch: int = 50) -> list:
     """OTLP/JSON lines (hex ids) of SDK spans, ``batch`` spans a line."""
     from google.protobuf import json_format  # noqa: PLC0415 -- example code, on use
@@ -100,12 +112,5 @@ def otlp_lines(spans: list, *, batch: int = 50) -> list:
 
     out = []
     for i in range(0, len(spans), batch):
-        doc = json_format.MessageToDict(encode_spans(spans[i:i + batch]))
-        for rs in doc.get("resourceSpans", []):
-            for ss in rs.get("scopeSpans", []):
-                for sp in ss.get("spans", []):
-                    for key in ("traceId", "spanId", "parentSpanId"):
-                        if sp.get(key):
-                            sp[key] = base64.b64decode(sp[key]).hex()
-        out.append(json.dumps(doc))
+        out.append(json.dumps(hex_ids(json_format.MessageToDict(encode_spans(spans[i:i + batch])))))
     return out
