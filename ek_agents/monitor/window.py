@@ -223,8 +223,13 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
         raise InvalidInput(f"combine must be 'min' or 'mean', got {opts.combine!r}")
     wid = st.validate_name(window_id or new_window_id(), what="window id")
     rec_key = monitor_key(series, "windows", f"{wid}.json")
+    led_key, next_key = monitor_key(series, "ledger.json"), monitor_key(series, "ledgers",
+                                                                         f"{wid}.json")
     if st.exists(rec_key):
         rec = load_window(st, series, wid)  # this run read nothing and called no judge
+        if st.exists(next_key):  # recorded, but stopped before the ledger moved: move it now
+            st.write_json(led_key, st.read_json(next_key))
+            st.delete(next_key)
         return rec.model_copy(update={"reused": True, "judge_calls": 0, "judge_cached": 0})
     ledger = load_ledger(st, series)
     batch = read_new_traces(source, ledger, attrs=(None if opts.group_by == "trace" else opts.group_by,
@@ -280,8 +285,14 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
                       for k in ("input_tokens", "output_tokens", "cached_input_tokens")},
         evaluation_dollars=(math.fsum(eval_per) if prices is not None else None) if judges else None,
         evaluation_per_model=eval_table)
+    # the ledger after this window is written first under the window's name, then the
+    # window, then the ledger moves: a run stopped in between leaves either no window (the
+    # traces are read again by the next run) or a window whose re-run moves the ledger, never
+    # a window whose traces the next window reads again
+    batch.ledger.windows.append(wid)
+    st.write_json(next_key, batch.ledger.model_dump(mode="json"))
     st.write_bytes(monitor_key(series, "windows", f"{wid}.episodes.jsonl"), lines)
     st.write_json(rec_key, rec.model_dump(mode="json"))
-    batch.ledger.windows.append(wid)
-    st.write_json(monitor_key(series, "ledger.json"), batch.ledger.model_dump(mode="json"))
+    st.write_json(led_key, batch.ledger.model_dump(mode="json"))
+    st.delete(next_key)
     return rec

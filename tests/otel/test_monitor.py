@@ -137,6 +137,13 @@ def test_shrunk_file_and_nothing_usable(day, tmp_path):
     _write(log, lines)
     store = Store(str(tmp_path / "s"))
     run_window(str(log), "s", store=store, window_id="a", options=OPTS)
+    # stopped after the window was recorded, before its ledger moved: the re-run moves it
+    moved = store.read_json("monitor/s/ledger.json")
+    store.write_json("monitor/s/ledgers/a.json", moved)
+    store.write_json("monitor/s/ledger.json", {"schema_version": 1})
+    assert run_window(str(log), "s", store=store, window_id="a", options=OPTS).reused
+    assert store.read_json("monitor/s/ledger.json") == moved
+    assert not store.exists("monitor/s/ledgers/a.json")
     _write(log, lines[:2])
     w = run_window(str(log), "s", store=store, window_id="b", options=OPTS)
     assert w.counts.shrunk_files == 1 and w.episodes == 0
