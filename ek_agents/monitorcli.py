@@ -180,15 +180,22 @@ def _cmd_label(a: argparse.Namespace) -> int:
 
 
 def plan_window_labels_cmd(a: argparse.Namespace) -> int:
-    """``plan-labels WINDOW --series NAME --n N``: the labels file of a monitor window."""
+    """``plan-labels WINDOW --series NAME --n N``: the labels file of a monitor window, and
+    beside it (``.html``) the page a person fills it in on."""
     from .monitor import plan_window_labels  # noqa: PLC0415
 
     path = a.out or f"labels-{a.series}-{a.run_id}.jsonl"
+    from .report.monitorpage import labeling_page  # noqa: PLC0415
+    from .store import write_url  # noqa: PLC0415
+
     rows = plan_window_labels(_store(a.store), a.series, a.run_id, a.n, seed=a.seed, path=path)
+    page = path.rsplit(".", 1)[0] + ".html"
+    write_url(page, labeling_page(a.series, a.run_id, rows).encode(), what="labeling page")
     slices = sorted({str(r["slice"]) for r in rows})
     print(f"wrote {len(rows)} traces to label ({len(slices)} slices: {', '.join(slices)}) to "
-          f"{path}; fill gold true/false on each line, then `ek-agents label {a.run_id} {path} "
-          f"--series {a.series}`")
+          f"{path} (and the page {page}: label in a browser, save the file); fill gold "
+          f"true/false on each line, then `ek-agents label {a.run_id} {path} --series "
+          f"{a.series}`")
     for r in rows:
         print(f"  {r['task_id']} [{r['slice']}] input: {str(r['input'])[:60]!r} output: "
               f"{str(r['output'])[:60]!r}")

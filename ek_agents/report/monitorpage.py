@@ -1,6 +1,7 @@
 """A monitored series as one self-contained HTML page (inline SVG, no script, no request).
 
-Three plots over the windows, in order: corrected success with its 95% band and the judge's
+:func:`labeling_page` is the page a person labels a window on. :func:`series_page`: three
+plots over the windows, in order: corrected success with its 95% band and the judge's
 raw rate beside it (alerts marked); dollars per corrected success; dollars per window -- the
 agent's per model and the evaluation cost (the judges' own calls) apart. Then one row per
 window: its sentence (traces, judged traces, labels it rests on) and the alert's reasons.
@@ -13,7 +14,7 @@ from typing import Any, Optional
 
 from ..monitor import SeriesRow
 
-__all__ = ["series_page", "SERIES_PLOTS"]
+__all__ = ["series_page", "SERIES_PLOTS", "labeling_page"]
 
 #: The plots a series page draws (each an ``<svg data-plot="...">``).
 SERIES_PLOTS = ("monitor-success", "monitor-cost-per-success", "monitor-dollars")
@@ -134,3 +135,52 @@ def series_page(series: str, rows: Sequence[Any]) -> str:
             f"<h1>Series {_e(series)}: {len(rs)} windows</h1>"
             + "".join((_success(rs), "<br>", _cps(rs), "<br>", _dollars(rs)))
             + "".join(table) + "</body></html>")
+
+
+_SAVE_JS = """
+function ekLabels() {
+  var rows = document.querySelectorAll('fieldset.trace'), out = [];
+  rows.forEach(function (f) {
+    var got = f.querySelector('input[type=radio]:checked');
+    out.push(JSON.stringify({task_id: f.dataset.task, trial: Number(f.dataset.trial),
+                             gold: got ? got.value === 'PASS' : null}));
+  });
+  return out.join('\\n') + '\\n';
+}
+function ekSave() {
+  var text = ekLabels(), a = document.getElementById('save');
+  document.getElementById('saved').textContent = text;
+  a.href = URL.createObjectURL(new Blob([text], {type: 'application/jsonl'}));
+  a.click();
+}
+"""
+
+
+def labeling_page(series: str, window_id: str, rows: Sequence[dict]) -> str:
+    """The page a person labels a window's planned traces on (the rows of
+    :func:`~ek_agents.monitor.plan_window_labels`): each trace's request and answer, PASS /
+    FAIL to choose -- never the judge's verdict --, and *Save labels*, which downloads the
+    labels file (``labels-<window>.jsonl``: ``task_id``, ``trial``, ``gold``; ``null`` where
+    nothing was chosen) for ``ek-agents label``. No server, no request: one file."""
+    parts = []
+    for i, r in enumerate(rows):
+        parts.append(
+            f'<fieldset class="trace" data-task="{_e(r["task_id"])}" data-trial="{int(r["trial"])}">'
+            f'<legend>{i + 1}. {_e(r.get("slice") or "")}</legend>'
+            f'<p><b>Request</b></p><pre>{_e(r.get("input"))}</pre>'
+            f'<p><b>Answer</b></p><pre>{_e(r.get("output"))}</pre>'
+            f'<label><input type="radio" name="l{i}" value="PASS"> PASS</label> '
+            f'<label><input type="radio" name="l{i}" value="FAIL"> FAIL</label></fieldset>')
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+            f"<title>label window {_e(window_id)}</title><style>body{{font-family:sans-serif;"
+            "margin:1em}} pre{{white-space:pre-wrap;background:#f6f6f6;padding:4px}}</style>"
+            f"<script>{_SAVE_JS}</script></head><body>"
+            f"<h1>Label window {_e(window_id)} of series {_e(series)}</h1>"
+            f"<p>{len(rows)} traces. For each, did the answer truly succeed? Then save the file "
+            f"and run <code>ek-agents label {_e(window_id)} labels-{_e(window_id)}.jsonl "
+            f"--series {_e(series)}</code>.</p>" + "".join(parts)
+            + '<p><button id="save-button" onclick="ekSave()">Save labels</button> '
+            f'<a id="save" download="labels-{_e(window_id)}.jsonl"></a></p>'
+            '<pre id="saved"></pre></body></html>')

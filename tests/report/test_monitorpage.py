@@ -54,3 +54,33 @@ def test_series_page_in_chromium(tmp_path):
     assert len(re.findall(r'<circle class="alert"', dom)) == sum(r.alert for r in rows) >= 1
     assert len(re.findall(r'class="dollars"', dom)) == 3  # two agent models + the evaluation
     assert dom.count("<tr>") == 16 and "fell by" in dom
+
+
+def test_labeling_page_in_chromium(tmp_path):
+    from ek_agents.labels import read_labels
+    from ek_agents.report.monitorpage import labeling_page
+
+    rows = [{"task_id": f"t{i}", "trial": 0, "gold": None, "slice": "r0" if i % 2 else "r1",
+             "input": f"look up <k{i}>", "output": f"SUMMARY(t{i})"} for i in range(4)]
+    path = tmp_path / "label.html"
+    path.write_text(labeling_page("prod", "d01", rows), encoding="utf-8")
+    b = DevToolsPage(BINARY, str(tmp_path / "profile"))
+    try:
+        b.open(path.as_uri())
+        dom = b.dom()
+        assert dom.count('<fieldset class="trace"') == 4 and "look up &lt;k2&gt;" in dom
+        assert "verdict" not in dom.lower()
+        for i, choice in ((0, "PASS"), (1, "FAIL"), (3, "PASS")):  # trace 2 left unlabeled
+            b.send("Runtime.evaluate", expression=f"document.querySelector("
+                   f"'input[name=l{i}][value={choice}]').click()")
+        b.send("Runtime.evaluate", expression="document.getElementById('save-button').click()")
+        saved = b.send("Runtime.evaluate", returnByValue=True, expression=(
+            "[document.getElementById('saved').textContent, "
+            "document.getElementById('save').href.slice(0, 5)]"))["result"]["value"]
+        assert b.blocked == [] and b.requests[0] == path.as_uri()
+    finally:
+        b.close()
+    labs = read_labels(saved[0].encode(), where="saved")
+    assert [(x.task_id, x.gold) for x in labs.labels] == [("t0", True), ("t1", False),
+                                                           ("t3", True)]
+    assert labs.unfilled == 1 and saved[1] == "blob:"
