@@ -289,3 +289,29 @@ def test_end_to_end_three_windows_labels_rerun_and_dollars(day, server, tmp_path
         assert agent[m] == pytest.approx(billed[m], rel=1e-9)
     evaluation = sum(rep["cost"]["evaluation_dollars"] for rep in reports)
     assert evaluation == pytest.approx(billed[JUDGE], rel=1e-9) and evaluation > 0
+
+
+def test_several_judges_combine_as_estimate_quality_does(day, tmp_path):
+    class Cheap(Judge):
+        identity, name, cost_tier = "cheap-v1", "cheap", 1
+
+    class Costly(Judge):
+        identity, name, cost_tier = "costly-v1", "costly", 5
+
+        def __call__(self, output: str) -> float:
+            self.calls += 1
+            return 1.0
+
+    log = tmp_path / "otel.jsonl"
+    _write(log, traffic.otlp_lines(day["first"]))
+    cheap, costly = Cheap(), Costly()
+    w = run_window(str(log), "two", store=Store(str(tmp_path / "s")), judges=[costly, cheap],
+                   window_id="a", options=OPTS)
+    # "min": the cheaper judge runs first, a FAIL from it stops the costlier one
+    assert cheap.calls == 12 and costly.calls == sum(w.verdicts.values())
+    right = sum(r.right for r in day["requests"][:12])
+    assert sum(w.verdicts.values()) == right < 12
+    mean = run_window(str(log), "mean", store=Store(str(tmp_path / "s")), judges=[costly, cheap],
+                      window_id="a", options=WindowOptions(slice_attr=traffic.ROUTE_ATTR,
+                                                           combine="mean"))
+    assert all(mean.verdicts.values())  # (0 + 1) / 2 >= 0.5: every episode passes
