@@ -178,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade against this suite (default: the success the source recorded)")
     eval_args(p)
     monitorcli.grouping_args(p)
+    monitorcli.judge_args(p)
 
     p = sub.add_parser("report", help="print a stored run's report, or write an HTML/Markdown "
                                       "report comparing runs (no Prefect needed)")
@@ -261,9 +262,11 @@ def _print_report(st: Any, run_id: str) -> None:
 def _cmd_run(a: argparse.Namespace) -> int:
     if a.command == "ingest" and a.kind == "otlp" and a.suite is None and a.check is None:
         return monitorcli.ingest_otlp_ungraded(a)  # no grader: cost with success unknown
-    if a.command == "ingest" and (a.group_by != "trace" or a.task_attr or a.slice_attr):
-        raise InvalidInput("--group-by / --task-attr / --slice-attr apply to `ingest otlp` "
-                           "without a grader; grade grouped traces with `ek-agents monitor`")
+    if a.command == "ingest" and (a.group_by != "trace" or a.task_attr or a.slice_attr
+                                  or a.judge_model):
+        raise InvalidInput("--group-by / --task-attr / --slice-attr / --judge-model apply to "
+                           "`ingest otlp` without --suite or --check; judge and correct "
+                           "production traces with `ek-agents monitor`")
     from .runs.harness import new_run_id
     from .runs.pipeline_support import check_inputs, check_request, load_agent
     from .store import run_key

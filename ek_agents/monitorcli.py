@@ -24,7 +24,7 @@ from typing import Any
 from .cliargs import MAX_SEED, int_in, name_arg, number, store_arg
 from .errors import CheckFailed, InvalidInput
 
-__all__ = ["add_parsers", "COMMANDS", "plan_window_labels_cmd", "grouping_args",
+__all__ = ["add_parsers", "COMMANDS", "plan_window_labels_cmd", "grouping_args", "judge_args",
            "ingest_otlp_ungraded", "MonitorAlert", "audit_window_cmd"]
 
 
@@ -44,6 +44,16 @@ def grouping_args(p: argparse.ArgumentParser) -> None:
                    help="the span attribute naming an episode's slice (a route, a tenant)")
 
 
+def judge_args(p: argparse.ArgumentParser) -> None:
+    """``--judge-model``, ``--judge-base-url``, ``--judge-rubric`` (monitor and ``ingest otlp``)."""
+    p.add_argument("--judge-model", default=None, metavar="MODEL",
+                   help="judge each episode with this model (an OpenAI-compatible endpoint)")
+    p.add_argument("--judge-base-url", default=None, metavar="URL",
+                   help="OpenAI-compatible endpoint of the judge (key: $EK_JUDGE_API_KEY, "
+                        "else $OPENAI_API_KEY)")
+    p.add_argument("--judge-rubric", default=None, metavar="TEXT", help="what a PASS is")
+
+
 def add_parsers(sub: Any) -> None:
     """Add ``monitor`` and ``label`` to the ``ek-agents`` subparsers."""
     p = sub.add_parser("monitor", help="one production window: new OTLP/JSON traces judged, "
@@ -54,11 +64,7 @@ def add_parsers(sub: Any) -> None:
                    help="the window's id (default a UTC timestamp); re-running one is a no-op")
     grouping_args(p)
     p.add_argument("--prices", default=None, metavar="PATH", help="price catalog (LiteLLM JSON)")
-    p.add_argument("--judge-model", default=None, metavar="MODEL")
-    p.add_argument("--judge-base-url", default=None, metavar="URL",
-                   help="OpenAI-compatible endpoint of the judge (key: $EK_JUDGE_API_KEY, "
-                        "else $OPENAI_API_KEY)")
-    p.add_argument("--judge-rubric", default=None, metavar="TEXT", help="what a PASS is")
+    judge_args(p)
     p.add_argument("--judge-sample", type=int_in(1, 100_000_000), default=None, metavar="N",
                    help="judge N episodes, stratified by slice (default: all)")
     p.add_argument("--tolerance", type=number(0.0), default=0.0,
@@ -205,7 +211,8 @@ def plan_window_labels_cmd(a: argparse.Namespace) -> int:
 
 def ingest_otlp_ungraded(a: argparse.Namespace) -> int:
     """``ingest otlp PATH`` with no grader (no ``--suite``, no ``--check``): what the traces
-    cost -- dollars per model, tokens -- with success unknown (exit 0)."""
+    cost -- dollars per model, tokens -- with success unknown (exit 0); with ``--judge-model``
+    also the judge's raw pass rate and its own calls' dollars (the evaluation cost, apart)."""
     from .monitor import Ledger, cost_by_model, episodes_of_traces, read_new_traces  # noqa: PLC0415
     from .prices import load_prices  # noqa: PLC0415
 
@@ -216,14 +223,34 @@ def ingest_otlp_ungraded(a: argparse.Namespace) -> int:
                              slice_attr=a.slice_attr, where=a.path)
     table, per_ep = cost_by_model(eps, prices)
     c = batch.counts
+    judges = _judges(a)
+    passed = None
+    eval_table: dict = {}
+    eval_dollars = None
+    if judges:  # the judge's raw rate (no labels here: `ek-agents monitor` corrects it)
+        calls = []
+        passed = 0
+        for ep in eps:
+            reply = judges[0].judge(ep.output, (ep.meta or {}).get("input"))
+            passed += reply.passed
+            if reply.call is not None:
+                calls.append(reply.call)
+        from .base import Cost, Episode  # noqa: PLC0415
+
+        eval_table, eval_per = cost_by_model([Episode("judge", cost=Cost.of_calls(calls))]
+                                             if calls else [], prices)
+        eval_dollars = sum(eval_per) if prices is not None else None
     slices: dict = {}
     for ep in eps:
         slices[ep.meta["slice"]] = slices.get(ep.meta["slice"], 0) + 1
     doc = {"episodes": len(eps), "tasks": len({ep.task_id for ep in eps}), "slices": slices,
            "success": {"known": False, "rate": None,
-                       "why": "no grader: pass --suite, --check, or judge with `ek-agents monitor`"},
+                       "judge_rate": None if passed is None else passed / max(len(eps), 1),
+                       "why": "no grader: pass --suite, --check, or judge and correct it with "
+                              "labels in `ek-agents monitor`"},
            "cost": {"agent_dollars": sum(per_ep) if prices is not None else None,
-                    "per_model": table},
+                    "per_model": table, "evaluation_dollars": eval_dollars,
+                    "evaluation_per_model": eval_table},
            "ingest": c.model_dump(mode="json")}
     dollars = doc["cost"]["agent_dollars"]
     print(f"{len(eps)} episodes ({doc['tasks']} tasks, slices {slices}); success unknown (no "
@@ -233,6 +260,10 @@ def ingest_otlp_ungraded(a: argparse.Namespace) -> int:
         print(f"  {model}: {int(r['calls'])} calls, {int(r['input_tokens'])} input tokens "
               f"({int(r['cached_input_tokens'])} cached), {int(r['output_tokens'])} output tokens"
               + ("" if "dollars" not in r else f", ${r['dollars']:.6f}"))
+    if passed is not None:
+        print(f"  the judge passed {passed} of {len(eps)} (its raw rate, not corrected by labels); "
+              "evaluation cost (the judge's own calls): "
+              + ("unknown (no --prices)" if eval_dollars is None else f"${eval_dollars:.6f}"))
     if c.pending_traces or c.bad_lines or c.no_model_call:
         print(f"  set aside: {c.pending_traces} traces whose root span has not ended, "
               f"{c.bad_lines} bad lines, {c.no_model_call} traces without a model call")

@@ -290,6 +290,14 @@ def test_end_to_end_three_windows_labels_rerun_and_dollars(day, server, tmp_path
     evaluation = sum(rep["cost"]["evaluation_dollars"] for rep in reports)
     assert evaluation == pytest.approx(billed[JUDGE], rel=1e-9) and evaluation > 0
 
+    # `ingest otlp` takes the same judge: its raw rate, and its calls billed apart
+    n = len(server.judged)
+    assert main(["ingest", "otlp", str(src / "traces.jsonl"), "--prices", prices,
+                 "--judge-model", JUDGE, "--judge-base-url", server.base_url]) == 0
+    out = capsys.readouterr().out
+    assert len(server.judged) - n == 25 and "the judge passed 0 of 25" in out  # still broken
+    assert "evaluation cost (the judge's own calls): $" in out
+
 
 def test_several_judges_combine_as_estimate_quality_does(day, tmp_path):
     class Cheap(Judge):
