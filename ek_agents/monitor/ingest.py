@@ -108,7 +108,7 @@ def read_new_traces(source: Any, ledger: Ledger, *, attrs: Sequence[Optional[str
     keep = _attrs_wanted(*attrs)
     ing = Ingest()
     spans_of: dict[str, dict[str, RawSpan]] = {}
-    first_at: dict[str, tuple[str, int]] = {}   # trace -> (file identity, line offset)
+    first_at: dict[str, dict[str, int]] = {}   # trace -> {file identity: first line offset}
     seen_ids: set = set()
     listed = list(files) if files is not None else list_sources(source)
     for f in listed:
@@ -156,8 +156,7 @@ def read_new_traces(source: Any, ledger: Ledger, *, attrs: Sequence[Optional[str
                 if at >= high:
                     counts.spans += 1
                 spans_of.setdefault(s.trace_id, {})[s.span_id] = s
-                if s.trace_id not in first_at or first_at[s.trace_id][0] != ident:
-                    first_at.setdefault(s.trace_id, (ident, at))
+                first_at.setdefault(s.trace_id, {}).setdefault(ident, at)
         mark.read_to = end
         mark.resume_at = end
     counts.truncated_attributes = ing.truncated
@@ -167,9 +166,9 @@ def read_new_traces(source: Any, ledger: Ledger, *, attrs: Sequence[Optional[str
             complete[tid] = list(by_span.values())
         else:
             counts.pending_traces += 1
-            ident, at = first_at[tid]
-            m = led.files[ident]
-            m.resume_at = min(m.resume_at, at)
+            for ident, at in first_at[tid].items():  # every file holding its spans waits
+                m = led.files[ident]
+                m.resume_at = min(m.resume_at, at)
     counts.traces = len(complete)
     led.consumed.update(complete)
     return TraceBatch(traces=complete, ledger=led, counts=counts)

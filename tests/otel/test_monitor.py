@@ -323,3 +323,23 @@ def test_several_judges_combine_as_estimate_quality_does(day, tmp_path):
                       window_id="a", options=WindowOptions(slice_attr=traffic.ROUTE_ATTR,
                                                            combine="mean"))
     assert all(mean.verdicts.values())  # (0 + 1) / 2 >= 0.5: every episode passes
+
+
+def test_a_pending_trace_completed_by_another_file(day, tmp_path):
+    # the open request's agent spans are in one file, its root span (ended later) in the next
+    src = tmp_path / "otel"
+    src.mkdir()
+    _write(src / "a.jsonl", traffic.otlp_lines(day["first"], batch=7))
+    store = Store(str(tmp_path / "s"))
+    w1 = run_window(str(src), "x", store=store, window_id="1", options=OPTS)
+    assert w1.episodes == 12 and w1.counts.pending_traces == 1
+    _write(src / "b.jsonl", traffic.otlp_lines(day["second"], batch=9))
+    w2 = run_window(str(src), "x", store=store, window_id="2", options=OPTS)
+    assert w2.episodes == 13 and w2.counts.pending_traces == 0 and w2.counts.new_files == 1
+    w3 = run_window(str(src), "x", store=store, window_id="3", options=OPTS)
+    assert w3.episodes == 0 and w3.counts.spans == 0
+    # the completed trace is one episode with its agent's model calls (from the first file)
+    from ek_agents.monitor import window_episodes
+
+    calls = sorted(len(ep.cost.calls) for ep in window_episodes(store, "x", "2"))
+    assert calls[0] >= 3
