@@ -269,6 +269,13 @@ def test_end_to_end_three_windows_labels_rerun_and_dollars(day, server, tmp_path
     labels = sum(r["episodes"] for r in reports)  # every trace labeled (fewer than 20 a window)
     assert f"{n3} traces, {n3} judged, {n3} labels ({labels} used" in rep["sentence"]
     assert rep["success"]["corrected"] is not None
+    # the judge's error from the last window's labels only; a promoted baseline window
+    from ek_agents.monitor import SeriesOptions, evaluate_series
+
+    rows = evaluate_series(store, "prod", SeriesOptions(label_windows=1, horizon=3))
+    assert [r.labels_used for r in rows] == [r.labels for r in rows]
+    rows = evaluate_series(store, "prod", SeriesOptions(baseline="d1", horizon=3))
+    assert rows[2].reference == "baseline d1" and rows[2].alert
     # a new window with nothing new: no episode, no judge call
     code, rep = _monitor([str(src), "--window-id", "d4", *common], capsys)
     assert code == 0 and rep["episodes"] == 0 and rep["judge_calls"] == 0
