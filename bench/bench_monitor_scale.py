@@ -56,22 +56,10 @@ print(json.dumps({"wall": time.perf_counter() - t0, "n": n,
 
 
 def _record(n_requests: int) -> list:
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from ek_agents_examples.otel import traffic
 
-    from ek_agents_examples.otel import agents, traffic
-    from ek_agents_examples.otel.fakeopenai import FakeOpenAI
-
-    tp = TracerProvider()
-    trace.set_tracer_provider(tp)
-    exp = InMemorySpanExporter()
-    tp.add_span_processor(SimpleSpanProcessor(exp))
-    with FakeOpenAI() as srv:
-        agents.configure(srv.base_url)
-        traffic.serve_requests(traffic.day_requests(1, n_requests, 0.8, rng=random.Random(0)))
-    return [json.loads(x) for x in traffic.otlp_lines(list(exp.get_finished_spans()), batch=1)]
+    spans = traffic.record(traffic.day_requests(1, n_requests, 0.8, rng=random.Random(0)))
+    return [json.loads(x) for x in traffic.otlp_lines(spans, batch=1)]
 
 
 def _replicate(docs: list, n_traces: int, folder: Path, files: int = 10) -> int:

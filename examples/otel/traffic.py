@@ -26,7 +26,7 @@ from . import agents
 from .fakeopenai import summary_of
 
 __all__ = ["seed_for", "is_right", "Request", "day_requests", "serve_requests", "otlp_lines",
-           "hex_ids", "ROUTE_ATTR"]
+           "hex_ids", "record", "ROUTE_ATTR"]
 
 #: The span attribute naming a request's route (the slice).
 ROUTE_ATTR = "app.route"
@@ -91,6 +91,32 @@ def serve_requests(requests: list, *, concurrency: int = 4, open_request: Any = 
     box = [open_request] if open_request is not None else None
     asyncio.run(_serve(requests, concurrency, box))
     return box[0] if box else None
+
+
+def record(requests: list, *, concurrency: int = 4) -> list:
+    """Serve ``requests`` against a fresh local server with the process's tracer provider (an
+    SDK one, made and set if there is none) and return the spans they finished, in the order
+    they ended."""
+    from opentelemetry import trace  # noqa: PLC0415 -- example code: the SDK only when recording
+    from opentelemetry.sdk.trace import TracerProvider  # noqa: PLC0415
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: PLC0415
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: PLC0415
+        InMemorySpanExporter)
+
+    from .fakeopenai import FakeOpenAI  # noqa: PLC0415
+
+    tp = trace.get_tracer_provider()
+    if not isinstance(tp, TracerProvider):
+        tp = TracerProvider()
+        trace.set_tracer_provider(tp)
+    exp = InMemorySpanExporter()
+    tp.add_span_processor(SimpleSpanProcessor(exp))
+    with FakeOpenAI() as srv:
+        agents.configure(srv.base_url)
+        serve_requests(requests, concurrency=concurrency)
+    spans = sorted(exp.get_finished_spans(), key=lambda s: s.end_time)
+    exp.shutdown()
+    return spans
 
 
 def hex_ids(doc: dict) -> dict:
