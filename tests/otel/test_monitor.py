@@ -350,3 +350,19 @@ def test_a_pending_trace_completed_by_another_file(day, tmp_path):
 
     calls = sorted(len(ep.cost.calls) for ep in window_episodes(store, "x", "2"))
     assert calls[0] >= 3
+
+
+def test_an_fsspec_source_and_store(day):
+    # the collector's files behind an fsspec URL (memory://, as s3:// would be), zstd-compressed
+    import zstandard
+
+    from ek_agents.store import write_url
+
+    data = "".join(x + "\n" for x in traffic.otlp_lines(day["first"])).encode()
+    write_url("memory://ek-monitor-src/otel/a.jsonl.zst", zstandard.ZstdCompressor().compress(data))
+    w = run_window("memory://ek-monitor-src/otel", "m", store="memory://ek-monitor-store",
+                   window_id="1", options=OPTS)
+    assert w.episodes == 12 and w.counts.new_files == 1
+    again = run_window("memory://ek-monitor-src/otel/*.zst", "m", store="memory://ek-monitor-store",
+                       window_id="2", options=OPTS)
+    assert again.episodes == 0 and again.counts.files == 1
