@@ -49,6 +49,7 @@ from .cliargs import (MAX_CONCURRENCY, MAX_K, MAX_RETRIES, MAX_SEED, eval_args, 
 from .exportcmd import add_export_parser, cmd_export
 from .errors import (ArtifactNotFound, AuditFailed, CheckFailed, EkAgentsError, InvalidInput,
                      MissingDependency, StoreError, TooManyErrors)
+from . import monitorcli
 
 __all__ = ["main", "build_parser"]
 
@@ -180,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", default=None, metavar="PATH",
                    help="grade against this suite (default: the success the source recorded)")
     eval_args(p)
+    monitorcli.grouping_args(p)
+    monitorcli.judge_args(p)
 
     p = sub.add_parser("report", help="print a stored run's report, or write an HTML/Markdown "
                                       "report comparing runs (no Prefect needed)")
@@ -208,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="PATH", help="where to write the file (default labels-RUN_ID.jsonl)")
     p.add_argument("--width", type=number(0.0, above=True), default=0.1, help="labels for this width")
     p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0)
+    p.add_argument("--series", default=None, type=name_arg("series name"),
+                   help="RUN_ID is a window of this monitored series")
     store_arg(p)
 
     p = sub.add_parser("plan", help="plan tasks x k, labels and dollars from a pilot run, for a "
@@ -230,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", nargs="?", default=None, type=name_arg("run id"))
     p.add_argument("--baseline", default=None, metavar="NAME", type=name_arg("baseline name"),
                    help="audit the run a baseline came from")
+    p.add_argument("--series", default=None, type=name_arg("series name"),
+                   help="RUN_ID is a window of this monitored series")
     store_arg(p)
 
     p = sub.add_parser("promote", help="make a run a named baseline")
@@ -243,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default="./.ek", metavar="URL", help="artifact store (default ./.ek)")
     p.add_argument("--k", type=int_in(1, MAX_K), default=4, help="trials per task (default 4)")
     add_export_parser(sub)
+    monitorcli.add_parsers(sub)
     return ap
 
 
@@ -260,6 +268,13 @@ def _print_report(st: Any, run_id: str) -> None:
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
+    if a.command == "ingest" and a.kind == "otlp" and a.suite is None and a.check is None:
+        return monitorcli.ingest_otlp_ungraded(a)  # no grader: cost with success unknown
+    if a.command == "ingest" and (a.group_by != "trace" or a.task_attr or a.slice_attr
+                                  or a.judge_model):
+        raise InvalidInput("--group-by / --task-attr / --slice-attr / --judge-model apply to "
+                           "`ingest otlp` without --suite or --check; judge and correct "
+                           "production traces with `ek-agents monitor`")
     from .execution.harness import new_run_id
     from .pipeline.request import check_inputs, check_request, load_agent
     from .store import run_key
@@ -429,6 +444,8 @@ def _cmd_gate(a: argparse.Namespace) -> int:
 
 
 def _cmd_plan(a: argparse.Namespace) -> int:  # plan-labels and plan
+    if getattr(a, "series", None):
+        return monitorcli.plan_window_labels_cmd(a)
     from .stages.labelrun import plan_labels_lines, plan_run
 
     st = _store(a.store)
@@ -449,6 +466,8 @@ def _orchestrated() -> bool:
 
 
 def _cmd_audit(a: argparse.Namespace) -> int:
+    if getattr(a, "series", None):
+        return monitorcli.audit_window_cmd(a)
     if a.run_id is None and a.baseline is None:
         raise InvalidInput("audit needs a RUN_ID or --baseline NAME")
     if a.run_id is not None and a.baseline is not None:
@@ -505,7 +524,8 @@ def _cmd_demo(a: argparse.Namespace) -> int:
 
 COMMANDS = {"run": _cmd_run, "ingest": _cmd_run, "report": _cmd_report, "gate": _cmd_gate,
             "audit": _cmd_audit, "promote": _cmd_promote, "demo": _cmd_demo,
-            "plan-labels": _cmd_plan, "plan": _cmd_plan, "export": cmd_export}
+            "plan-labels": _cmd_plan, "plan": _cmd_plan, "export": cmd_export,
+            **monitorcli.COMMANDS}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

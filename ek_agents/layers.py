@@ -28,8 +28,9 @@ LAYERS: tuple = (
     ("execution", ("execution",)),
     ("pipeline", ("pipeline",)),
     ("runs", ("runs",)),  # the re-exports of the five packages above
+    ("monitoring", ("monitor",)),
     ("reports", ("report",)),
-    ("commands", ("localrun", "cliargs", "exportcmd", "cli")),
+    ("commands", ("localrun", "cliargs", "exportcmd", "cli", "monitorcli")),
     ("facade", ("",)),  # ek_agents/__init__: the public names, resolved lazily
 )
 
@@ -61,7 +62,7 @@ LAZY_IMPORTS: dict = {
 }
 
 #: Modules whose function-level imports are explained, with the measurement, in their docstring.
-DOCUMENTED_LAZY: tuple = ("cli", "cliargs", "exportcmd")
+DOCUMENTED_LAZY: tuple = ("cli", "cliargs", "exportcmd", "monitorcli")
 
 
 def layer_of(module: str) -> tuple:

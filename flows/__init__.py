@@ -7,6 +7,8 @@
 - ``promote_baseline`` ("promote-baseline"): a run becomes ``baselines/<name>.json``.
 - ``evaluate_at_scale`` ("evaluate-at-scale"): trials in segments, chunks on a Dask cluster,
   the report merged from the segments' summaries (``flows/scale.py``).
+- ``monitor_production`` ("monitor-production"): one production window of OTLP traces judged,
+  label-corrected, appended to its series; Failed on an alert (``flows/monitor.py``).
 
 The names load on first use (``import`` of this package imports no Prefect), so that the CLI
 can start a temporary Prefect server from ``.local`` before it pays for importing Prefect.
@@ -16,10 +18,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["evaluate_agent", "audit_run", "promote_baseline", "evaluate_at_scale", "call_flow"]
+__all__ = ["evaluate_agent", "audit_run", "promote_baseline", "evaluate_at_scale", "call_flow",
+           "monitor_production"]
 
 _HOMES = {"evaluate_agent": "evaluate", "audit_run": "audit",
-          "promote_baseline": "audit", "evaluate_at_scale": "scale", "call_flow": "local"}
+          "promote_baseline": "audit", "evaluate_at_scale": "scale", "call_flow": "local",
+          "monitor_production": "monitor"}
 
 
 def __getattr__(name: str) -> Any:

@@ -42,9 +42,11 @@ KEPT_PREFIXES = ("gen_ai.", "llm.", "openinference.", "tool.", "input.value", "o
                  "ek.", "error.type", "exception.", "model_name")
 
 
-def kept(key: str, extra: Optional[str] = None) -> bool:
-    """Whether the reader keeps attribute ``key`` (``extra``: a grouping attribute)."""
-    return key.startswith(KEPT_PREFIXES) or key == extra
+def kept(key: str, extra: Any = None) -> bool:
+    """Whether the reader keeps attribute ``key`` (``extra``: a grouping attribute, or a
+    frozenset of the attributes a monitor groups, tasks and slices by)."""
+    return key.startswith(KEPT_PREFIXES) or key == extra or (
+        type(extra) is frozenset and key in extra)
 
 
 @dataclasses.dataclass(slots=True)
@@ -298,7 +300,7 @@ def span_from_sdk(s: Any, ing: Ingest, group_attr: Optional[str] = None) -> RawS
     src = s.attributes
     attrs = {}
     if src:
-        for k in [k for k in src if k.startswith(KEPT_PREFIXES) or k == group_attr]:
+        for k in [k for k in src if kept(k, group_attr)]:
             v = src[k]
             if isinstance(v, str) and len(v) > MAX_ATTRIBUTE_CHARS:
                 ing.truncated += 1

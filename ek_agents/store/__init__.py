@@ -68,7 +68,7 @@ from .settings import (StoreSettings as StoreSettings)
 from .lease import (Lease as Lease, lease_key as lease_key, acquire_lease as acquire_lease,
     release_lease as release_lease, break_lease as break_lease, read_lease as read_lease)
 
-__all__ = ["Store", "StoreSettings", "open_store", "canonical_json", "sha256_hex", "parse_json",
+__all__ = ["Store", "StoreSettings", "open_store", "open_url", "canonical_json", "sha256_hex", "parse_json",
            "episode_key", "run_key", "run_file_key", "report_key", "task_key", "read_url",
            "write_url", "DEFAULT_STORE", "TMP_MAX_AGE_S", "run_prefix", "episodes_prefix",
            "cache_key", "artifact_key", "baseline_key", "Lease", "lease_key", "acquire_lease",
@@ -386,6 +386,14 @@ def write_url(url: Union[str, os.PathLike], data: bytes, *, what: str = "file") 
     except FileNotFoundError as exc:
         raise StoreError(f"cannot write {what} {text!r}: {exc}") from None
     return sha256_hex(data)
+
+
+def open_url(url: Union[str, os.PathLike], *, what: str = "file",
+             invalid: type = InvalidInput) -> tuple:
+    """``(filesystem, path, settings)`` of a user-named file or folder (what the trace sources
+    of a monitor list and stat), opened as :func:`read_url` opens one."""
+    text = _url_text(url, what, invalid)
+    return _open_url(text, what, invalid)
 
 
 def _open_url(text: str, what: str, invalid: type) -> tuple:

@@ -3,22 +3,13 @@
 same with hex ids (the OTLP/JSON of the specification, as the collector's file exporter writes)."""
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-
-def _hexed(doc: dict) -> dict:
-    for rs in doc.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for sp in ss.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if sp.get(key):
-                        sp[key] = base64.b64decode(sp[key]).hex()
-    return doc
+from ek_agents_examples.otel.traffic import hex_ids
 
 
 def otlp_lines(spans: list, *, ids: str = "hex", batch: int = 50) -> list[str]:
@@ -26,7 +17,7 @@ def otlp_lines(spans: list, *, ids: str = "hex", batch: int = 50) -> list[str]:
     out = []
     for i in range(0, len(spans), batch):
         doc = json_format.MessageToDict(encode_spans(spans[i:i + batch]))
-        out.append(json.dumps(_hexed(doc) if ids == "hex" else doc))
+        out.append(json.dumps(hex_ids(doc) if ids == "hex" else doc))
     return out
 
 

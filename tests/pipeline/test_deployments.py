@@ -17,7 +17,8 @@ def test_prefect_yaml_names_real_flows_and_valid_parameters():
     spec = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())
     names = {d["name"]: d for d in spec["deployments"]}
     # two groups of the same four: the checkout on this box, and a clone on a remote worker
-    assert set(names) == LOCAL | {f"{n}-remote" for n in LOCAL} | {"scale", "scale-remote"}
+    assert set(names) == LOCAL | {f"{n}-remote" for n in LOCAL} | {"scale", "scale-remote"} | {
+        "monitor-production", "monitor-production-remote"}
     assert names["nightly"]["schedules"][0]["cron"] == "0 3 * * *"
     assert names["nightly-remote"]["schedules"] == names["nightly"]["schedules"]
     assert all(names[n]["work_pool"]["name"] == "ek-agents" for n in LOCAL)
@@ -27,7 +28,8 @@ def test_prefect_yaml_names_real_flows_and_valid_parameters():
         flow = load_flow_from_entrypoint(str(ROOT / path) + ":" + fn)
         given = {name: "r1" for name in flow.parameters.required}  # the run form asks for these
         flow.validate_parameters({**given, **(d.get("parameters") or {})})  # raises on a bad one
-        assert flow.parameters.required == (["run_id", "name"] if "promote" in d["name"] else [])
+        assert flow.parameters.required == (["run_id", "name"] if "promote" in d["name"] else
+                                            ["source", "series"] if "monitor" in d["name"] else [])
         assert flow.timeout_seconds and flow.timeout_seconds > 0
     assert (ROOT / names["nightly"]["parameters"]["suite"]).exists()
     assert names["promote"]["entrypoint"].endswith(":promote_baseline")

@@ -1,0 +1,47 @@
+"""Production monitoring without gold: trace files in, windows judged and label-corrected, a
+series with an alert.
+
+- :mod:`.ingest` -- incremental reading of OTLP/JSON files against a ledger (file identity and
+  offsets, trace ids), episodes from complete traces (grouped, tasks, slices);
+- :mod:`.window` -- one window: judge (a sample stratified by slice; verdicts cached by episode
+  digest and judge identity), bill the agent and -- apart -- the judges, record it;
+- :mod:`.series` -- labels per window, each window's corrected rate and the alert.
+
+May import everything below ``runs`` and ``runs`` itself (see ``ek_agents.layers``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
+                     "episodes_of_traces", "DEFAULT_SLICE"], "ingest"),
+    **dict.fromkeys(["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
+                     "window_episodes", "episode_digest", "judge_identity", "new_window_id",
+                     "cost_by_model"],
+                    "window"),
+    **dict.fromkeys(["SeriesOptions", "SeriesRow", "evaluate_series", "store_window_labels",
+                     "window_labels", "window_sentence", "plan_window_labels", "window_report",
+                     "monitor_window", "run_monitor", "window_markdown"], "series"),
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from .ingest import (DEFAULT_SLICE as DEFAULT_SLICE, FileMark as FileMark,
+                         IngestCounts as IngestCounts, Ledger as Ledger,
+                         TraceBatch as TraceBatch, episodes_of_traces as episodes_of_traces,
+                         read_new_traces as read_new_traces)
+    from .series import (SeriesOptions as SeriesOptions, SeriesRow as SeriesRow,
+                         evaluate_series as evaluate_series, monitor_window as monitor_window,
+                         plan_window_labels as plan_window_labels, run_monitor as run_monitor,
+                         store_window_labels as store_window_labels,
+                         window_labels as window_labels, window_markdown as window_markdown,
+                         window_report as window_report, window_sentence as window_sentence)
+    from .window import (WindowOptions as WindowOptions, WindowRecord as WindowRecord,
+                         cost_by_model as cost_by_model, episode_digest as episode_digest,
+                         judge_identity as judge_identity, load_ledger as load_ledger,
+                         load_window as load_window, new_window_id as new_window_id,
+                         run_window as run_window, window_episodes as window_episodes)
