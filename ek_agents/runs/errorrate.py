@@ -38,7 +38,8 @@ def check_errors(report: Mapping, *, max_error_rate: Optional[float] = MAX_ERROR
                            f"{max_error_rate!r}")
     n = report.get("n_trials") or 0
     kinds = (report.get("detail") or {}).get("errors") or {}
-    bad = sum(v for v in kinds.values() if isinstance(v, int))
+    # a trial stopped at its limit (``runs.limits``) is the agent's failure, not an outage
+    bad = sum(v for k, v in kinds.items() if isinstance(v, int) and k != "limit")
     if n and bad / n > max_error_rate:
         raise errors.TooManyErrors(
             f"run {run_id!r}: {bad} of {n} trials ended in an error ({bad / n:.0%} > "

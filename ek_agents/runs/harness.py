@@ -53,7 +53,9 @@ from ..scoring.metrics import grade
 from ..sequential import check_baseline_comparable, gate_document, sequential_gate
 from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
 from .manifest import RunInputs
+from .limits import RunLimits, make_limits
 from .otelcapture import make_capture
+from .trialpolicy import TrialPolicy, with_policy
 from .trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner, run_coroutine
 
 # the spec documents these under ``harness`` too: re-exported from their homes
@@ -83,7 +85,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                retry_errored: bool = False,
                fingerprint: Optional[identity.RunFingerprint] = None,
                agent_id: Optional[str] = None, segments: bool = False,
-               capture: Optional[str] = None) -> list[Episode]:
+               capture: Optional[str] = None, limits: Optional[RunLimits] = None,
+               prices: Optional[Mapping] = None) -> list[Episode]:
     """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
 
     Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
@@ -126,13 +129,20 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       returns an Episode too); needs ``pip install 'ek-agents[otel]'``. An
       ``otelcapture.OtelCapture(keep_spans=N)`` instead also keeps each trial's first N spans
       in ``meta["otel"]["spans_kept"]`` (opt-in, for the audit).
+    - provider errors (rate limits, outages: :mod:`ek_agents.runs.providers`) are retried,
+      not scored; ``limits`` (:class:`~ek_agents.runs.limits.RunLimits`: per-trial calls,
+      tokens, dollars; the run's ``max_dollars``; the provider retry budget) with ``prices``
+      for the dollar ones (:mod:`ek_agents.runs.trialpolicy`). A run stopped at
+      ``max_dollars`` returns the trials it ran.
     """
+    policy = TrialPolicy(limits, max_concurrency=max_concurrency, prices=prices, seed=seed)
     return _trials_with_reuse(agent, tasks, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
                               retries=retries, store=store, run_id=run_id, only=only,
                               backoff_s=backoff_s, progress=progress, refresh=refresh,
                               retry_errored=retry_errored, fingerprint=fingerprint,
-                              agent_id=agent_id, segments=segments, capture=capture)[0]
+                              agent_id=agent_id, segments=segments, capture=capture,
+                              policy=policy)[0]
 
 
 def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -142,7 +152,7 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
                        progress: Optional[bool], refresh: bool, retry_errored: bool,
                        fingerprint: Optional[identity.RunFingerprint],
                        agent_id: Optional[str] = None, segments: bool = False,
-                       capture: Optional[str] = None
+                       capture: Optional[str] = None, policy: Optional[TrialPolicy] = None
                        ) -> tuple[list[Episode], Optional[identity.RunReuse]]:
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -161,7 +171,8 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
     if st is not None:
         fp = fingerprint or trial_fingerprint(agent, specs, k=k, seed=seed, run=run,
                                               timeout_s=timeout_s, retries=retries,
-                                              agent_id=agent_id, capture=capture)
+                                              agent_id=agent_id, capture=capture,
+                                              limits=None if policy is None else policy.limits)
         reuse, done = identity.claim_run(st, run_id, fp, wanted, refresh=refresh,
                                        retry_errored=retry_errored)
     todo = [p for p in wanted if p not in done]
@@ -170,11 +181,12 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
         show = sys.stderr.isatty() if progress is None else bool(progress)
         runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                          timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                         store=st, run_id=run_id, segments=segments, capture=cap)
+                         store=st, run_id=run_id, segments=segments, capture=cap,
+                         policy=policy)
         ran = run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
                                                     show=show))
-    merged = {**done, **ran}
-    return [merged[p] for p in wanted], reuse
+    merged = {**done, **ran}  # less than wanted when the run stopped at its max_dollars
+    return [merged[p] for p in wanted if p in merged], reuse
 
 
 def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Store, run_id: str,
@@ -222,7 +234,8 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
 def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
                       run: Optional[RunProvenance], timeout_s: Optional[float],
                       retries: int, agent_id: Optional[str] = None,
-                      capture: Optional[str] = None) -> identity.RunFingerprint:
+                      capture: Optional[str] = None,
+                      limits: Optional[RunLimits] = None) -> identity.RunFingerprint:
     """The fingerprint of a library run of ``agent`` (a callable) over ``tasks``: its
     ``module:qualname``, the digest of its source file plus its own source (two lambdas of
     one file differ), its declared ``ek_config``, its identity (``agentid.agent_identity``:
@@ -236,6 +249,8 @@ def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int
     prov = {} if run is None else {f: v for f, v in run.to_dict().items() if f != "schema_version"}
     if capture:  # the episodes are read from spans: another run's than one without
         prov["capture"] = str(capture)
+    if limits is not None and limits.fingerprint():  # a trial's outcome depends on its limits
+        prov["limits"] = limits.fingerprint()
     return identity.RunFingerprint(
         agent=identity.agent_name(agent),
         agent_code=None if code is None and not own else
@@ -297,7 +312,10 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
               lease_wait_s: float = 0.0, break_lease: bool = False,
               agent_id: Optional[str] = None, labels: Any = None,
-              segments: bool = False, capture: Optional[str] = None) -> Any:
+              segments: bool = False, capture: Optional[str] = None,
+              trial_dollars: Optional[float] = None, trial_tokens: Optional[int] = None,
+              trial_calls: Optional[int] = None, max_dollars: Optional[float] = None,
+              provider_retry_s: Optional[float] = None, adaptive_concurrency: bool = True) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -344,7 +362,22 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     correction. (Not with ``sequential``/``baseline``: labels come after a run.)
     ``capture="otel"``: the trials' OpenTelemetry spans give each episode its tool calls and
     its per-model-call cost (see :func:`run_trials` and :mod:`ek_agents.runs.otelcapture`).
+
+    Providers and limits (``docs/guides/providers.md``): a provider error (an SDK's 429, 408,
+    409, 5xx, connection or read timeout) is retried with backoff for up to
+    ``provider_retry_s`` seconds of waits per trial (default ``providers.PROVIDER_RETRY_S``),
+    the trials in flight against a rate-limiting endpoint adapt (``adaptive_concurrency``);
+    what stays unresolved is not scored and ``report.detail["unresolved"]`` names it.
+    ``trial_dollars`` / ``trial_tokens`` / ``trial_calls`` end a trial over them as a failure
+    (``meta["limit"]``); ``max_dollars`` stops starting trials at that spend
+    (``report.detail["stopped"]``; resume with the same run id). Dollar limits need
+    ``prices``.
     """
+    limits = make_limits(trial_dollars=trial_dollars, trial_tokens=trial_tokens,
+                         trial_calls=trial_calls, max_dollars=max_dollars,
+                         provider_retry_s=provider_retry_s,
+                         adaptive_concurrency=adaptive_concurrency, prices=prices)
+    policy = TrialPolicy(limits, max_concurrency=max_concurrency, prices=prices, seed=seed)
     if labels is not None:  # read (and refused) before any trial runs
         if sequential or baseline is not None:
             raise InvalidInput("run_suite: labels= with sequential/baseline: a sequential run "
@@ -365,13 +398,16 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
         run_id = new_run_id()
     specs = task_table(tasks)
     if st is None:
-        episodes = run_trials(agent, specs, k=k, seed=seed, run=run,
-                              max_concurrency=max_concurrency, timeout_s=timeout_s,
-                              retries=retries, backoff_s=backoff_s, progress=progress,
-                              agent_id=agent_id, capture=capture)
-        return graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
-                             prices=prices, seed=0 if seed is None else seed, run=run,
-                             labels=labels)[2]
+        episodes = _trials_with_reuse(agent, specs, k=k, seed=seed, run=run,
+                                      max_concurrency=max_concurrency, timeout_s=timeout_s,
+                                      retries=retries, store=None, run_id=None, only=None,
+                                      backoff_s=backoff_s, progress=progress, refresh=False,
+                                      retry_errored=False, fingerprint=None, agent_id=agent_id,
+                                      capture=capture, policy=policy)[0]
+        report = graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
+                               prices=prices, seed=0 if seed is None else seed, run=run,
+                               labels=labels)[2]
+        return with_policy(report, policy, wanted=len(specs) * k, got=len(episodes))
     tasks_doc = documents.tasks_doc(tasks)  # unstorable tasks fail now
     lease = acquire_lease(st, run_id, wait_s=lease_wait_s, force=break_lease)
     try:
@@ -380,7 +416,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                 max_concurrency=max_concurrency, timeout_s=timeout_s,
                                 retries=retries, backoff_s=backoff_s, progress=progress,
                                 refresh=refresh, retry_errored=retry_errored, agent_id=agent_id,
-                                labels=labels, segments=segments, capture=capture)
+                                labels=labels, segments=segments, capture=capture,
+                                policy=policy)
     finally:
         release_lease(st, lease)
 
@@ -392,16 +429,18 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
                      retry_errored: bool, agent_id: Optional[str] = None,
                      labels: Optional[Labels] = None, segments: bool = False,
-                     capture: Optional[str] = None) -> Any:
+                     capture: Optional[str] = None, policy: Optional[TrialPolicy] = None) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
     episodes, reuse = _trials_with_reuse(
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
         timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
         backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
-        fingerprint=None, agent_id=agent_id, segments=segments, capture=capture)
+        fingerprint=None, agent_id=agent_id, segments=segments, capture=capture, policy=policy)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run, labels=labels)
+    if policy is not None:
+        report = with_policy(report, policy, wanted=len(specs) * k, got=len(episodes))
     _record(st, run_id, agent, tasks_doc, episodes, (graded, reliability, report), k=k,
             check=check, metrics=metrics, price=price, prices=prices, run=run, seed=seed,
             runner={"max_concurrency": max_concurrency, "timeout_s": timeout_s,

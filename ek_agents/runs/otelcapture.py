@@ -149,6 +149,7 @@ class TrialSpans:
         self.span = span
         self.spans = Spans(keep)
         self.sampled = bool(span.get_span_context().trace_flags.sampled)
+        self.watch: Any = None  # called with the spans after each one ends (limits.TrialBudget)
 
     def add(self, span: Any) -> None:
         """File one ending SDK span (the collector's ``on_end``, in the thread that ended it)."""
@@ -160,6 +161,8 @@ class TrialSpans:
                 got.append(span_from_sdk(span, got.ing))
             except Exception:  # noqa: BLE001 -- never into the agent's span.end(): the span
                 got.append(span)  # itself, read with the rest (its error raised there)
+        if self.watch is not None:
+            self.watch(got)
 
     def record_output(self, answer: Any) -> None:
         """Write the agent's answer (its output) on the trial span, when it is small JSON."""
