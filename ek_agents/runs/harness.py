@@ -196,7 +196,8 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
                  segments: bool = False, summarize: Optional[Callable] = None,
                  keep: bool = True, writer: Optional[str] = None,
-                 capture: Optional[str] = None) -> list[stored_trials.StoredTrial]:
+                 capture: Optional[str] = None, limits: Optional[RunLimits] = None,
+                 prices: Optional[Mapping] = None) -> list[stored_trials.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``record.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, as :func:`run_trials` does; return each stored file (key, sha256 and
@@ -213,7 +214,9 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     segment is indexed); ``summarize(pairs, lines, episodes)``: a segment's summary, stored
     in its index entry (``segments.SegmentWriter``). ``keep=False`` keeps neither the episodes
     nor the stored trials in memory (a large chunk: returns ``[]``; ``on_stored`` still sees
-    each); ``writer``: the segment writer's name (default a fresh one).
+    each); ``writer``: the segment writer's name (default a fresh one). ``limits`` /
+    ``prices``: as :func:`run_trials` (a trial not started at ``max_dollars`` is not stored,
+    nor returned).
     """
     specs = task_table(tasks)
     _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -226,9 +229,11 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
                      store=store, run_id=run_id, on_stored=on_stored, segments=segments,
                      summarize=summarize, keep=keep, writer=writer,
-                     capture=make_capture(capture))
+                     capture=make_capture(capture),
+                     policy=TrialPolicy(limits, max_concurrency=max_concurrency, prices=prices,
+                                        seed=seed))
     run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
-    return [runner.written[p] for p in todo] if keep else []
+    return [runner.written[p] for p in todo if p in runner.written] if keep else []
 
 
 def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],

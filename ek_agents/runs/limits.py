@@ -35,9 +35,11 @@ from ..bridge.otel import trace_parts
 from ..core import shape
 from ..cost import call_dollars, episode_dollars
 from ..errors import InvalidInput, UnknownModelPrice
+from ..prices import load_prices
 from .providers import PROVIDER_RETRY_S
 
-__all__ = ["RunLimits", "TrialBudget", "RunBudget", "over_limit", "TRIAL_LIMITS"]
+__all__ = ["RunLimits", "TrialBudget", "RunBudget", "over_limit", "TRIAL_LIMITS", "make_limits",
+           "given_limits", "catalog", "expected_trials"]
 
 #: The per-trial limits, in the order they are checked.
 TRIAL_LIMITS = ("trial_calls", "trial_tokens", "trial_dollars")
@@ -86,15 +88,15 @@ def make_limits(*, trial_dollars: Any = None, trial_tokens: Any = None, trial_ca
     given = {k: v for k, v in (("trial_dollars", trial_dollars), ("trial_tokens", trial_tokens),
                                ("trial_calls", trial_calls), ("max_dollars", max_dollars),
                                ("provider_retry_s", provider_retry_s)) if v is not None}
+    for k, v in given.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InvalidInput(f"{k} must be a number, got {v!r}")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InvalidInput(f"{k} must be finite, got {v!r}")
     if not adaptive_concurrency:
         given["adaptive_concurrency"] = False
     if isinstance(prices, str):
         given["prices"] = prices
-    for k, v in given.items():
-        if isinstance(v, bool) or (k != "adaptive_concurrency" and not isinstance(v, (int, float))):
-            raise InvalidInput(f"{k} must be a number, got {v!r}")
-        if isinstance(v, float) and not math.isfinite(v):
-            raise InvalidInput(f"{k} must be finite, got {v!r}")
     try:
         out = RunLimits.from_dict({**base.to_dict(), **given})
     except InvalidInput as exc:
@@ -104,6 +106,29 @@ def make_limits(*, trial_dollars: Any = None, trial_tokens: Any = None, trial_ca
         raise InvalidInput("trial_dollars / max_dollars need the price catalog to count dollars: "
                            "pass prices= (a catalog, e.g. prices.load_prices('prices.json'))")
     return out
+
+
+def given_limits(*, prices: Optional[str] = None, **given: Any) -> Optional[RunLimits]:
+    """The :class:`RunLimits` of a pipeline run's parameters (``prices``: the catalog's path),
+    or None when none is given (the defaults apply)."""
+    if all(v is None for v in given.values()):
+        return None
+    return make_limits(prices=prices, **given)
+
+
+def catalog(limits: Optional[RunLimits]) -> Optional[dict]:
+    """The price catalog a pipeline run's dollar limits are counted with (None: none needed)."""
+    if limits is None or not limits.dollars or limits.prices is None:
+        return None
+    return load_prices(limits.prices)
+
+
+def expected_trials(st: Any, tasks: Any, k: int, limits: Optional[RunLimits]) -> Optional[int]:
+    """Tasks x k of a pipeline run with a ``max_dollars`` (whose trials may stop short; ``tasks``
+    its tasks document's ``SuiteRef`` in store ``st``), else None."""
+    if limits is None or limits.max_dollars is None:
+        return None
+    return len(st.read_json(tasks.key)["tasks"]) * k
 
 
 def _calls_dollars(calls: Any, prices: Optional[Mapping]) -> Optional[float]:

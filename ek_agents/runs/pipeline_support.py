@@ -26,8 +26,10 @@ from ..core import shape
 from ..errors import InvalidInput, did_you_mean
 from ..base import Episode
 from .agentid import agent_identity
-from .errorrate import MAX_ERROR_RATE as MAX_ERROR_RATE, check_errors as check_errors
+from .errorrate import (MAX_ERROR_RATE as MAX_ERROR_RATE, check_complete as check_complete,
+                        check_errors as check_errors)
 from .harness import run_trials, store_trials
+from .limits import RunLimits, catalog
 from .manifest import input_digest
 from ..scoring.metrics import final_state_match, get_checker, grade, output_match
 from ..prices import load_prices, price_of
@@ -187,7 +189,8 @@ def raise_for_verdict(verdict: Optional[Mapping]) -> None:
     name = verdict.get("baseline")
     if verdict.get("refused"):
         cls = getattr(errors, str(verdict.get("error")), None)
-        cls = cls if isinstance(cls, type) and issubclass(cls, errors.InvalidInput) else errors.BaselineError
+        cls = cls if isinstance(cls, type) and issubclass(cls, (errors.InvalidInput, errors.RunIncomplete)) \
+            else errors.BaselineError
         raise cls(f"gate refused baseline {name!r}: {verdict['refused']}")
     raise errors.GateFailed(f"gate failed against baseline {name!r}: "
                             + "; ".join(verdict.get("reasons") or ["(no reason recorded)"]))
@@ -242,6 +245,9 @@ class TrialRequest(JsonShape):
     capture: Optional[str] = None
     """``"otel"``: each trial's OpenTelemetry spans give its episode's steps and per-call cost
     (``harness.run_trials(capture=...)``); part of the run's fingerprint when set."""
+    limits: Optional[RunLimits] = None
+    """Trial limits, ``max_dollars`` and the provider retry budget (``limits.RunLimits``; None:
+    the defaults); the trial limits are part of the run's fingerprint when set."""
 
 
 @shape()
@@ -309,7 +315,10 @@ def request_fingerprint(request: TrialRequest) -> RunFingerprint:
                           agent_identity=agent_identity(agent, agent_id=request.agent_id),
                           suite=request.tasks.digest, k=request.k, seed=request.seed,
                           run={**{f: v for f, v in request.run.items() if f != "schema_version"},
-                               **({"capture": request.capture} if request.capture else {})},
+                               **({"capture": request.capture} if request.capture else {}),
+                               **({"limits": request.limits.fingerprint()}
+                                  if request.limits is not None and request.limits.fingerprint()
+                                  else {})},
                           timeout_s=request.timeout_s, retries=request.retries)
 
 
@@ -325,7 +334,8 @@ def _trials(request: TrialRequest, only: Optional[Sequence] = None,
                       timeout_s=request.timeout_s,
                       retries=request.retries, store=Store(request.store), run_id=request.run_id,
                       only=only, progress=False, fingerprint=request_fingerprint(request),
-                      capture=request.capture)
+                      capture=request.capture, limits=request.limits,
+                      prices=catalog(request.limits))
 
 
 def _identity(st: Store, request: TrialRequest) -> tuple[RunFingerprint, str, list, list]:
@@ -481,7 +491,7 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
                        run_id=req.run_id, seed=req.seed, run=RunProvenance.from_dict(req.run),
                        max_concurrency=chunk.concurrency or req.max_concurrency,
                        timeout_s=req.timeout_s, retries=req.retries, on_stored=grade_one,
-                       capture=req.capture)
+                       capture=req.capture, limits=req.limits, prices=catalog(req.limits))
     for trial in found.values():
         grade_one(trial)
     done = {**found, **{(t.task_id, t.trial): t for t in ran}}
@@ -515,9 +525,10 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
                            k=req.k, store=st, run_id=req.run_id, seed=req.seed,
                            run=RunProvenance.from_dict(req.run),
                            max_concurrency=req.max_concurrency, timeout_s=req.timeout_s,
-                           retries=req.retries, capture=req.capture)
+                           retries=req.retries, capture=req.capture, limits=req.limits,
+                           prices=catalog(req.limits))
         have.update({(t.task_id, t.trial): t for t in ran})
-    trials = [have[p] for p in wanted]
+    trials = [have[p] for p in wanted if p in have]  # fewer: stopped at max_dollars
     ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))
     graded = {(t.task_id, t.trial): (g, d) for c in chunks
               for t, g, d in zip(c.trials, c.graded, c.graded_data)}

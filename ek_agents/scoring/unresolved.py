@@ -25,7 +25,8 @@ from typing import Any
 from ..base import Cost, Episode, ModelCall
 from ..cost import call_dollars
 
-__all__ = ["PROVIDER", "is_unresolved", "scored", "unresolved_detail", "retry_overhead"]
+__all__ = ["PROVIDER", "is_unresolved", "scored", "unresolved_detail", "retry_overhead",
+           "incomplete_because"]
 
 #: ``meta["error_kind"]`` of a trial a provider error left unresolved.
 PROVIDER = "provider"
@@ -82,3 +83,27 @@ def retry_overhead(episodes: list, *, prices: Any = None, price: Any = None) -> 
             ep = Episode("retry-overhead", cost=Cost.of_calls(used))
             dollars = math.fsum(d for _, d in call_dollars(ep, prices=prices, price=price))
     return {"attempts": attempts, "calls": len(calls), "dollars": dollars}
+
+
+def incomplete_because(detail: Mapping, *, n_trials: int = 0,
+                       expected_trials: Any = None) -> str:
+    """Why a report's run is incomplete, in one clause ("" when it is complete): trials a
+    provider error left unresolved (``detail["unresolved"]``), trials not started at the run's
+    ``max_dollars`` (``detail["stopped"]``), or fewer trials than ``expected_trials``."""
+    why = []
+    un = detail.get("unresolved") or {}
+    if un.get("n"):
+        kinds = ", ".join(f"{n} {k}" for k, n in (un.get("by_kind_and_model") or {}).items())
+        why.append(f"{un['n']} trial(s) left unresolved by provider errors ({kinds})")
+    stopped = detail.get("stopped") or {}
+    missing = (expected_trials - n_trials - int(un.get("n", 0))
+               if isinstance(expected_trials, int) else 0)
+    if stopped:
+        why.append(f"{stopped.get('not_started')} trial(s) not started: stopped at "
+                   f"max_dollars={stopped.get('max_dollars')} after "
+                   f"${float(stopped.get('spent_dollars') or 0):.4f}"
+                   + (f", first not started {stopped['first_not_started']}"
+                      if stopped.get("first_not_started") else ""))
+    elif missing > 0:
+        why.append(f"{missing} of {expected_trials} trial(s) not run (stopped at max_dollars)")
+    return "; ".join(why)
