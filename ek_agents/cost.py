@@ -37,6 +37,7 @@ from typing import Any, Optional, Union
 
 from .base import TOKEN_KINDS, Cost, ModelCall
 from .errors import InvalidInput, UnknownModelPrice
+from .modelcosts import capture_notes
 from .prices import (DEFAULT_BATCH_DISCOUNT, DEFAULT_CACHE_DISCOUNT, RATE_KINDS, SERVICE_TIERS,
                      ModelPrice, check_rate, load_prices, price_of, service_tier_of)
 from .stats.bootstrap import cluster_bootstrap_ratio
@@ -186,6 +187,8 @@ def _billed(episode: Any, prices: Optional[Mapping[str, ModelPrice]],
     if episode.cost.calls:
         return math.fsum(d for _, d in call_dollars(episode, prices=prices, price=price,
                                                     batch=batch, memo=memo))
+    if not any(getattr(episode.cost, k) for k in TOKEN_KINDS):  # nothing billed (every call
+        return 0.0  # refused): $0 at any rates, so no price is needed
     p = _episode_price(episode, prices, price, memo)
     tier = None if batch else _tier((getattr(episode, "meta", None) or {}).get("service_tier"), p)
     return dollars(episode.cost, p, batch=batch, service_tier=tier)
@@ -343,6 +346,10 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
         report.update(_model_breakdown(by_model, priced))
         if report["upper_bound"]:
             warnings_.append(report["upper_bound_reason"])
+    notes = capture_notes(eps)
+    if notes["figures"]:
+        report["capture"] = notes["figures"]
+        warnings_.extend(notes["warnings"])
     if per_task:
         report.update(_per_task(costed, priced))
     return report

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-__all__ = ["PER_MODEL_HEAD", "UPPER_BOUND", "per_model_rows", "upper_bound_reason", "marked"]
+__all__ = ["PER_MODEL_HEAD", "UPPER_BOUND", "per_model_rows", "upper_bound_reason", "marked",
+           "capture_notes"]
 
 #: The columns of a per-model table.
 PER_MODEL_HEAD: tuple[str, ...] = ("model", "calls", "input tokens", "cached input", "cache writes",
@@ -60,3 +61,97 @@ def upper_bound_reason(cost: Any) -> Optional[str]:
     if not isinstance(cost, Mapping) or not cost.get("upper_bound"):
         return None
     return str(cost.get("upper_bound_reason") or "some model calls did not report cached tokens")
+
+
+def _merge(into: dict, more: Any) -> None:
+    if isinstance(more, Mapping):
+        for k, v in more.items():
+            if isinstance(v, int):
+                into[str(k)] = into.get(str(k), 0) + v
+
+
+def _listed(by_model: dict) -> str:
+    return ", ".join(f"{m}: {n}" for m, n in sorted(by_model.items()))
+
+
+def _union(intervals: list) -> int:
+    """How many indices the half-open ``(lo, hi)`` intervals cover together."""
+    total, reach = 0, None
+    for lo, hi in sorted(intervals):
+        if reach is None or lo >= reach:
+            total += hi - lo
+            reach = hi
+        elif hi > reach:
+            total += hi - reach
+            reach = hi
+    return total
+
+
+def capture_notes(episodes: Any) -> dict:
+    """What captured spans say about a run's bill, from each episode's ``meta["otel"]``
+    (``run_suite(capture="otel")``, :mod:`ek_agents.runs.otelcapture`): ``{"figures": {...},
+    "warnings": [...]}``, both empty when there is nothing to say. Counted: model calls that
+    failed without usage (billed $0), calls whose usage is unknown (not billed: a lower
+    bound), spans not ended within the grace after their trial returned, model-call spans
+    that ended outside any trial, and trials whose spans a sampler dropped."""
+    fig: dict = {}
+    failed: dict = {}
+    unknown: dict = {}
+    streamed = unfinished = unfinished_trials = dropped = 0
+    outside: dict = {}
+    samplers: set = set()
+    for ep in episodes:
+        o = (getattr(ep, "meta", None) or {}).get("otel")
+        if not isinstance(o, Mapping):
+            continue
+        _merge(failed, o.get("failed_calls_by_model"))
+        _merge(unknown, o.get("calls_without_usage_by_model"))
+        streamed += int(o.get("streamed_without_usage") or 0)
+        n = int(o.get("unfinished_spans") or 0)
+        unfinished += n
+        unfinished_trials += n > 0
+        out = o.get("outside_calls")
+        if isinstance(out, Mapping) and isinstance(out.get("from"), int) and \
+                isinstance(out.get("to"), int) and out["to"] > out["from"]:
+            outside.setdefault(str(out.get("epoch")), []).append((out["from"], out["to"]))
+        if o.get("sampler"):
+            dropped += 1
+            samplers.add(str(o["sampler"]))
+    notes: list = []
+    if failed:
+        fig["failed_calls"] = sum(failed.values())
+        fig["failed_calls_by_model"] = failed
+        notes.append(f"{fig['failed_calls']} model call(s) failed without reporting usage "
+                     f"({_listed(failed)}): counted, billed $0 (a provider bills no tokens for a "
+                     "refused request)")
+    if unknown:
+        fig["calls_without_usage"] = sum(unknown.values())
+        fig["calls_without_usage_by_model"] = unknown
+        fig["streamed_without_usage"] = streamed
+        said = f"; {streamed} of them streamed" if streamed else ""
+        notes.append(f"{fig['calls_without_usage']} model call(s) reported no token usage "
+                     f"({_listed(unknown)}{said}): they are not in the bill, so the dollar "
+                     "figures are a LOWER BOUND; a streamed OpenAI chat completion reports "
+                     "usage only with stream_options={'include_usage': True}")
+    if unfinished:
+        fig["unfinished_spans"] = unfinished
+        notes.append(f"{unfinished} span(s) of {unfinished_trials} trial(s) had not ended within "
+                     "the capture's grace after their trial returned: what they spent is not in "
+                     "the bill (the agent left work running; end it before returning, or raise "
+                     "OtelCapture(grace_s=...))")
+    n_out = sum(_union(v) for v in outside.values())
+    if n_out:
+        fig["outside_calls"] = n_out
+        notes.append(f"{n_out} model-call span(s) ended outside any trial while trials ran: their "
+                     "cost is in no trial's bill. The calls ran in a context the trial's span did "
+                     "not reach (a process, an executor or a span started as a new root); the "
+                     "capture carries it into threading.Thread and ThreadPoolExecutor work started "
+                     "during a trial -- elsewhere run the calls under contextvars.copy_context()"
+                     ".run, or attach the trial's context (opentelemetry.context.attach)")
+    if dropped:
+        fig["trials_dropped_by_sampler"] = dropped
+        notes.append(f"{dropped} trial(s) recorded no span below their own: the TracerProvider's "
+                     f"sampler ({', '.join(sorted(samplers))}) dropped them, so their cost is "
+                     "unknown; use a parent-based sampler (ParentBased(...)) so spans follow the "
+                     "trial's span, which is always sampled")
+    return {"figures": fig, "warnings": notes}

@@ -19,8 +19,11 @@ What is read (current and older GenAI semantic conventions, and OpenInference's 
   ``gen_ai.usage.input_tokens`` (``prompt_tokens``, ``llm.token_count.prompt``), output
   (``output_tokens``, ``completion_tokens``, ``llm.token_count.completion``), cached reads
   (``gen_ai.usage.cache_read.input_tokens``, ``gen_ai.usage.details.cache_read_tokens``,
-  ``llm.token_count.prompt_details.cache_read``), cache writes (``cache_creation.input_tokens``,
-  ``llm.token_count.prompt_details.cache_write``), reasoning
+  ``llm.token_count.prompt_details.cache_read``), cache writes
+  (``gen_ai.usage.cache_creation.input_tokens`` -- the semantic conventions' name --, the
+  Anthropic SDK's ``gen_ai.usage.cache_write.input_tokens``, pydantic-ai's
+  ``gen_ai.usage.details.cache_write_tokens``, ``llm.token_count.prompt_details.cache_write``;
+  billed at the catalog's cache-write rate), reasoning
   (``gen_ai.usage.details.reasoning_tokens``, ``llm.token_count.completion_details.reasoning``).
   Input counts are taken to include cached tokens (OpenAI's convention); a span whose cached
   and cache-write counts exceed its input count (Anthropic's convention) has them added.
@@ -31,6 +34,16 @@ What is read (current and older GenAI semantic conventions, and OpenInference's 
   reports the same call (same input and output token counts). Agent spans
   (``invoke_agent``, ``gen_ai.aggregated_usage.*``, OpenInference ``AGENT`` / ``CHAIN``) are
   never billed.
+- **Calls without usage.** A model-call span that reports no input or output count is not
+  billed as a call. When it failed (ERROR status or ``error.type``: a 429, a 5xx, a timeout)
+  it is counted in ``meta["otel"]["failed_calls"]`` (and ``failed_calls_by_model``) and costs
+  $0 -- a provider bills no tokens for a refused request, so a run's bill stays exact and
+  never needs a price for a model that only appears on refused calls; a trial whose every call
+  failed costs a zero Cost. Otherwise its usage is unknown (a stream read without
+  ``stream_options={"include_usage": True}``): counted in ``calls_without_usage`` (and
+  ``calls_without_usage_by_model``, ``streamed_without_usage`` when the span says it streamed),
+  left out of the bill, and named in the report's warnings (the dollars are then a lower
+  bound).
 - **Cached tokens unknown** (a span reports no cache-read count and no
   ``gen_ai.usage.details.*`` at all -- openai-v2 2.4b0 does not) -> the call's
   ``cached_known=False``: billed at full input rates, an upper bound, said so in reports.
@@ -60,33 +73,23 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
 
-from ..base import Cost, Episode, ModelCall, RunProvenance, Step, Trajectory
+from ..base import Cost, Episode, RunProvenance, Step, Trajectory
 from ..core import Provenance, construct
 from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
 from ._io import gc_paused, read_bytes, url_of
 from ._otlp import (MAX_ATTRIBUTE_CHARS, Ingest, RawSpan, span_from_sdk, spans_from_otlp,
                     spans_from_sdk)
+from .otelcalls import (INPUT_KEYS, LLM_OPS, count_unbilled, has_usage, model_call, span_failed,
+                        span_str)
 
 __all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_spans",
-           "Ingest", "RawSpan", "spans_from_sdk", "span_from_sdk", "MAX_ATTRIBUTE_CHARS"]
+           "Ingest", "RawSpan", "spans_from_sdk", "span_from_sdk", "MAX_ATTRIBUTE_CHARS",
+           "has_usage", "span_failed"]
 
 #: The most spans one episode (one group) may have: the memory bound of a read.
 MAX_SPANS = 50_000
 
-_LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "responses", "completion",
-                      "embeddings"})
-_INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
-_OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
-           "llm.token_count.completion")
-_CACHED = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
-           "gen_ai.usage.details.cache_read_tokens", "gen_ai.usage.cached_tokens",
-           "llm.token_count.prompt_details.cache_read")
-_WRITE = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
-          "gen_ai.usage.details.cache_write_tokens", "llm.token_count.prompt_details.cache_write")
-_REASONING = ("gen_ai.usage.details.reasoning_tokens", "gen_ai.usage.reasoning_tokens",
-              "gen_ai.usage.reasoning.output_tokens",
-              "llm.token_count.completion_details.reasoning")
 _OI_TOOLCALL = re.compile(r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(.+)$")
 _OI_INPUT = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|tool_call_id|content)$")
 # the older flattened GenAI attributes (OpenLLMetry / semconv before message JSON)
@@ -105,8 +108,13 @@ class TraceParts(NamedTuple):
     attrs: dict          # the ek.* attributes found (task_id, trial, seed)
 
     def cost(self, *, retries: int = 0, latency_s: Optional[float] = None) -> Optional[Cost]:
-        """``Cost.of_calls(self.calls, retries=..., latency_s=...)``, None without a model call."""
-        return Cost.of_calls(self.calls, retries=retries, latency_s=latency_s) if self.calls else None
+        """``Cost.of_calls(self.calls, retries=..., latency_s=...)``; a zero Cost when every
+        model call failed without reporting usage (nothing was billed); None without a model
+        call, or when some call's usage is unknown and none reported it."""
+        if self.calls or (self.stats.get("failed_calls") and
+                          not self.stats.get("calls_without_usage")):
+            return Cost.of_calls(self.calls, retries=retries, latency_s=latency_s)
+        return None
 
 
 # --------------------------------------------------------------------------- classification
@@ -116,88 +124,14 @@ def _kind(s: RawSpan) -> str:
     op = a.get("gen_ai.operation.name")
     oi = a.get("openinference.span.kind")
     oi = oi.upper() if isinstance(oi, str) else None
-    if op in _LLM_OPS or oi == "LLM":
+    if op in LLM_OPS or oi == "LLM":
         return "llm"
     if op == "execute_tool" or oi == "TOOL":
         return "tool"
-    if op is None and oi is None and any(k in a for k in _INPUT[:2]) and (
+    if op is None and oi is None and any(k in a for k in INPUT_KEYS[:2]) and (
             "gen_ai.request.model" in a or "gen_ai.response.model" in a):
         return "llm"
     return "other"
-
-
-def _count(s: RawSpan, keys: tuple) -> Optional[int]:
-    for k in keys:
-        if k in s.attrs:
-            v = s.attrs[k]
-            if isinstance(v, float) and v.is_integer():
-                v = int(v)
-            if isinstance(v, str) and v.isdigit():
-                v = int(v)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise BridgeError(f"span {s.span_id} ({s.name!r}): {k} must be a non-negative "
-                                  f"integer, got {v!r:.60}; the producer wrote a bad token count")
-            return v if type(v) is int else int(v)  # an int subclass (an IntEnum) as a plain int
-    return None
-
-
-def _str(s: RawSpan, *keys: str) -> Optional[str]:
-    for k in keys:
-        v = s.attrs.get(k)
-        if isinstance(v, str) and v:
-            return v
-    return None
-
-
-class _Usage(NamedTuple):
-    inp: int
-    out: int
-    cached: Optional[int]
-    write: int
-    reasoning: int
-    details: bool
-
-
-def _usage(s: RawSpan) -> _Usage:
-    details = any(k.startswith(("gen_ai.usage.details.", "llm.token_count.prompt_details."))
-                  for k in s.attrs)
-    return _Usage(_count(s, _INPUT) or 0, _count(s, _OUTPUT) or 0, _count(s, _CACHED),
-                  _count(s, _WRITE) or 0, _count(s, _REASONING) or 0, details)
-
-
-def _model_call(s: RawSpan, above: Optional[RawSpan]) -> ModelCall:
-    u = _usage(s)
-    known = u.cached is not None or u.details
-    cached, reasoning = u.cached or 0, u.reasoning
-    if not known and above is not None:  # the same call reported by the instrumentation above
-        v = _usage(above)
-        if (v.inp, v.out) == (u.inp, u.out) and (v.cached is not None or v.details):
-            known, cached = True, v.cached or 0
-            reasoning = reasoning or v.reasoning
-    inp, out, write = u.inp, u.out, u.write
-    if cached + write > inp:  # input counted without its cache parts (Anthropic's convention)
-        inp += cached + write
-    if reasoning > out:       # output counted without its reasoning
-        out += reasoning
-    requested = _str(s, "gen_ai.request.model")
-    model = _str(s, "gen_ai.response.model", "llm.model_name") or requested or \
-        _str(s, "model_name") or (above and _str(above, "gen_ai.response.model", "llm.model_name",
-                                                 "gen_ai.request.model"))
-    if not model:
-        raise BridgeError(f"span {s.span_id} ({s.name!r}) is a model call naming no model "
-                          "(no gen_ai.response.model, gen_ai.request.model or llm.model_name); "
-                          "its dollars cannot be known")
-    fields = dict(requested_model=requested,
-                  provider=_str(s, "gen_ai.provider.name", "gen_ai.system", "llm.provider",
-                                "llm.system") or "",
-                  input_tokens=inp, output_tokens=out, cached_input_tokens=cached if known else 0,
-                  reasoning_tokens=reasoning, cache_write_tokens=write, cached_known=bool(known),
-                  source=s.scope)
-    if type(s.scope) is not str:  # not what a reader makes: validated
-        return ModelCall(model, **fields)
-    # every value is typed and checked above (non-negative ints from _count; cached + write
-    # <= input and reasoning <= output made so just above; a non-empty model): not again
-    return construct(ModelCall, model=model, **fields)
 
 
 # --------------------------------------------------------------------------- tree
@@ -388,8 +322,14 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
     llms = [sid for sid in order if kinds[sid] == "llm"]
     counted = [sid for sid in llms if sid not in covers]
     stats["nested_calls"] = len(llms) - len(counted)
-    calls = tuple(_model_call(by_id[sid], by_id.get(anc_llm[sid]) if anc_llm[sid] else None)
-                  for sid in counted)
+    billed = []
+    for sid in counted:
+        if has_usage(by_id[sid]):
+            billed.append(sid)
+        else:
+            count_unbilled(by_id[sid], by_id.get(anc_llm[sid]) if anc_llm[sid] else None, stats)
+    calls = tuple(model_call(by_id[sid], by_id.get(anc_llm[sid]) if anc_llm[sid] else None)
+                  for sid in billed)
     tools = []
     for sid in order:
         if kinds[sid] != "tool" or (last is not None and attempt_of[sid] != last):
@@ -421,7 +361,7 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
 
 
 def _tool_name(s: RawSpan) -> str:
-    name = _str(s, "gen_ai.tool.name", "tool.name")
+    name = span_str(s, "gen_ai.tool.name", "tool.name")
     if name:
         return name
     return s.name[len("execute_tool "):] if s.name.startswith("execute_tool ") else s.name

@@ -7,9 +7,26 @@ JSON when it is at most :data:`MAX_OUTPUT_CHARS`). Every span the agent's instru
 below it shares its trace id, and the processor files each ending span under its trace id:
 a trial gets exactly its own spans, whatever runs at the same time -- concurrent asyncio
 trials (each task has its own context) and sync agents on worker threads (the harness runs
-them in a copy of the trial's context). A span that ends after its trial was collected (a
-sync agent abandoned at its timeout) belongs to no trial and is dropped (counted in
-``OtelCapture.late``).
+them in a copy of the trial's context).
+
+What could escape a trial, and what is done about it:
+
+- **The application's sampler.** The trial span is always sampled (its tracer samples every
+  root span it starts, whatever the provider's sampler), so under a parent-based sampler --
+  ``ParentBased(TraceIdRatioBased(0.1))``, the SDK's default ``ParentBased(ALWAYS_ON)`` --
+  every span below it is recorded too. A sampler that is not parent-based may still drop
+  them: a trial that then records no span below its own names the sampler
+  (``meta["otel"]["sampler"]``) and the report says so.
+- **Threads.** While a trial runs, threads (``threading.Thread``) and ``ThreadPoolExecutor``
+  work started in its context carry that context (:mod:`ek_agents.runs.otelthreads`).
+  Model-call spans that still end outside any trial while trials run are counted: each
+  episode records the range of such spans that ended while it ran
+  (``meta["otel"]["outside_calls"]``) and the report gives their number, why, and what to do.
+- **Late spans.** A span still open when its trial returns (work the agent left running) is
+  waited for, up to ``grace_s`` (:data:`GRACE_S`, 0.5 s by default: ``OtelCapture(grace_s=...)``)
+  without blocking other trials; what has not ended by then is counted in
+  ``meta["otel"]["unfinished_spans"]`` (the report says so), and when it ends it is counted in
+  ``OtelCapture.late`` -- never filed silently elsewhere.
 
 The trial's episode (the rule when both the agent and the spans say something):
 
@@ -32,22 +49,32 @@ when a capture is made.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from typing import Any, Optional
 
 from ..base import Episode, Trajectory
 from ..bridge.otel import Ingest, RawSpan, span_from_sdk, spans_from_sdk, trace_parts
+from ..bridge.otelcalls import is_model_call
 from ..core import canonical_json, construct
 from ..errors import InvalidInput, MissingDependency
+from .otelthreads import carrying
 
-__all__ = ["OtelCapture", "TrialSpans", "Spans", "make_capture", "MAX_OUTPUT_CHARS", "CAPTURES"]
+__all__ = ["OtelCapture", "TrialSpans", "Spans", "make_capture", "MAX_OUTPUT_CHARS", "CAPTURES",
+           "GRACE_S"]
 
 #: The largest answer (JSON characters) written on the trial span as ``ek.output``.
 MAX_OUTPUT_CHARS = 64 * 1024
 #: The values ``capture=`` takes.
 CAPTURES = ("otel",)
+#: Seconds a trial's open spans are waited for after the trial returned (the default).
+GRACE_S = 0.5
+#: Trials whose late spans are told apart from spans outside any trial (the most remembered).
+_SETTLED_KEPT = 65_536
 
 _lock = threading.Lock()
 _registered: dict = {}  # id(provider) -> provider: where the one collector is a processor
@@ -66,22 +93,47 @@ def make_capture(capture: Any, *, keep_spans: int = 0) -> Optional["OtelCapture"
 
 
 class _Collector:
-    """The span processor: files each ending span under its trial's trace id (if any)."""
+    """The span processor: files each ending span under its trial's trace id (if any), counts
+    each trial's open spans, and counts the spans that end outside any trial."""
 
     def __init__(self) -> None:
         self.active: dict = {}  # trace id -> the trial's TrialSpans
-        self.late = 0
+        self.settled: dict = {}  # trace ids of trials already read (insertion-ordered, bounded)
+        self.late = 0            # spans of a trial that ended after it was read
+        self.outside = 0         # model-call spans that ended in no open trial's trace
+        self.epoch = uuid.uuid4().hex[:12]  # names this process's count of outside spans
+        self.lock = threading.Lock()
 
     # SpanProcessor's interface (duck-typed: the SDK calls these five)
     def on_start(self, span: Any, parent_context: Any = None) -> None:
-        pass
-
-    def on_end(self, span: Any) -> None:
         got = self.active.get(span.context.trace_id)
         if got is not None:
+            with self.lock:
+                got.opened += 1
+
+    def on_end(self, span: Any) -> None:
+        tid = span.context.trace_id
+        got = self.active.get(tid)
+        if got is not None:
             got.add(span)
+            if span.context.span_id != got.span_id:
+                with self.lock:
+                    got.ended += 1
+                    if got.closed and got.ended >= got.opened:
+                        self.release(got)
         else:
-            self.late += 1
+            if tid in self.settled:
+                self.late += 1
+            if is_model_call(span.attributes):  # in no trial's bill
+                with self.lock:
+                    self.outside += 1
+
+    def release(self, got: "TrialSpans") -> None:
+        """Stop filing spans under ``got`` (under :attr:`lock`)."""
+        if self.active.pop(got.trace_id, None) is not None:
+            self.settled[got.trace_id] = None
+            if len(self.settled) > _SETTLED_KEPT:
+                del self.settled[next(iter(self.settled))]
 
     def _on_ending(self, span: Any) -> None:
         pass
@@ -145,11 +197,22 @@ class TrialSpans:
     """The spans of one trial (filled while it runs; read once it ended): ``spans`` holds them
     as :class:`~ek_agents.bridge.otel.RawSpan` s (:class:`Spans`)."""
 
-    def __init__(self, span: Any, keep: int = 0) -> None:
+    def __init__(self, span: Any, keep: int = 0, outside_from: int = 0) -> None:
         self.span = span
+        ctx = span.get_span_context()
+        self.trace_id, self.span_id = ctx.trace_id, ctx.span_id
         self.spans = Spans(keep)
-        self.sampled = bool(span.get_span_context().trace_flags.sampled)
+        self.sampled = bool(ctx.trace_flags.sampled)
+        self.opened = self.ended = 0  # spans started / ended below the trial span
+        self.closed = False           # the trial returned (its span ended)
+        self.unfinished = 0           # spans still open when the trial was read
+        self.outside_from = outside_from
+        self.outside_to = outside_from
         self.watch: Any = None  # called with the spans after each one ends (limits.TrialBudget)
+
+    def open_spans(self) -> int:
+        """Spans started below the trial span and not ended yet."""
+        return max(self.opened - self.ended, 0)
 
     def add(self, span: Any) -> None:
         """File one ending SDK span (the collector's ``on_end``, in the thread that ended it)."""
@@ -178,25 +241,46 @@ class TrialSpans:
 class OtelCapture:
     """Per-trial capture of the spans the agent's instrumentations make (module docstring)."""
 
-    def __init__(self, *, keep_spans: int = 0, provider: Any = None) -> None:
+    def __init__(self, *, keep_spans: int = 0, provider: Any = None,
+                 grace_s: float = GRACE_S) -> None:
         """``provider``: the SDK ``TracerProvider`` the trial spans are made with (default:
         the global one, installed when none is set). Spans of other providers are filed too
-        when they end in a trial's trace."""
+        when they end in a trial's trace. ``grace_s``: how long a trial's open spans are waited
+        for after it returned (module docstring)."""
         if isinstance(keep_spans, bool) or not isinstance(keep_spans, int) or keep_spans < 0:
             raise InvalidInput(f"keep_spans must be an int >= 0, got {keep_spans!r}")
+        if isinstance(grace_s, bool) or not isinstance(grace_s, (int, float)) or \
+                not 0 <= grace_s <= 60:
+            raise InvalidInput(f"grace_s must be a number of seconds in [0, 60], got {grace_s!r}")
         self.provider, self.collector = _provider_and_collector(provider)  # MissingDependency first
         from opentelemetry import context, trace  # optional dependency: only when capturing
+        from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
         self._context, self._trace = context, trace
         self.tracer = self.provider.get_tracer("ek_agents.harness")
+        # the trial span is sampled whatever the application's sampler: its children follow
+        # it under a parent-based sampler (the SDK tracer's sampler is a plain attribute)
+        self.tracer.sampler = ALWAYS_ON
+        # the sampler the instrumentations' spans likely meet (the provider given, else the
+        # global one), named when it is not parent-based and a trial records nothing below
+        # its own span
+        child = getattr(self.provider, "sampler", None)
+        self.child_sampler = None if child is None or child is ALWAYS_ON or \
+            isinstance(child, ParentBased) else child.get_description()
         self.keep_spans = keep_spans
+        self.grace_s = float(grace_s)
 
     def __str__(self) -> str:  # what a run's fingerprint records: the kind of capture
         return "otel"
 
     @property
     def late(self) -> int:
-        """Spans that ended outside any trial (after their trial was collected)."""
+        """Spans of a trial that ended after the trial was read (past its grace)."""
         return self.collector.late
+
+    @property
+    def outside(self) -> int:
+        """Model-call spans that ended in no trial's trace (this process, every capture)."""
+        return self.collector.outside
 
     @contextlib.contextmanager
     def trial(self, task_id: str, trial: int, seed: Optional[int]) -> Iterator[TrialSpans]:
@@ -206,16 +290,33 @@ class OtelCapture:
             attrs["ek.seed"] = seed
         span = self.tracer.start_span(f"ek.trial {task_id}", context=self._context.Context(),
                                       attributes=attrs)
-        tid = span.get_span_context().trace_id
-        got = TrialSpans(span, self.keep_spans)
-        self.collector.active[tid] = got
+        col = self.collector
+        got = TrialSpans(span, self.keep_spans, outside_from=col.outside)
+        col.active[got.trace_id] = got
         token = self._context.attach(self._trace.set_span_in_context(span))
         try:
-            yield got
+            with carrying():
+                yield got
         finally:
             self._context.detach(token)
             span.end()
-            self.collector.active.pop(tid, None)
+            with col.lock:
+                got.closed = True
+                if got.open_spans() == 0:
+                    col.release(got)
+                got.outside_to = col.outside
+
+    async def settle(self, got: TrialSpans) -> None:
+        """Wait (without blocking the loop) up to ``grace_s`` for the trial's open spans to
+        end, then stop filing its spans; what is still open is counted in ``got.unfinished``."""
+        deadline = time.monotonic() + self.grace_s
+        while got.open_spans() and time.monotonic() < deadline:
+            await asyncio.sleep(min(0.01, max(deadline - time.monotonic(), 0)))
+        col = self.collector
+        with col.lock:
+            got.unfinished = got.open_spans()
+            col.release(got)
+            got.outside_to = col.outside
 
     @contextlib.contextmanager
     def attempt(self, n: int) -> Iterator[None]:
@@ -226,10 +327,10 @@ class OtelCapture:
 
     def episode(self, ep: Episode, spans: list, *, agent_episode: bool, failed: bool = False,
                 retries: int = 0, latency_s: Optional[float] = None,
-                sampled: bool = True) -> Episode:
+                sampled: bool = True, trial: Optional[TrialSpans] = None) -> Episode:
         """``ep`` with what the trial's ``spans`` say (the rule in the module docstring):
         ``spans`` as a trial's :class:`TrialSpans` collected them (read as they ended), or SDK
-        ``ReadableSpan`` s."""
+        ``ReadableSpan`` s; ``trial`` (the :class:`TrialSpans`) adds what escaped the trial."""
         if isinstance(spans, Spans):
             ing, sdk = spans.ing, spans.sdk
             raws = spans if all(s.__class__ is RawSpan for s in spans) else \
@@ -242,14 +343,17 @@ class OtelCapture:
         meta["otel"] = {**parts.stats, "truncated": ing.truncated}
         if not sampled:
             meta["otel"]["sampled"] = False
+        if trial is not None:
+            _escaped(meta["otel"], trial, self)
         if self.keep_spans:
             meta["otel"]["spans_kept"] = [_kept(s) for s in sdk[:self.keep_spans]]
         traj, cost = ep.trajectory, ep.cost
         if not (agent_episode and len(traj)):
             traj = construct(Trajectory, steps=parts.steps)  # Steps validated as they were made
-        if cost is None and parts.calls:
+        if cost is None:
             cost = parts.cost(retries=retries, latency_s=latency_s)
-            meta.pop("retries", None)  # counted in the Cost now (the harness's rule)
+            if cost is not None:
+                meta.pop("retries", None)  # counted in the Cost now (the harness's rule)
         if type(ep) is not Episode:
             return ep.replace(trajectory=traj, cost=cost, meta=meta)
         # every field is a validated value (the episode's own, or made just above)
@@ -257,6 +361,19 @@ class OtelCapture:
         return construct(Episode, **{f: own[f] for f in Episode.__pydantic_fields__
                                      if f not in ("trajectory", "cost", "meta")},
                          trajectory=traj, cost=cost, meta=meta)
+
+
+def _escaped(otel: dict, trial: TrialSpans, cap: OtelCapture) -> None:
+    """Record in ``meta["otel"]`` what escaped the trial: spans still open past the grace,
+    model-call spans that ended outside any trial while it ran, a sampler that dropped its
+    spans."""
+    if trial.unfinished:
+        otel["unfinished_spans"] = trial.unfinished
+    if trial.outside_to > trial.outside_from:
+        otel["outside_calls"] = {"epoch": cap.collector.epoch, "from": trial.outside_from,
+                                 "to": trial.outside_to}
+    if cap.child_sampler and otel.get("spans", 0) <= 1 + otel.get("attempts", 0):
+        otel["sampler"] = cap.child_sampler
 
 
 def _kept(span: Any) -> dict:

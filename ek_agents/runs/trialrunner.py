@@ -217,6 +217,7 @@ class TrialRunner:
                                  "limit", meta=budget.meta())
             if isinstance(answer, _Answer):
                 got.record_output(answer.result)
+        await self.capture.settle(got)  # its spans still open: waited for, a short grace
         if isinstance(answer, Episode):  # failed: what it spent is spent
             if answer.meta.get("error_kind") == "exception":  # a model call's span may say
                 fault = classify_spans(got.spans)  # it was the provider's
@@ -224,7 +225,7 @@ class TrialRunner:
                     answer = answer.replace(meta={**answer.meta, "error_kind": "provider",
                                                   "provider": _fault_meta(fault)})
             return self.capture.episode(answer, got.spans, agent_episode=False, failed=True,
-                                        sampled=got.sampled)
+                                        sampled=got.sampled, trial=got)
         return answer._replace(spans=got)
 
     def limit_failed(self, task: TaskSpec, trial: int, answer: "_Answer", meta: dict) -> Episode:
@@ -290,7 +291,8 @@ class TrialRunner:
             ep, own = ep.replace(meta={**ep.meta, **extra}), True
         if spans is not None:  # captured (otelcapture.TrialSpans): its steps and calls
             return self.capture.episode(ep, spans.spans, agent_episode=own, retries=transient,
-                                        latency_s=elapsed, sampled=spans.sampled), False
+                                        latency_s=elapsed, sampled=spans.sampled,
+                                        trial=spans), False
         return ep, not own
 
     def _plain(self, task: TaskSpec, trial: int, result: Any, trial_seed: Optional[int],

@@ -64,14 +64,16 @@ def test_a_bad_capture_is_refused():
         run_trials(agents.pydantic_ai_agent, TASKS, k=1, capture="zipkin")
 
 
-def test_an_unsampled_trial_says_so_and_its_cost_stays_unknown(server):
+def test_a_trial_span_is_sampled_whatever_its_providers_sampler(server):
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
-    cap = OtelCapture(provider=TracerProvider(sampler=ALWAYS_OFF))  # the trial span unsampled
+    agents.instrument_openai_v2()
+    cap = OtelCapture(provider=TracerProvider(sampler=ALWAYS_OFF))  # would drop the trial span
     eps = run_trials(agents.openai_sdk_agent, TASKS[:1], k=1, seed=9800, capture=cap)
-    assert eps[0].meta["otel"]["sampled"] is False and eps[0].cost is None
-    assert eps[0].output  # the agent ran; only its trace was not recorded
+    sent = server.sent[f"{eps[0].task_id}.{eps[0].run.seed}"]
+    assert "sampled" not in eps[0].meta["otel"] and "sampler" not in eps[0].meta["otel"]
+    assert [c.input_tokens for c in eps[0].cost.calls] == [s.input_tokens for s in sent]
 
 
 _tries: dict = {}

@@ -1,0 +1,79 @@
+"""Carry the OpenTelemetry context into threads an agent starts, while a capture runs.
+
+A ``ThreadPoolExecutor`` or a ``threading.Thread`` does not carry ``contextvars``: a sync agent
+that makes its model calls on worker threads makes them outside its trial's trace, and the
+trial gets no cost. While at least one captured trial runs (:func:`carrying`, reference
+counted), ``ThreadPoolExecutor.submit`` runs each submitted callable under the OpenTelemetry
+context current where it was submitted, and ``threading.Thread.start`` runs the thread's
+``run`` under the context current where it was started -- what
+``opentelemetry-instrumentation-threading`` does, without its dependency pins (its releases
+pin one ``opentelemetry-instrumentation`` version). The executor's own worker threads are left
+alone (each submitted callable brings its context), and everything is restored when the last
+captured trial ends.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from concurrent import futures
+from typing import Any, Callable
+
+__all__ = ["carrying", "in_context"]
+
+_lock = threading.Lock()
+_users = 0
+_saved: dict = {}
+
+
+def in_context(ctx: Any, fn: Callable) -> Callable:
+    """``fn`` run under the OpenTelemetry context ``ctx`` (attached, then detached)."""
+    from opentelemetry import context  # optional dependency: only under a capture
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        token = context.attach(ctx)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            context.detach(token)
+    return run
+
+
+def _patch() -> None:
+    from opentelemetry import context  # optional dependency: only under a capture
+    submit, start = futures.ThreadPoolExecutor.submit, threading.Thread.start
+    _saved.update(submit=submit, start=start)
+
+    def carried_submit(self: Any, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
+        return submit(self, in_context(context.get_current(), fn), *args, **kwargs)
+
+    def carried_start(self: Any) -> Any:
+        target = getattr(self, "_target", None)
+        if getattr(target, "__module__", "") != futures.thread.__name__:  # not a pool worker
+            self.run = in_context(context.get_current(), self.run)
+        return start(self)
+
+    futures.ThreadPoolExecutor.submit = carried_submit  # type: ignore[method-assign]
+    threading.Thread.start = carried_start  # type: ignore[method-assign]
+
+
+def _unpatch() -> None:
+    futures.ThreadPoolExecutor.submit = _saved.pop("submit")  # type: ignore[method-assign]
+    threading.Thread.start = _saved.pop("start")  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def carrying() -> Iterator[None]:
+    """While inside (in any thread), threads and executor work started carry the context."""
+    global _users
+    with _lock:
+        _users += 1
+        if _users == 1:
+            _patch()
+    try:
+        yield
+    finally:
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                _unpatch()
