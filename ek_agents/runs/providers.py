@@ -59,6 +59,13 @@ BACKOFF_BASE_S = 0.25
 BACKOFF_CAP_S = 30.0
 #: The top-level modules whose exceptions :func:`classify` reads.
 PROVIDER_MODULES = ("openai", "anthropic", "httpx", "httpcore", "pydantic_ai", "litellm")
+#: Multiplicative decrease of an endpoint's limit on a rate limit (at most once per round).
+DECREASE = 0.5
+#: A decrease needs more than this share of rate limits among the endpoint's outcomes since the
+#: last one (a lone 429 among successes is paced by its Retry-After, not by the limit).
+SHARE = 0.25
+#: Additive increase: slots per limit's worth of trials completed without a provider error.
+INCREASE = 1.0
 #: HTTP statuses that say "try again later": rate limit, request timeout, conflict, 5xx.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
@@ -300,7 +307,7 @@ class _Endpoint:
     """One endpoint's adaptive limit (float, so that additive increase can be gradual)."""
 
     __slots__ = ("limit", "in_flight", "resume_at", "cut_at", "started", "cond", "rate_limits",
-                 "lowest")
+                 "lowest", "recent")
 
     def __init__(self, limit: float, cond: asyncio.Condition) -> None:
         self.limit = limit
@@ -311,6 +318,7 @@ class _Endpoint:
         self.started = 0      # trials started here so far
         self.cond = cond
         self.rate_limits = 0
+        self.recent: list = []  # outcomes since the last decrease (True: rate-limited)
 
 
 class EndpointLimiter:
@@ -321,8 +329,9 @@ class EndpointLimiter:
     slot on every endpoint the run has learned so far (an agent's trials call the same
     endpoints, and one that has not failed yet does not know its own). Per endpoint:
 
-    - a rate limit halves the limit (at least 1), once per round: 429s answered to trials that
-      started before the last decrease do not decrease it again;
+    - a rate limit halves the limit (at least 1) when more than :data:`SHARE` of the attempts
+      that ended there since the last decrease were rate-limited, once per round: 429s answered
+      to trials that started before the last decrease do not decrease it again;
     - each trial that completes without a provider error adds ``1 / limit`` (one slot per
       limit's worth of completions), up to the run's ``max_concurrency``;
     - a ``Retry-After`` pauses new starts there until it has passed.
@@ -382,8 +391,10 @@ class EndpointLimiter:
             ep = self.endpoints[key]
             async with ep.cond:
                 ep.in_flight -= 1
+                if fault is None:
+                    ep.recent.append(False)
                 if fault is None and self.adaptive and ep.limit < self.max:
-                    ep.limit = min(self.max, ep.limit + 1.0 / max(ep.limit, 1.0))
+                    ep.limit = min(self.max, ep.limit + INCREASE / max(ep.limit, 1.0))
                     self.history.append((time.monotonic(), key, ep.limit))
                 ep.cond.notify_all()
         if fault is None:
@@ -394,10 +405,14 @@ class EndpointLimiter:
                 ep.resume_at = max(ep.resume_at, time.monotonic() + fault.retry_after_s)
             if fault.kind == "rate_limit":
                 ep.rate_limits += 1
+                ep.recent.append(True)
                 mine = dict(held).get(fault.key, 0)
-                if self.adaptive and (learned or mine > ep.cut_at):
-                    ep.limit = max(1.0, ep.limit / 2.0)
+                window = ep.recent[-max(8, int(ep.limit)):]
+                storm = sum(window) > SHARE * len(window)
+                if self.adaptive and (learned or (mine > ep.cut_at and storm)):
+                    ep.limit = max(1.0, ep.limit * DECREASE)
                     ep.lowest = min(ep.lowest, ep.limit)
                     ep.cut_at = ep.started
+                    ep.recent = []
                     self.history.append((time.monotonic(), fault.key, ep.limit))
             ep.cond.notify_all()
