@@ -520,7 +520,8 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
     if missing:
         have.update(read_trials(st, req.run_id, missing))
         missing = [p for p in wanted if p not in have]
-    if missing:
+    capped = req.limits is not None and req.limits.max_dollars is not None
+    if missing and not capped:  # with a max_dollars, a missing trial is one the cap refused
         ran = store_trials(load_agent(req.agent), tasks_of(suite), missing,
                            k=req.k, store=st, run_id=req.run_id, seed=req.seed,
                            run=RunProvenance.from_dict(req.run),
@@ -528,8 +529,11 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
                            retries=req.retries, capture=req.capture, limits=req.limits,
                            prices=catalog(req.limits))
         have.update({(t.task_id, t.trial): t for t in ran})
-    trials = [have[p] for p in wanted if p in have]  # fewer: stopped at max_dollars
-    ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))
+    trials = [have[p] for p in wanted if p in have]
+    if len(trials) < len(wanted):  # stopped at max_dollars: the run's document, not indexed
+        ref = write_doc(st, req.run_id, "episodes", episodes_bytes(trials))  # as the inputs'
+    else:  # output (a resume must run the rest, not reuse these)
+        ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))
     graded = {(t.task_id, t.trial): (g, d) for c in chunks
               for t, g, d in zip(c.trials, c.graded, c.graded_data)}
     if all(p in graded for p in wanted):  # every trial graded by its chunk: grade takes that
