@@ -9,10 +9,11 @@ Run: ``.venv/bin/python -m bench.bench_providers [--part faults,outage,bucket,lo
   OpenInference), priced with a catalog that names only the dated models that answer:
   success, attempts retried, the scored attempts' dollars, the retried attempts' dollars
   (retry overhead), their sum beside what the server billed (its ledger), the upper-bound flag.
-- **outage**: ``ek-agents run`` (in this process) of the pydantic-ai agent while the server
-  answers 503 to every request for the summariser's model: the exit code (5), success over
-  the completed trials, the unresolved named; then the model recovers and ``--retry-errored``
-  completes the run: trials lost and duplicated.
+- **outage**: ``ek-agents run`` (in this process) of 10 tasks x k=2 of a one-call agent
+  (odd tasks on ``gpt-4o-mini``, the others on ``gpt-4o``) while the server answers 503 to
+  every request for ``gpt-4o-mini``: the exit code (5), success over the completed trials,
+  the unresolved named; then the model recovers and ``--retry-errored`` completes the run:
+  trials lost and duplicated.
 - **bucket**: a token bucket of 40 requests/s (burst 40) and 0.3 s per answer, 400 trials of
   one call each at ``max_concurrency=64``: wall / the ideal 10 s and the share of requests
   answered 429, with adaptive concurrency and without, side by side.
@@ -78,6 +79,17 @@ async def one_call_agent(task: Any, *, seed: Optional[int] = None) -> str:
     return reply.choices[0].message.content or ""
 
 
+async def split_agent(task: Any, *, seed: Optional[int] = None) -> str:
+    """One chat completion, on the summariser's model for odd-numbered tasks and on the
+    planner's for the others; answers ``ok``."""
+    from ek_agents_examples.otel import agents
+    from ek_agents_examples.otel.fakeopenai import PLANNER, SUMMARISER
+    model = SUMMARISER if int(task.task_id[1:]) % 2 else PLANNER
+    await agents._client("async").chat.completions.create(
+        model=model, messages=[{"role": "user", "content": f"{agents.marker(task, seed)} hi"}])
+    return "ok"
+
+
 def _tasks(n: int, prefix: str = "t") -> list:
     from ek_agents.base import TaskSpec
     return [TaskSpec(f"{prefix}{i:03d}", input="plan, look up, convert, answer",
@@ -86,7 +98,7 @@ def _tasks(n: int, prefix: str = "t") -> list:
 
 def _suite(path: Path, n: int) -> str:
     rows = [{"suite": {"name": "bench", "version": "1", "checker": "output"}}]
-    rows += [{"task_id": f"t{i:03d}", "input": "plan, look up, convert, answer", "gold": "x"}
+    rows += [{"task_id": f"t{i:03d}", "input": "plan, look up, convert, answer", "gold": "ok"}
              for i in range(n)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(path)
@@ -111,12 +123,17 @@ def faults(out: dict) -> None:
             over = rep.cost.get("retry_overhead") or {}
             scored, extra = rep.cost["total_dollars"], over.get("dollars") or 0.0
             billed = srv.ledger_dollars(dated)
+            # what the server billed with every input token at the full input rate: the bill
+            # of a stack whose instrumentation reports no cached tokens (an upper bound)
+            full = sum(x.input_tokens * dated[x.model].input + x.output_tokens * dated[x.model].output
+                       for sent in srv.sent.values() for x in sent)
             c = srv.counts
             print(f"faults {name}: success {rep.success_rate:.3f} of {rep.n_trials}; "
                   f"requests {c.requests}, 429s {c.faults.get(429, 0)}; attempts retried "
                   f"{over.get('attempts', 0)}; scored ${scored:.6f} + retry overhead "
                   f"${extra:.6f} = ${scored + extra:.6f}; server billed ${billed:.6f} "
-                  f"(diff {scored + extra - billed:+.2e}); upper bound "
+                  f"(diff {scored + extra - billed:+.2e}; at full input rates ${full:.6f}, "
+                  f"diff {scored + extra - full:+.2e}); upper bound "
                   f"{bool(rep.cost.get('upper_bound'))}; unresolved "
                   f"{rep.detail.get('unresolved', {}).get('n', 0)}; wall {wall:.1f}s")
             out[f"faults_{name}_success"] = rep.success_rate
@@ -131,9 +148,9 @@ def outage(out: dict) -> None:
     from ek_agents_examples.otel.fakeopenai import SUMMARISER, FakeOpenAI
     tmp = Path(tempfile.mkdtemp(prefix="ek-bench-outage-"))
     suite, store = _suite(tmp / "s.jsonl", 10), str(tmp / "st")
-    args = ["run", "--suite", suite, "--agent", "ek_agents_examples.otel.agents:pydantic_ai_agent",
-            "--agent-id", "pyd", "--k", "2", "--prices", str(PRICES), "--store", store,
-            "--capture", "otel", "--provider-retry-s", "1", "--run-id", "outage"]
+    args = ["run", "--suite", suite, "--agent", "bench.bench_providers:split_agent",
+            "--agent-id", "split", "--k", "2", "--prices", str(PRICES), "--store", store,
+            "--provider-retry-s", "1", "--run-id", "outage"]
     with FakeOpenAI(seed=5) as srv:
         agents.configure(srv.base_url)
         srv.set_faults(1.0, status=503, model=SUMMARISER)
