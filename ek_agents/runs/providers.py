@@ -39,6 +39,7 @@ import dataclasses
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Iterable
 from typing import Any, Optional
@@ -79,6 +80,7 @@ _CONNECTION = {"APIConnectionError", "ConnectError", "ReadError", "WriteError",
 _NAMED = {"ModelRateLimitError": 429, "ModelOverloadedError": 529, "ModelServerError": 500,
           "ModelUnavailableError": 503, "RateLimitError": 429, "ServiceUnavailableError": 503,
           "InternalServerError": 500, "OverloadedError": 529, "BadGatewayError": 502}
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # OpenTelemetry error.type values (the instrumentations put the class name or the status there)
 _SPAN_TYPES = _TIMEOUTS | _CONNECTION | set(_NAMED)
 
@@ -269,12 +271,17 @@ def classify_spans(spans: Iterable[Any]) -> Optional[ProviderFault]:
         if etype is None and getattr(s, "error", None) is None:
             continue
         model = attrs.get("gen_ai.request.model") or attrs.get("llm.model_name")
+        if model is None and attrs.get("gen_ai.system") is None:
+            continue  # not a model call's span
         status = None
         if isinstance(code, int) and not isinstance(code, bool):
             status = code
         elif isinstance(etype, str) and etype.isdigit():
             status = int(etype)
-        name = etype.rsplit(".", 1)[-1] if isinstance(etype, str) else ""
+        # the class's name, however the instrumentation wrote it ("openai.RateLimitError",
+        # "RateLimitError", "<class 'openai.RateLimitError'>")
+        words = _WORD.findall(etype) if isinstance(etype, str) else []
+        name = words[-1] if words else ""
         kind = _kind_of(status, name) if status is not None else (
             _kind_of(_NAMED[name], name) if name in _NAMED else _kind_of(None, name))
         if kind is None or (status is None and name not in _SPAN_TYPES):

@@ -1,8 +1,9 @@
 """Real SDKs against the scripted server misbehaving: a pydantic-ai agent (its client's
 ``max_retries=0``) whose requests are answered 429 at a seeded 40% is scored on the attempts
 that completed, dollar for dollar, with the retried attempts' dollars apart and the two adding
-up to the server's ledger; an endless tool-call loop stops at its trial limit (an async agent
-within one call of it, a sync one marked when it returns). The larger figures (20 tasks x 3,
+up to the server's ledger; an endless tool-call loop stops within one call of its trial limit;
+an agent that hides the SDK's error behind its own is still told apart by its failing
+model-call span. The larger figures (20 tasks x 3,
 three stacks, the token bucket, max_dollars) are ``python -m bench.bench_providers``."""
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import pytest
 from ek_agents.base import TaskSpec
 from ek_agents.runs import documents
 from ek_agents.store import open_store
-from ek_agents.runs.harness import run_suite
+from ek_agents.runs.harness import run_suite, run_trials
+from ek_agents.runs.limits import RunLimits
 from ek_agents_examples.otel import agents
-from ek_agents_examples.otel.fakeopenai import PLANNER, FakeOpenAI
+from ek_agents_examples.otel.fakeopenai import PLANNER, SUMMARISER, FakeOpenAI
 
 TASKS = [TaskSpec(f"p{i}", input="plan, look up, convert, answer", gold=f"p{i}") for i in range(3)]
 
@@ -60,3 +62,30 @@ def test_endless_tool_loop_stops_at_trial_calls(prices):
         assert report.success_rate == 0.0 and report.detail["errors"] == {"limit": 4}
         for marker, sent in srv.sent.items():  # async: cancelled within one call of it
             assert 8 < len(sent) <= 9 and all(s.requested_model == PLANNER for s in sent), marker
+
+
+def _swallowing_agent(task, *, seed):
+    """Catches the SDK's error and raises its own, unchained: only the span says why."""
+    failed = False
+    try:
+        agents._client("sync").chat.completions.create(
+            model=SUMMARISER, messages=[{"role": "user", "content": f"{agents.marker(task, seed)} hi"}])
+    except Exception:  # noqa: BLE001 -- what an agent that hides its errors does
+        failed = True
+    if failed:
+        raise RuntimeError("the model call failed")
+    return "ok"
+
+
+def test_a_failing_model_call_span_marks_a_provider_error():
+    agents.instrument_openai_v2()
+    with FakeOpenAI(fault_rate=1.0, fault_status=503) as srv:
+        agents.configure(srv.base_url)
+        eps = run_trials(_swallowing_agent, TASKS[:1], k=1, seed=0, capture="otel",
+                         limits=RunLimits(provider_retry_s=0.05))
+        srv.set_faults(0.0)
+        ok = run_trials(_swallowing_agent, TASKS[:1], k=1, seed=1, capture="otel")
+    assert eps[0].meta["error_kind"] == "provider"
+    assert eps[0].meta["provider"]["kind"] == "server_error"
+    assert eps[0].meta["provider"]["model"] == SUMMARISER
+    assert ok[0].output == "ok" and not ok[0].meta.get("error")
