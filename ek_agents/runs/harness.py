@@ -53,7 +53,7 @@ from ..scoring.metrics import grade
 from ..sequential import check_baseline_comparable, gate_document, sequential_gate
 from ..store import Store, acquire_lease, open_store, release_lease, sha256_hex
 from .manifest import RunInputs
-from .limits import RunLimits, make_limits
+from .limits import RunLimits, limits_provenance, make_limits
 from .otelcapture import make_capture
 from .trialpolicy import TrialPolicy, with_policy
 from .trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner, run_coroutine
@@ -254,8 +254,7 @@ def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int
     prov = {} if run is None else {f: v for f, v in run.to_dict().items() if f != "schema_version"}
     if capture:  # the episodes are read from spans: another run's than one without
         prov["capture"] = str(capture)
-    if limits is not None and limits.fingerprint():  # a trial's outcome depends on its limits
-        prov["limits"] = limits.fingerprint()
+    prov.update(limits_provenance(limits))  # a trial's outcome depends on its limits
     return identity.RunFingerprint(
         agent=identity.agent_name(agent),
         agent_code=None if code is None and not own else

@@ -39,7 +39,7 @@ from ..prices import load_prices
 from .providers import PROVIDER_RETRY_S
 
 __all__ = ["RunLimits", "TrialBudget", "RunBudget", "over_limit", "TRIAL_LIMITS", "make_limits",
-           "given_limits", "catalog", "expected_trials"]
+           "given_limits", "catalog", "expected_trials", "limits_provenance"]
 
 #: The per-trial limits, in the order they are checked.
 TRIAL_LIMITS = ("trial_calls", "trial_tokens", "trial_dollars")
@@ -106,6 +106,12 @@ def make_limits(*, trial_dollars: Any = None, trial_tokens: Any = None, trial_ca
         raise InvalidInput("trial_dollars / max_dollars need the price catalog to count dollars: "
                            "pass prices= (a catalog, e.g. prices.load_prices('prices.json'))")
     return out
+
+
+def limits_provenance(limits: Optional[RunLimits]) -> dict:
+    """``{"limits": ...}`` for a run fingerprint's provenance when trial limits are set, else {}."""
+    got = limits.fingerprint() if limits is not None else {}
+    return {"limits": got} if got else {}
 
 
 def given_limits(*, prices: Optional[str] = None, **given: Any) -> Optional[RunLimits]:

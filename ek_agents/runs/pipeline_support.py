@@ -26,10 +26,9 @@ from ..core import shape
 from ..errors import InvalidInput, did_you_mean
 from ..base import Episode
 from .agentid import agent_identity
-from .errorrate import (MAX_ERROR_RATE as MAX_ERROR_RATE, check_complete as check_complete,
-                        check_errors as check_errors)
+from .errorrate import MAX_ERROR_RATE as MAX_ERROR_RATE, check_errors as check_errors
 from .harness import run_trials, store_trials
-from .limits import RunLimits, catalog
+from .limits import RunLimits, catalog, limits_provenance
 from .manifest import input_digest
 from ..scoring.metrics import final_state_match, get_checker, grade, output_match
 from ..prices import load_prices, price_of
@@ -189,8 +188,7 @@ def raise_for_verdict(verdict: Optional[Mapping]) -> None:
     name = verdict.get("baseline")
     if verdict.get("refused"):
         cls = getattr(errors, str(verdict.get("error")), None)
-        cls = cls if isinstance(cls, type) and issubclass(cls, (errors.InvalidInput, errors.RunIncomplete)) \
-            else errors.BaselineError
+        cls = cls if isinstance(cls, type) and issubclass(cls, (errors.InvalidInput, errors.RunIncomplete)) else errors.BaselineError
         raise cls(f"gate refused baseline {name!r}: {verdict['refused']}")
     raise errors.GateFailed(f"gate failed against baseline {name!r}: "
                             + "; ".join(verdict.get("reasons") or ["(no reason recorded)"]))
@@ -246,8 +244,7 @@ class TrialRequest(JsonShape):
     """``"otel"``: each trial's OpenTelemetry spans give its episode's steps and per-call cost
     (``harness.run_trials(capture=...)``); part of the run's fingerprint when set."""
     limits: Optional[RunLimits] = None
-    """Trial limits, ``max_dollars`` and the provider retry budget (``limits.RunLimits``; None:
-    the defaults); the trial limits are part of the run's fingerprint when set."""
+    """Trial limits, ``max_dollars``, provider retry budget (``limits.RunLimits``; None: defaults)."""
 
 
 @shape()
@@ -316,9 +313,7 @@ def request_fingerprint(request: TrialRequest) -> RunFingerprint:
                           suite=request.tasks.digest, k=request.k, seed=request.seed,
                           run={**{f: v for f, v in request.run.items() if f != "schema_version"},
                                **({"capture": request.capture} if request.capture else {}),
-                               **({"limits": request.limits.fingerprint()}
-                                  if request.limits is not None and request.limits.fingerprint()
-                                  else {})},
+                               **limits_provenance(request.limits)},
                           timeout_s=request.timeout_s, retries=request.retries)
 
 
@@ -520,8 +515,7 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
     if missing:
         have.update(read_trials(st, req.run_id, missing))
         missing = [p for p in wanted if p not in have]
-    capped = req.limits is not None and req.limits.max_dollars is not None
-    if missing and not capped:  # with a max_dollars, a missing trial is one the cap refused
+    if missing and (req.limits is None or req.limits.max_dollars is None):  # else: refused by it
         ran = store_trials(load_agent(req.agent), tasks_of(suite), missing,
                            k=req.k, store=st, run_id=req.run_id, seed=req.seed,
                            run=RunProvenance.from_dict(req.run),
@@ -530,10 +524,9 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
                            prices=catalog(req.limits))
         have.update({(t.task_id, t.trial): t for t in ran})
     trials = [have[p] for p in wanted if p in have]
-    if len(trials) < len(wanted):  # stopped at max_dollars: the run's document, not indexed
-        ref = write_doc(st, req.run_id, "episodes", episodes_bytes(trials))  # as the inputs'
-    else:  # output (a resume must run the rest, not reuse these)
-        ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))
+    # stopped at max_dollars: the run's document, not the inputs' output (a resume runs the rest)
+    ref = (write_doc(st, req.run_id, "episodes", episodes_bytes(trials)) if len(trials) < len(wanted)
+           else index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials)))
     graded = {(t.task_id, t.trial): (g, d) for c in chunks
               for t, g, d in zip(c.trials, c.graded, c.graded_data)}
     if all(p in graded for p in wanted):  # every trial graded by its chunk: grade takes that
