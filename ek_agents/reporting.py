@@ -384,7 +384,14 @@ def with_cost(report: Any, graded: list, *, prices: Optional[Mapping] = None, pr
         label: dict(cost_report([e for e in graded if labels.get(e.task_id) == label],
                                 prices=prices, price=price, seed=seed))
         for label in sorted(set(labels.values()))}
-    return dataclasses.replace(report, cost=cost)
+    if not overhead:
+        return dataclasses.replace(report, cost=cost)
+    spent = "unpriced" if overhead["dollars"] is None else f"${overhead['dollars']:.6f}"
+    said = (f"{overhead['attempts']} attempt(s) ended by provider errors were run again; their "
+            f"{overhead['calls']} model call(s) cost {spent}: retry overhead, apart from the "
+            "figures above")
+    return dataclasses.replace(report, cost=cost, detail={
+        **report.detail, "warnings": [*report.detail.get("warnings", []), said]})
 
 
 def score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) -> dict:

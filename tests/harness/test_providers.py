@@ -114,6 +114,7 @@ def test_provider_errors_are_retried_not_scored():
     assert set(agent.calls.values()) == {3}  # same seed each attempt
     over = report.cost["retry_overhead"]
     assert over["attempts"] == 24 and over["dollars"] == 0.0  # nothing reported spent
+    assert any("24 attempt(s) ended by provider errors" in w for w in report.detail["warnings"])
     assert report.cost["total_dollars"] == pytest.approx(12 * (1000 * 2 + 100 * 8) / 1e6)
 
 
