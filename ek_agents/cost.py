@@ -281,7 +281,10 @@ def cost_report(episodes: Iterable[Any], *, prices: Optional[Mapping[str, ModelP
     output_tokens, reasoning_tokens, dollars, upper_bound}}``, each call under the model that
     answered it; an episode without calls under its episode model, with ``calls`` 0),
     ``upper_bound`` (True when some call did not report cached tokens: its dollars, and so
-    the totals, are an upper bound) and ``upper_bound_reason``. With ``per_task=True`` also ``cost_per_success_per_task`` -- Erol et al.
+    the totals, are an upper bound) and ``upper_bound_reason``. When the episodes were read
+    from captured spans and something escaped the bill (refused calls billed $0, calls without
+    usage, late or outside spans, a sampler that dropped them), also ``capture``
+    (:func:`~ek_agents.modelcosts.capture_notes`'s figures) with one warning each. With ``per_task=True`` also ``cost_per_success_per_task`` -- Erol et al.
     (2025)'s form: per task ``E[cost] / E[success]``, averaged over tasks (``inf`` if any task
     never succeeded) -- and ``per_task`` (``{task_id: {n, n_success, dollars,
     cost_per_success}}``).
@@ -480,6 +483,8 @@ def _add_by_model(table: dict, ep: Any, prices: Optional[Mapping[str, ModelPrice
             row["unknown_cached"] += not call.cached_known
         return math.fsum(d for _, d in parts) if priced else math.nan
     d = _billed(ep, prices, price, batch, memo) if priced else math.nan
+    if not any(getattr(cost, k) for k in TOKEN_KINDS):  # nothing billed (every call refused):
+        return d  # no row of its own (the refused calls are counted in "capture")
     row = _row(table, episode_model(ep) or _NO_MODEL)
     row["episodes"] += 1
     _add_tokens(row, cost, d)

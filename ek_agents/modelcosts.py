@@ -97,7 +97,7 @@ def capture_notes(episodes: Any) -> dict:
     fig: dict = {}
     failed: dict = {}
     unknown: dict = {}
-    streamed = unfinished = unfinished_trials = dropped = 0
+    streamed = unfinished = work = unfinished_trials = dropped = 0
     outside: dict = {}
     samplers: set = set()
     for ep in episodes:
@@ -108,8 +108,10 @@ def capture_notes(episodes: Any) -> dict:
         _merge(unknown, o.get("calls_without_usage_by_model"))
         streamed += int(o.get("streamed_without_usage") or 0)
         n = int(o.get("unfinished_spans") or 0)
+        w = int(o.get("unfinished_work") or 0)
         unfinished += n
-        unfinished_trials += n > 0
+        work += w
+        unfinished_trials += (n + w) > 0
         out = o.get("outside_calls")
         if isinstance(out, Mapping) and isinstance(out.get("from"), int) and \
                 isinstance(out.get("to"), int) and out["to"] > out["from"]:
@@ -133,11 +135,13 @@ def capture_notes(episodes: Any) -> dict:
                      f"({_listed(unknown)}{said}): they are not in the bill, so the dollar "
                      "figures are a LOWER BOUND; a streamed OpenAI chat completion reports "
                      "usage only with stream_options={'include_usage': True}")
-    if unfinished:
+    if unfinished or work:
         fig["unfinished_spans"] = unfinished
-        notes.append(f"{unfinished} span(s) of {unfinished_trials} trial(s) had not ended within "
-                     "the capture's grace after their trial returned: what they spent is not in "
-                     "the bill (the agent left work running; end it before returning, or raise "
+        fig["unfinished_work"] = work
+        notes.append(f"{unfinished} span(s) and {work} thread(s) or task(s) of "
+                     f"{unfinished_trials} trial(s) had not ended within the capture's grace "
+                     "after their trial returned: what they spent later is not in the bill (the "
+                     "agent left work running; end it before returning, or raise "
                      "OtelCapture(grace_s=...))")
     n_out = sum(_union(v) for v in outside.values())
     if n_out:

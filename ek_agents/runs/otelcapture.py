@@ -22,11 +22,13 @@ What could escape a trial, and what is done about it:
   Model-call spans that still end outside any trial while trials run are counted: each
   episode records the range of such spans that ended while it ran
   (``meta["otel"]["outside_calls"]``) and the report gives their number, why, and what to do.
-- **Late spans.** A span still open when its trial returns (work the agent left running) is
-  waited for, up to ``grace_s`` (:data:`GRACE_S`, 0.5 s by default: ``OtelCapture(grace_s=...)``)
-  without blocking other trials; what has not ended by then is counted in
-  ``meta["otel"]["unfinished_spans"]`` (the report says so), and when it ends it is counted in
-  ``OtelCapture.late`` -- never filed silently elsewhere.
+- **Late spans.** A span still open when its trial returns, and a thread or executor task the
+  trial started that is still running (work the agent left behind), are waited for, up to
+  ``grace_s`` (:data:`GRACE_S`, 0.5 s by default: ``OtelCapture(grace_s=...)``), without
+  blocking other trials. What has not ended by then is counted in
+  ``meta["otel"]["unfinished_spans"]`` / ``["unfinished_work"]`` and the report says so; a
+  span of that trial ending later is counted in ``OtelCapture.late`` (and, a model call,
+  among the spans outside any trial) -- never filed silently elsewhere.
 
 The trial's episode (the rule when both the agent and the spans say something):
 
@@ -62,7 +64,7 @@ from ..bridge.otel import Ingest, RawSpan, span_from_sdk, spans_from_sdk, trace_
 from ..bridge.otelcalls import is_model_call
 from ..core import canonical_json, construct
 from ..errors import InvalidInput, MissingDependency
-from .otelthreads import carrying
+from .otelthreads import carrying, track_with
 
 __all__ = ["OtelCapture", "TrialSpans", "Spans", "make_capture", "MAX_OUTPUT_CHARS", "CAPTURES",
            "GRACE_S"]
@@ -75,6 +77,14 @@ CAPTURES = ("otel",)
 GRACE_S = 0.5
 #: Trials whose late spans are told apart from spans outside any trial (the most remembered).
 _SETTLED_KEPT = 65_536
+#: Threads and futures a trial started that are waited for (the most remembered per trial).
+_PENDING_KEPT = 1024
+
+
+def _trace_api() -> Any:
+    from opentelemetry import trace  # optional dependency: only under a capture
+    return trace
+
 
 _lock = threading.Lock()
 _registered: dict = {}  # id(provider) -> provider: where the one collector is a processor
@@ -119,14 +129,20 @@ class _Collector:
             if span.context.span_id != got.span_id:
                 with self.lock:
                     got.ended += 1
-                    if got.closed and got.ended >= got.opened:
-                        self.release(got)
         else:
             if tid in self.settled:
                 self.late += 1
             if is_model_call(span.attributes):  # in no trial's bill
                 with self.lock:
                     self.outside += 1
+
+    def track(self, ctx: Any, work: Any) -> None:
+        """Remember a thread or future started in a trial's context (otelthreads' tracker)."""
+        span = _trace_api().get_current_span(ctx)
+        got = self.active.get(span.get_span_context().trace_id)
+        if got is not None and len(got.pending) < _PENDING_KEPT:
+            with self.lock:
+                got.pending.append(work)
 
     def release(self, got: "TrialSpans") -> None:
         """Stop filing spans under ``got`` (under :attr:`lock`)."""
@@ -175,6 +191,7 @@ def _provider_and_collector(provider: Any = None) -> tuple:
 
 
 _COLLECTOR = _Collector()
+track_with(_COLLECTOR.track)
 
 
 class Spans(list):
@@ -206,6 +223,8 @@ class TrialSpans:
         self.opened = self.ended = 0  # spans started / ended below the trial span
         self.closed = False           # the trial returned (its span ended)
         self.unfinished = 0           # spans still open when the trial was read
+        self.pending: list = []       # threads and futures started in its context
+        self.unfinished_work = 0      # of those, still running when the trial was read
         self.outside_from = outside_from
         self.outside_to = outside_from
         self.watch: Any = None  # called with the spans after each one ends (limits.TrialBudget)
@@ -213,6 +232,14 @@ class TrialSpans:
     def open_spans(self) -> int:
         """Spans started below the trial span and not ended yet."""
         return max(self.opened - self.ended, 0)
+
+    def running(self) -> int:
+        """Threads and futures started in the trial's context and still running."""
+        return sum(1 for w in self.pending
+                   if (w.is_alive() if hasattr(w, "is_alive") else not w.done()))
+
+    def busy(self) -> bool:
+        return bool(self.open_spans() or self.running())
 
     def add(self, span: Any) -> None:
         """File one ending SDK span (the collector's ``on_end``, in the thread that ended it)."""
@@ -300,21 +327,26 @@ class OtelCapture:
         finally:
             self._context.detach(token)
             span.end()
+            busy = got.busy()
             with col.lock:
                 got.closed = True
-                if got.open_spans() == 0:
+                if not busy:
                     col.release(got)
                 got.outside_to = col.outside
 
     async def settle(self, got: TrialSpans) -> None:
-        """Wait (without blocking the loop) up to ``grace_s`` for the trial's open spans to
-        end, then stop filing its spans; what is still open is counted in ``got.unfinished``."""
+        """Wait (without blocking the loop) up to ``grace_s`` for the trial's open spans, and
+        the threads and executor work it started, to end; then stop filing its spans. What is
+        still open or running is counted (``got.unfinished``, ``got.unfinished_work``)."""
         deadline = time.monotonic() + self.grace_s
-        while got.open_spans() and time.monotonic() < deadline:
-            await asyncio.sleep(min(0.01, max(deadline - time.monotonic(), 0)))
+        pause = 0.0005  # polls back off to 10 ms (a sync agent's thread ends within the first)
+        while got.busy() and time.monotonic() < deadline:
+            await asyncio.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+            pause = min(pause * 2, 0.01)
+        running = got.running()
         col = self.collector
         with col.lock:
-            got.unfinished = got.open_spans()
+            got.unfinished, got.unfinished_work = got.open_spans(), running
             col.release(got)
             got.outside_to = col.outside
 
@@ -369,6 +401,8 @@ def _escaped(otel: dict, trial: TrialSpans, cap: OtelCapture) -> None:
     spans."""
     if trial.unfinished:
         otel["unfinished_spans"] = trial.unfinished
+    if trial.unfinished_work:
+        otel["unfinished_work"] = trial.unfinished_work
     if trial.outside_to > trial.outside_from:
         otel["outside_calls"] = {"epoch": cap.collector.epoch, "from": trial.outside_from,
                                  "to": trial.outside_to}

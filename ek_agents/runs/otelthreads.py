@@ -9,7 +9,9 @@ context current where it was submitted, and ``threading.Thread.start`` runs the 
 ``opentelemetry-instrumentation-threading`` does, without its dependency pins (its releases
 pin one ``opentelemetry-instrumentation`` version). The executor's own worker threads are left
 alone (each submitted callable brings its context), and everything is restored when the last
-captured trial ends.
+captured trial ends. Each thread started and each future submitted is handed, with the context
+it carries, to the tracker set by :func:`track_with` (the capture waits for a trial's, within
+its grace, before reading the trial).
 """
 from __future__ import annotations
 
@@ -17,13 +19,21 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from concurrent import futures
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
-__all__ = ["carrying", "in_context"]
+__all__ = ["carrying", "in_context", "track_with"]
 
 _lock = threading.Lock()
 _users = 0
 _saved: dict = {}
+_tracker: Optional[Callable[[Any, Any], None]] = None
+
+
+def track_with(fn: Optional[Callable[[Any, Any], None]]) -> None:
+    """Call ``fn(context, thread_or_future)`` for each thread started and each future
+    submitted while carrying (None: no tracker)."""
+    global _tracker
+    _tracker = fn
 
 
 def in_context(ctx: Any, fn: Callable) -> Callable:
@@ -45,12 +55,19 @@ def _patch() -> None:
     _saved.update(submit=submit, start=start)
 
     def carried_submit(self: Any, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
-        return submit(self, in_context(context.get_current(), fn), *args, **kwargs)
+        ctx = context.get_current()
+        fut = submit(self, in_context(ctx, fn), *args, **kwargs)
+        if _tracker is not None:
+            _tracker(ctx, fut)
+        return fut
 
     def carried_start(self: Any) -> Any:
         target = getattr(self, "_target", None)
         if getattr(target, "__module__", "") != futures.thread.__name__:  # not a pool worker
-            self.run = in_context(context.get_current(), self.run)
+            ctx = context.get_current()
+            self.run = in_context(ctx, self.run)
+            if _tracker is not None:
+                _tracker(ctx, self)
         return start(self)
 
     futures.ThreadPoolExecutor.submit = carried_submit  # type: ignore[method-assign]

@@ -2,11 +2,12 @@
 
 Protocol (what a test plants, what the server answers):
 
-- **A judge request** is a chat completion (``/v1/chat/completions``) whose
-  ``response_format.type`` is ``json_object`` or ``json_schema`` and whose messages contain the
-  word ``verdict`` (any role, any case) -- while the server's judge mode is on
-  (``FakeOpenAI(judge=Judge(...))`` or ``server.set_judge(...)``). Streaming is not used for
-  judge requests.
+- **A judge request** is a chat completion (``/v1/chat/completions``) whose messages contain
+  the word ``verdict`` (any role, any case) and that asks for structured output: a
+  ``response_format.type`` of ``json_object`` or ``json_schema``, or an output tool whose name
+  starts with ``final_result`` (pydantic-ai's tool output mode, ``Agent(output_type=...)``) --
+  while the server's judge mode is on (``FakeOpenAI(judge=Judge(...))`` or
+  ``server.set_judge(...)``). A streamed judge request is answered in chunks like any reply.
 - **The truth** is a marker planted in the judged text: ``[truth:PASS]`` or ``[truth:FAIL]``
   (any case) anywhere in the request. The judge answers PASS to a PASS-truth with probability
   ``sensitivity`` and FAIL to a FAIL-truth with probability ``specificity``. A request without a
@@ -16,7 +17,8 @@ Protocol (what a test plants, what the server answers):
   order, and asking again about the same text draws again).
 - **The answer** is an ordinary chat completion (usage billed like any reply, in the ledger)
   whose message content is the JSON object ``{"verdict": "PASS" | "FAIL", "rationale": "..."}``
-  (``finish_reason: "stop"``). Each verdict is also appended to ``server.judged`` as a
+  (``finish_reason: "stop"``) -- or, to an output-tool request, a call of that tool with those
+  arguments. Each verdict is also appended to ``server.judged`` as a
   :class:`Judged` (the truth, the verdict, the trial marker ``[ek:...]`` if any).
 """
 from __future__ import annotations
@@ -27,7 +29,7 @@ import threading
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["Judge", "Judged", "is_judge_request", "truth_of"]
+__all__ = ["Judge", "Judged", "is_judge_request", "judge_tool", "truth_of"]
 
 _TRUTH = re.compile(r"\[truth:(PASS|FAIL)\]", re.IGNORECASE)
 _VERDICT = re.compile(r"verdict", re.IGNORECASE)
@@ -39,13 +41,26 @@ def truth_of(text: str) -> Optional[str]:
     return found[-1].upper() if found else None
 
 
-def is_judge_request(body: dict, raw_text: str) -> bool:
-    """A chat body asking for a JSON verdict (the protocol above)."""
+def _asks_verdict(body: dict) -> bool:
+    return bool(_VERDICT.search(" ".join(str(m.get("content")) for m in body.get("messages", [])
+                                         if isinstance(m, dict))))
+
+
+def judge_tool(body: dict) -> Optional[str]:
+    """The output tool (``final_result...``) a verdict is asked through, or None."""
+    for t in body.get("tools") or []:
+        name = (t.get("function") or {}).get("name") if isinstance(t, dict) else None
+        if isinstance(name, str) and name.startswith("final_result"):
+            return name if _asks_verdict(body) else None
+    return None
+
+
+def is_judge_request(body: dict, raw_text: str = "") -> bool:
+    """A chat body asking for a structured verdict (the protocol above)."""
     fmt = body.get("response_format")
     kind = fmt.get("type") if isinstance(fmt, dict) else None
-    return kind in ("json_object", "json_schema") and bool(_VERDICT.search(
-        " ".join(str(m.get("content")) for m in body.get("messages", []) if isinstance(m, dict))
-        or raw_text))
+    return (kind in ("json_object", "json_schema") and _asks_verdict(body)) or \
+        judge_tool(body) is not None
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 from . import fakeanthropic as anth
 from .fakefaults import Counts, Faults, Refusal, TokenBucket
-from .fakejudge import Judge, Judged, is_judge_request
+from .fakejudge import Judge, Judged, is_judge_request, judge_tool
 from .fakesse import chat_chunks, responses_events, sse
 
 __all__ = ["FakeOpenAI", "Sent", "Billed", "Judge", "Judged", "SUMMARISER", "PLANNER",
@@ -235,8 +235,8 @@ class FakeOpenAI:
         return self.base_url[:-len("/v1")]
 
     def start(self) -> "FakeOpenAI":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
-                                        name="fakeopenai")
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
+                                        daemon=True, name="fakeopenai")  # stops within 50 ms
         self._thread.start()
         return self
 
@@ -410,7 +410,9 @@ class FakeOpenAI:
         judged = None
         if self.judge is not None and is_judge_request(body, text):
             verdict, truth, why = self.judge.verdict(raw, text)
-            calls, answer = [], json.dumps({"verdict": verdict, "rationale": why})
+            tool = judge_tool(body)
+            calls, answer = (([(tool, {"verdict": verdict, "rationale": why})], None) if tool
+                             else ([], json.dumps({"verdict": verdict, "rationale": why})))
             judged = Judged(truth, verdict, marker_of(text))
         else:
             calls, answer = self._decide(model, marker, results)

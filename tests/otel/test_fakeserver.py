@@ -130,3 +130,29 @@ def test_endless_loop_and_judge():
         assert [j.truth for j in srv.judged[1:5]] == ["FAIL", "PASS", "FAIL", "PASS"]
         assert [j.verdict for j in srv.judged[1:5]] == \
             [v for pair in zip(verdicts["FAIL"][:2], verdicts["PASS"][:2]) for v in pair]
+
+
+def test_a_pydantic_ai_judge_with_an_output_type_gets_its_verdict():
+    import asyncio
+    from typing import Literal
+
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    class Verdict(BaseModel):
+        verdict: Literal["PASS", "FAIL"]
+        rationale: str
+
+    with FakeOpenAI(judge=None) as srv:
+        srv.set_judge(sensitivity=1.0, specificity=1.0)
+        client = openai.AsyncOpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
+        judge = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client)),
+                      output_type=Verdict, instructions="Give your verdict on the answer.")
+
+        async def both():
+            return [(await judge.run(f"answer: 42 [truth:{t}]")).output for t in ("PASS", "FAIL")]
+        got = asyncio.run(both())
+        assert [v.verdict for v in got] == ["PASS", "FAIL"]
+        assert [j.truth for j in srv.judged] == ["PASS", "FAIL"]
