@@ -85,10 +85,9 @@ class TrialPolicy:
                 return self._with_overhead(answer, attempts - 1, ended, waited)
             wait = backoff_s(attempts, fault.retry_after_s, self.rng)
             cost = answer.cost
-            if waited + wait > self.limits.provider_retry_s:  # unresolved: its calls too
-                ended.extend(cost.calls if cost is not None else ())
-                ep = answer.replace(cost=None)
-                return self._with_overhead(ep, attempts, ended, waited)
+            if waited + wait > self.limits.provider_retry_s:  # unresolved: not scored, so
+                ended.extend(cost.calls if cost is not None else ())  # its calls are overhead
+                return self._with_overhead(answer, attempts, ended, waited)
             ended.extend(cost.calls if cost is not None else ())
             self.retried += 1
             await asyncio.sleep(wait)
