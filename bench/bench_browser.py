@@ -51,7 +51,7 @@ def make_run(store: str, run_id: str, n_tasks: int, k: int, agent) -> float:
 
     tasks = [TaskSpec(f"t{i:06d}", input=f"q{i}", gold=f"g{i}", slice=f"s{i % 5}") for i in range(n_tasks)]
     t0 = time.perf_counter()
-    run_suite(agent, tasks, k=k, seed=1, persist=True, run_id=run_id, rootdir=store, segments=True,
+    run_suite(agent, tasks, k=k, seed=1, persist=True, run_id=run_id, rootdir=store,
               prices=load_prices(ROOT / "examples" / "prices.json"), progress=False)
     return time.perf_counter() - t0
 

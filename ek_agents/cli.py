@@ -29,7 +29,10 @@ RunMismatch, and a run id another writer holds, RunInUse); 3 when the infrastruc
 (the store's endpoint unreachable or timing out, access denied, bucket missing: a
 :class:`~ek_agents.errors.StoreError` other than a missing run or artifact); 4 when more of a
 run's trials errored than ``--max-error-rate`` allows (TooManyErrors, after the manifest is
-written) -- always with a one-line reason on stderr (no traceback for an ek-agents error).
+written); 5 when the run is incomplete -- trials a provider error left unresolved, or trials
+not started at ``--max-dollars`` (RunIncomplete, after the manifest is written; complete it
+with ``--retry-errored`` or a higher cap) -- always with a one-line reason on stderr (no
+traceback for an ek-agents error).
 """
 from __future__ import annotations
 
@@ -44,11 +47,11 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .cliargs import (MAX_CONCURRENCY, MAX_K, MAX_RETRIES, MAX_SEED, eval_args, int_in,
-                      name_arg, number, store_arg, tolerance_args)
+from .cliargs import (LIMIT_OPTIONS, MAX_CONCURRENCY, MAX_K, MAX_RETRIES, MAX_SEED, eval_args,
+                      int_in, limit_args, name_arg, number, store_arg, tolerance_args)
 from .exportcmd import add_export_parser, cmd_export
 from .errors import (ArtifactNotFound, AuditFailed, CheckFailed, EkAgentsError, InvalidInput,
-                     MissingDependency, StoreError, TooManyErrors)
+                     MissingDependency, RunIncomplete, StoreError, TooManyErrors)
 from . import monitorcli
 
 __all__ = ["main", "build_parser"]
@@ -152,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "can lose of the finished trials")
     p.add_argument("--capture", choices=("otel",), default=None, help="each trial's OpenTelemetry "
                    "spans -> its tool calls and per-call cost (pip install 'ek-agents[otel]')")
+    limit_args(p)
     p.add_argument("--task-runner", choices=("threads", "dask"), default="threads")
     p.add_argument("--max-workers", type=int_in(1, 1024), default=4, help="chunks at once on "
                    "the flow's task runner, 1..1024 (default 4; in-process one loop runs them all; "
@@ -293,7 +297,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       refresh=a.refresh, retry_errored=a.retry_errored,
                       max_error_rate=a.max_error_rate, break_lease=a.break_lease,
                       lease_wait_s=a.wait_lease, sequential=a.sequential, agent_id=a.agent_id,
-                      flush_s=a.flush_s, **({"capture": a.capture} if a.capture else {}))
+                      flush_s=a.flush_s, **({"capture": a.capture} if a.capture else {}),
+                      **{n: getattr(a, n) for n in LIMIT_OPTIONS if getattr(a, n) is not None})
         if a.scale:
             params = _scale_params(a, params)
     else:
@@ -353,7 +358,8 @@ def _runs_here(a: argparse.Namespace, params: dict, local: Any) -> bool:
 NOT_AT_SCALE = (("baseline", None), ("sequential", False), ("capture", None),
                 ("retry_errored", False), ("temperature", None), ("simulator", ""),
                 ("scaffold", ""), ("task_runner", "threads"), ("tolerance", 0.0),
-                ("cost_tolerance", 0.0), ("max_error_rate", 0.5), ("wait_lease", 0.0))
+                ("cost_tolerance", 0.0), ("max_error_rate", 0.5), ("wait_lease", 0.0),
+                *((n, None) for n in LIMIT_OPTIONS))
 
 
 def _scale_params(a: argparse.Namespace, params: dict) -> dict:
@@ -530,7 +536,8 @@ COMMANDS = {"run": _cmd_run, "ingest": _cmd_run, "report": _cmd_report, "gate": 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``ek-agents``; return the exit code (0 ok, 1 gate/audit failed, 2 bad input,
-    3 infrastructure failed, 4 too many errored trials).
+    3 infrastructure failed, 4 too many errored trials, 5 incomplete: provider errors left
+    trials unresolved, or the run stopped at --max-dollars).
 
     Output cut short by its reader (``ek-agents report ID | head``) is not an error (exit 0)."""
     started = time.perf_counter()
@@ -552,6 +559,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except TooManyErrors as exc:  # an outage, not a verdict on the agent
         print(f"ek-agents: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 4
+    except RunIncomplete as exc:  # provider errors unresolved, or stopped at --max-dollars
+        print(f"ek-agents: {exc}", file=sys.stderr)
+        return 5
     except CheckFailed as exc:
         print(f"ek-agents: {exc}", file=sys.stderr)
         return 1

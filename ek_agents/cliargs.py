@@ -92,3 +92,25 @@ def tolerance_args(p: argparse.ArgumentParser) -> None:
                    help="gate: tolerated success drop (>= 0)")
     p.add_argument("--cost-tolerance", type=number(0.0), default=0.0,
                    help="gate: tolerated relative rise of the cost per success (>= 0)")
+
+
+#: ``run`` options of the provider policy and the limits (``ek_agents.execution.limits``): their
+#: flow parameters have the same names.
+LIMIT_OPTIONS = ("provider_retry_s", "trial_dollars", "trial_tokens", "trial_calls", "max_dollars")
+
+
+def limit_args(p: argparse.ArgumentParser) -> None:
+    """``--provider-retry-s``, ``--trial-dollars``, ``--trial-tokens``, ``--trial-calls``,
+    ``--max-dollars`` (docs/guides/providers.md)."""
+    p.add_argument("--provider-retry-s", type=number(0.0), default=None, metavar="SECONDS",
+                   help="per trial: seconds of waits between attempts a provider error (429, "
+                        "5xx, timeout) ended, before it is left unresolved (default 120)")
+    p.add_argument("--trial-dollars", type=number(0.0, above=True), default=None,
+                   help="a trial over this many dollars fails naming the limit (needs --prices)")
+    p.add_argument("--trial-tokens", type=int_in(1, 10**12), default=None,
+                   help="a trial over this many tokens fails naming the limit")
+    p.add_argument("--trial-calls", type=int_in(1, 10**9), default=None,
+                   help="a trial over this many model calls fails naming the limit")
+    p.add_argument("--max-dollars", type=number(0.0, above=True), default=None,
+                   help="no new trial starts once this run would spend more (needs --prices); "
+                        "the run stops resumably and exits 5")

@@ -22,7 +22,7 @@ __all__ = [
     "StoreUnreachable", "StoreTimeout", "StoreAccessDenied", "BucketNotFound",
     "IntegrityError", "TransientAgentError", "AgentTimeout", "did_you_mean",
     "CheckFailed", "GateFailed", "AuditFailed", "DocumentError", "DigestMismatch",
-    "RunMismatch", "RunInUse", "TooManyErrors", "UnidentifiedAgent",
+    "RunMismatch", "RunInUse", "TooManyErrors", "UnidentifiedAgent", "RunIncomplete",
 ]
 
 
@@ -142,6 +142,13 @@ class AuditFailed(CheckFailed):
 class DigestMismatch(AuditFailed, IntegrityError):
     """A run's document whose bytes are not the ones its manifest lists (or that the manifest
     does not list): a read that would trust it is refused, with the audit's exit code."""
+
+
+class RunIncomplete(EkAgentsError, ValueError):
+    """A run that is not complete (the CLI exits 5, its manifest written first): trials a
+    provider error left unresolved, or trials not started at its ``max_dollars``. Its figures
+    cover the trials that completed; the gate neither passes nor fails it. Complete it with
+    ``--retry-errored`` (or a higher ``--max-dollars``), same run id."""
 
 
 class RunMismatch(InvalidInput):

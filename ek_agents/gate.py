@@ -65,10 +65,11 @@ from pydantic import Field
 from . import stats
 from .base import NonFiniteJson, RunProvenance
 from .core import shape
-from .errors import BaselineError, IncomparableRuns, InvalidInput
+from .errors import BaselineError, IncomparableRuns, InvalidInput, RunIncomplete
 from .modelcosts import upper_bound_reason
 from .stats.correctedrates import corrected_check
 from .reporting import ReliabilityReport
+from .scoring.unresolved import incomplete_because
 
 __all__ = ["AgentGateResult", "regression_gate", "as_report", "as_run", "check_comparable", "ALPHA",
            "POWER", "Z"]
@@ -201,6 +202,11 @@ def regression_gate(report: Any, baseline: Any, *, tolerance: float = 0.0,
     base, base_run, label = _baseline_parts(baseline, label)
     _check_counts(base, label, BaselineError)
     _check_counts(cur, "the current run", InvalidInput)
+    why = incomplete_because(cur.detail, n_trials=cur.n_trials)
+    if why:
+        raise RunIncomplete(f"the current run is incomplete ({why}): its figures cover only the "
+                            "trials that completed, so the gate neither passes nor fails it; "
+                            "complete it with --retry-errored (same run id), then gate it")
     cur_run = as_run(cur.detail.get("run"), "the current report")
     check_comparable(cur_run, base_run, label)
 

@@ -38,6 +38,7 @@ from .stages import evaluate as stages
 from .base import RunProvenance
 from .errors import InvalidInput
 from .execution.harness import new_run_id
+from .execution.limits import RunLimits, expected_trials, given_limits
 from .records.manifest import RunInputs
 from .pipeline.chunks import TrialChunk, TrialPlan, TrialRequest
 from .records.stagecache import GateRef, StageRef
@@ -72,12 +73,17 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    break_lease: bool = False, lease_wait_s: float = 0.0,
                    sequential: bool = False, agent_id: Optional[str] = None,
                    capture: Optional[str] = None, flush_s: float = 10.0,
+                   provider_retry_s: Optional[float] = None,
+                   trial_dollars: Optional[float] = None, trial_tokens: Optional[int] = None,
+                   trial_calls: Optional[int] = None, max_dollars: Optional[float] = None,
                    log: Optional[Log] = None) -> dict:
     """The ``evaluate-agent`` flow's plan, here and now (the flow's parameters, same meaning).
 
     Returns what the flow returns (``run_id``, ``store``, ``manifest`` key, ``results``,
     ``gate``) and raises what it raises: GateFailed, IncomparableRuns, TooManyErrors (after
-    the manifest is written), RunMismatch, RunInUse, bad input. ``seed=None`` draws the seed
+    the manifest is written), RunIncomplete (provider errors left trials unresolved, or the run
+    stopped at ``max_dollars``: after the manifest is written), RunMismatch, RunInUse, bad
+    input. ``seed=None`` draws the seed
     from the clock (milliseconds since the epoch, as a scheduled flow run does from its start
     time); the seed used is in the manifest's inputs. ``max_workers`` is recorded and has no
     other effect (one loop runs every chunk); ``task_runner="dask"`` needs Prefect
@@ -96,6 +102,9 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     pipeline.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
                            sequential=sequential, baseline=baseline)
     seed = int(time.time() * 1000) if seed is None else seed
+    limits = given_limits(prices=prices, provider_retry_s=provider_retry_s,
+                          trial_dollars=trial_dollars, trial_tokens=trial_tokens,
+                          trial_calls=trial_calls, max_dollars=max_dollars)
     lease = acquire_lease(st, run_id, wait_s=lease_wait_s, force=break_lease)
     try:
         return _evaluate(
@@ -106,7 +115,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
             sequential=sequential, parameters=parameters, log=log, agent_id=agent_id,
-            capture=capture, flush_s=flush_s)
+            capture=capture, flush_s=flush_s, limits=limits)
     finally:
         release_lease(st, lease)
 
@@ -119,7 +128,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
               timeout_s: Optional[float], retries: int, refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool, parameters: Mapping,
               log: Log, agent_id: Optional[str] = None,
-              capture: Optional[str] = None, flush_s: float = 10.0) -> dict:
+              capture: Optional[str] = None, flush_s: float = 10.0, limits: Optional[RunLimits] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease (``flows/evaluate.py:_evaluate``,
     each task replaced by the library call it wraps)."""
     decided = None
@@ -135,7 +144,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
             store=st.url, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, timeout_s=timeout_s,
             retries=retries, refresh=refresh, retry_errored=retry_errored, check=check,
-            agent_id=agent_id, capture=capture, flush_s=flush_s)
+            agent_id=agent_id, capture=capture, flush_s=flush_s, limits=limits)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials(request, baseline, check, tolerance,
                                                   prices is not None)
@@ -161,7 +170,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
     log(f"HTML report: {st.url}/{shown.html_key}")
     if not ingest:
         pipeline.check_errors(st.read_json(report.key), max_error_rate=max_error_rate,
-                              run_id=run_id)
+                              run_id=run_id, expected_trials=expected_trials(st, tasks, k, limits))
     pipeline.raise_for_verdict(verdict and verdict.verdict)
     return {"run_id": run_id, "store": st.url, "manifest": manifest.key,
             "results": manifest.manifest["results"], "gate": manifest.manifest["gate"]}

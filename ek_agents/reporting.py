@@ -28,6 +28,7 @@ from .labels import judge_detail
 from .prices import ModelPrice, price_of
 from .scoring.facades import get_metric, score_all
 from .scoring.metrics import get_checker, grade, is_errored
+from .scoring.unresolved import retry_overhead, scored, unresolved_detail
 from .stats.bootstrap import bootstrap_ci, bootstrap_mean_cis
 from .stats.intervals import pass_at_k, pass_hat_k
 from .stats.clustered import success_interval
@@ -375,6 +376,8 @@ def reliability_with_run(graded: list, tasks: Any, *, k: int, seed: int,
     ``detail["run"]`` (:func:`run_provenance`), ``detail["errors"]`` (errored trials by
     ``error_kind``) and a warning for each of a provenance clash and errored trials."""
     slices = {tid: t.slice for tid, t in task_table(tasks).items() if t.slice is not None}
+    unresolved = unresolved_detail(graded)  # provider errors: not the agent's, not scored
+    graded = scored(graded)
     report = reliability(graded, k=k, slices=slices or None, seed=seed)
     warnings = list(report.detail.get("warnings", []))
     prov, prov_warning = run_provenance(graded, run)
@@ -392,22 +395,38 @@ def reliability_with_run(graded: list, tasks: Any, *, k: int, seed: int,
     otel_read = otel_read_counts(graded)  # what the span reads kept once, cut or skipped
     if otel_read:
         warnings.append(otel_read_sentence(otel_read))
+    if unresolved:
+        warnings.append(f"incomplete: {unresolved['n']} trial(s) left unresolved by provider "
+                        f"errors ({', '.join(f'{n} {k}' for k, n in unresolved['by_kind_and_model'].items())}) "
+                        "are not scored; complete the run with --retry-errored (same run id)")
     return dataclasses.replace(report, detail={
         **report.detail, "run": None if prov is None else prov.to_dict(), "errors": errors,
-        "warnings": warnings, **({"otel_read": otel_read} if otel_read else {})})
+        "warnings": warnings, **({"otel_read": otel_read} if otel_read else {}),
+        **({"unresolved": unresolved} if unresolved else {})})
 
 
 def with_cost(report: Any, graded: list, *, prices: Optional[Mapping] = None, price: Any = None,
                seed: int = 0) -> Any:
     """``report`` carrying ``cost.cost_report`` of the graded episodes, with one
     ``cost_report`` per slice (the report's per-task labels) under ``cost["per_slice"]``."""
+    overhead = retry_overhead(graded, prices=prices, price=price)
+    graded = scored(graded)  # the unresolved trials: neither a success nor a cost of one
     cost = dict(cost_report(graded, prices=prices, price=price, seed=seed))
+    if overhead:  # the attempts a provider error ended: spent, apart from the scored ones
+        cost["retry_overhead"] = overhead
     labels = {tid: t["slice"] for tid, t in report.per_task.items() if t.get("slice") is not None}
     cost["per_slice"] = {
         label: dict(cost_report([e for e in graded if labels.get(e.task_id) == label],
                                 prices=prices, price=price, seed=seed))
         for label in sorted(set(labels.values()))}
-    return dataclasses.replace(report, cost=cost)
+    if not overhead:
+        return dataclasses.replace(report, cost=cost)
+    spent = "unpriced" if overhead["dollars"] is None else f"${overhead['dollars']:.6f}"
+    said = (f"{overhead['attempts']} attempt(s) ended by provider errors were run again; their "
+            f"{overhead['calls']} model call(s) cost {spent}: retry overhead, apart from the "
+            "figures above")
+    return dataclasses.replace(report, cost=cost, detail={
+        **report.detail, "warnings": [*report.detail.get("warnings", []), said]})
 
 
 def score_metrics(graded: list, specs: Mapping[str, TaskSpec], metrics: Any) -> dict:

@@ -9,6 +9,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from ek_agents import pipeline
 from ek_agents.base import RunProvenance
 from ek_agents.execution.harness import new_run_id
+from ek_agents.execution.limits import RunLimits, expected_trials, given_limits
 from ek_agents.records.manifest import RunInputs
 from ek_agents.pipeline.chunks import TrialPlan, TrialRequest
 from ek_agents.store import Store, acquire_lease, release_lease
@@ -46,7 +47,11 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    break_lease: bool = False, lease_wait_s: float = 0.0,
                    sequential: bool = False, agent_id: Optional[str] = None,
                    labels: Optional[str] = None,
-                   capture: Optional[str] = None, flush_s: float = 10.0) -> dict:
+                   capture: Optional[str] = None, flush_s: float = 10.0,
+                   provider_retry_s: Optional[float] = None,
+                   trial_dollars: Optional[float] = None, trial_tokens: Optional[int] = None,
+                   trial_calls: Optional[int] = None,
+                   max_dollars: Optional[float] = None) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -80,6 +85,10 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     spans (the agent's instrumentations) into its episode: tool calls and per-model-call cost.
     ``flush_s``: a finished trial is stored (in a segment) within this many seconds, so a
     crashed run loses at most that long's worth of finished trials.
+    Provider errors are retried for ``provider_retry_s`` seconds of waits per trial; the
+    trial limits (``trial_dollars``, ``trial_tokens``, ``trial_calls``) and the run's
+    ``max_dollars`` as ``ek_agents.execution.limits`` says; a run left incomplete (unresolved
+    provider errors, stopped at its cap) fails with RunIncomplete after its manifest is written.
     """
     st = Store(store).url
     if not run_id:
@@ -88,6 +97,9 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     pipeline.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
                            sequential=sequential, baseline=baseline)
     seed = scheduled_seed() if seed is None else seed
+    limits = given_limits(prices=prices, provider_retry_s=provider_retry_s,
+                          trial_dollars=trial_dollars, trial_tokens=trial_tokens,
+                          trial_calls=trial_calls, max_dollars=max_dollars)
     lease = acquire_lease(Store(st), run_id, wait_s=lease_wait_s, force=break_lease)
     try:
         return _evaluate(
@@ -99,7 +111,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
             sequential=sequential, agent_id=agent_id, labels=labels, capture=capture,
-            flush_s=flush_s)
+            flush_s=flush_s, limits=limits)
     finally:
         release_lease(Store(st), lease)
 
@@ -113,7 +125,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               dask_address: Optional[str], refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool,
               agent_id: Optional[str] = None, labels: Optional[str] = None,
-              capture: Optional[str] = None, flush_s: float = 10.0) -> dict:
+              capture: Optional[str] = None, flush_s: float = 10.0, limits: Optional[RunLimits] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease."""
     decided = None
     if ingest:
@@ -129,7 +141,7 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
             store=st, run_id=run_id, tasks=tasks, agent=agent, k=k, seed=seed, run=run,
             chunk_size=chunk_size, max_concurrency=max_concurrency, parallel_chunks=workers,
             timeout_s=timeout_s, retries=retries, refresh=refresh, retry_errored=retry_errored,
-            check=check, agent_id=agent_id, capture=capture, flush_s=flush_s)
+            check=check, agent_id=agent_id, capture=capture, flush_s=flush_s, limits=limits)
         if sequential:  # batches until the sequential gate has decided
             episodes, decided = sequential_trials_flow.with_options(task_runner=runner)(
                 request, baseline, check, tolerance, prices is not None)
@@ -158,7 +170,8 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
         parameters=run_parameters(), orchestrator=run_context())
     publish_report(st, run_id, as_data(manifest))  # its manifest lists every trial file
     if not ingest:
-        check_errors(st, run_id, report, max_error_rate)
+        check_errors(st, run_id, report, max_error_rate,
+                     expected_trials(Store(st), tasks, k, limits))
     pipeline.raise_for_verdict(verdict and verdict.verdict)
     return {"run_id": run_id, "store": st, "manifest": manifest.key,
             "results": manifest.manifest["results"], "gate": manifest.manifest["gate"]}

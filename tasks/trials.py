@@ -52,7 +52,9 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
 
 @task(name="check-errors", **TASK_DEFAULTS, **IO_RETRIES)
 def check_errors(store_url: str, run_id: str, report: StageRef,
-                 max_error_rate: Optional[float]) -> None:
-    """``pipeline.check_errors``: fail (TooManyErrors) when too many trials errored."""
+                 max_error_rate: Optional[float], expected_trials: Optional[int] = None) -> None:
+    """``pipeline.check_errors``: fail (TooManyErrors) when too many trials errored,
+    (RunIncomplete) when the run is incomplete."""
     pipeline.check_errors(Store(store_url).read_json(report.key),
-                          max_error_rate=max_error_rate, run_id=run_id)
+                          max_error_rate=max_error_rate, run_id=run_id,
+                          expected_trials=expected_trials)

@@ -22,6 +22,8 @@ from typing import Any, Callable, NamedTuple, Optional, Union
 
 from ..records import trials as stored_trials
 from .otelcapture import OtelCapture
+from .providers import classify, classify_spans
+from .trialpolicy import TrialPolicy
 from ..base import Episode, RunProvenance, TaskSpec
 from ..core import canonical_json, construct
 from ..errors import AgentTimeout, InvalidInput, TransientAgentError
@@ -60,8 +62,10 @@ class TrialRunner:
                  on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
                  summarize: Optional[Callable] = None, keep: bool = True,
                  writer: Optional[str] = None, capture: Optional[OtelCapture] = None,
-                 flush_s: float = FLUSH_S):
+                 flush_s: float = FLUSH_S, policy: Optional[TrialPolicy] = None):
         self.agent, self.specs, self.seed, self.run = agent, specs, seed, run
+        # provider errors, endpoint limits, trial limits, the dollar cap (trialpolicy)
+        self.policy = policy or TrialPolicy(None, max_concurrency=max_concurrency, seed=seed)
         self.capture = capture  # otelcapture.OtelCapture: each trial's spans, or None
         self.on_stored = on_stored
         self.max_concurrency, self.timeout_s = max_concurrency, timeout_s
@@ -72,9 +76,12 @@ class TrialRunner:
         self.writer_name = writer
         self.unbuilt = 0  # trials called whose episode is not handed to the writer yet
         self.built: Optional[asyncio.Event] = None  # set while unbuilt is low
-        # slot threads (a sync agent without timeout or capture): the trials they take, and
-        # the flag that stops them when the run ends early
-        self.threaded = not _is_async(agent) and timeout_s is None and capture is None
+        # slot threads (a sync agent without timeout, capture, trial limits or a dollar cap:
+        # those are watched on the loop): the trials they take, and the flag that stops them
+        # when the run ends early. A provider error on a slot thread sends that trial through
+        # the policy on the loop (its retries with backoff, the endpoint's limiter).
+        self.threaded = (not _is_async(agent) and timeout_s is None and capture is None
+                         and not self.policy.limits.per_trial and self.policy.budget is None)
         self.pending_lock, self.stop = threading.Lock(), threading.Event()
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.written: dict = {}  # pair -> records.trials.StoredTrial, as each trial is stored
@@ -132,6 +139,8 @@ class TrialRunner:
         runs once this slot's next agent call has started: that CPU overlaps the call's wait
         instead of delaying it (measured: x1.18 -> x1.1 of ideal at 64 in flight)."""
         for pair in pending:
+            if not await self.policy.may_start(pair):  # the run's dollar cap: not run, not
+                continue  # stored (a resume runs it)
             answer = await self._trial(self.specs[pair[0]], pair[1])
             tg.create_task(self._one(pair, answer, results, bar))
             if self.store is not None:
@@ -162,6 +171,7 @@ class TrialRunner:
         (a plain answer's: its bytes assembled directly -- the same bytes; scalars only, so no
         depth to check -- and it is what parsing them gives back; else None)."""
         ep, plain = self._episode(self.specs[pair[0]], pair[1], answer)
+        self.policy.finished(ep)
         data = plain_json(ep) if plain else None
         if data is not None:
             return ep, data, ep
@@ -189,8 +199,12 @@ class TrialRunner:
                 pair = next(pending, None)
             if pair is None:
                 return
-            ep, data, handed = self._built(pair, self._called(self.specs[pair[0]], pair[1]),
-                                           plain_json)
+            answer = self._called(self.specs[pair[0]], pair[1])
+            if isinstance(answer, Episode) and answer.meta.get("error_kind") == "provider":
+                self.policy.retried += 1  # this attempt was the provider's: retried as policy says
+                answer = asyncio.run_coroutine_threadsafe(
+                    self.policy.trial(self, self.specs[pair[0]], pair[1]), self.loop).result()
+            ep, data, handed = self._built(pair, answer, plain_json)
             if writer is not None:
                 if writer.backlog() > WRITER_BACKLOG:  # never far ahead of the writer
                     writer.wait_room()
@@ -247,22 +261,56 @@ class TrialRunner:
             return ep, canonical_json(ep.to_dict())
 
     async def _trial(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
+        """Run the trial under the run's :class:`~ek_agents.execution.trialpolicy.TrialPolicy`
+        (provider errors retried, endpoint limits, trial limits): :meth:`_trial_once` per
+        attempt."""
+        return await self.policy.trial(self, task, trial)
+
+    async def _trial_once(self, task: TaskSpec, trial: int, budget: Any = None
+                          ) -> Union[Episode, "_Answer"]:
         """Run the trial's agent call (its retries and timeout): the failed trial's episode,
         or the agent's answer (:meth:`_episode` builds its episode). With a capture, the
         attempts run under the trial's span and its spans come with the answer (a failed
-        trial's episode gets their steps and cost at once)."""
+        trial's episode gets their steps and cost at once); ``budget`` (a
+        ``limits.TrialBudget``) watches them live and cancels an async trial over a limit."""
         if self.capture is None:
             return await self._attempts(task, trial)
         trial_seed = None if self.seed is None else self.seed + trial
         with self.capture.trial(task.task_id, trial, trial_seed) as got:
-            answer = await self._attempts(task, trial)
+            got.watch = budget
+            try:
+                answer = await self._attempts(task, trial)
+            except asyncio.CancelledError:
+                if budget is None or budget.exceeded is None:
+                    raise
+                asyncio.current_task().uncancel()  # our own cancel: the trial passed a limit
+                answer = _failed(task, trial, self.merged_run(trial_seed), 1,
+                                 RuntimeError(f"the trial passed its {budget.exceeded} limit"),
+                                 "limit", meta=budget.meta())
             if isinstance(answer, _Answer):
                 got.record_output(answer.result)
         await self.capture.settle(got)  # its spans still open: waited for, a short grace
         if isinstance(answer, Episode):  # failed: what it spent is spent
+            if answer.meta.get("error_kind") == "exception":  # a model call's span may say
+                fault = classify_spans(got.spans)  # it was the provider's
+                if fault is not None:
+                    answer = answer.replace(meta={**answer.meta, "error_kind": "provider",
+                                                  "provider": _fault_meta(fault)})
             return self.capture.episode(answer, got.spans, agent_episode=False, failed=True,
                                         sampled=got.sampled, trial=got)
         return answer._replace(spans=got)
+
+    def limit_failed(self, task: TaskSpec, trial: int, answer: "_Answer", meta: dict) -> Episode:
+        """The failed episode of a trial that returned over a limit (``meta["limit"]``), with
+        what its spans say it spent."""
+        trial_seed = None if self.seed is None else self.seed + trial
+        ep = _failed(task, trial, self.merged_run(trial_seed), answer.attempts,
+                     RuntimeError(f"the trial passed its {meta['limit']} limit"), "limit",
+                     answer.transient, meta=meta)
+        if answer.spans is None:
+            return ep
+        return self.capture.episode(ep, answer.spans.spans, agent_episode=False, failed=True,
+                                    sampled=answer.spans.sampled)
 
     async def _attempts(self, task: TaskSpec, trial: int) -> Union[Episode, "_Answer"]:
         trial_seed = None if self.seed is None else self.seed + trial
@@ -306,11 +354,13 @@ class TrialRunner:
         (else the agent's own episode, or a failed trial)."""
         if isinstance(answer, Episode):  # a failed trial
             return answer, False
-        result, attempts, transient, elapsed, spans = answer
+        result, attempts, transient, elapsed, spans, extra = answer
         trial_seed = None if self.seed is None else self.seed + trial
         own = isinstance(result, Episode)
         ep = (_finish(result, task, trial, self.run, trial_seed, attempts, transient, elapsed)
               if own else self._plain(task, trial, result, trial_seed, attempts, transient, elapsed))
+        if extra:  # the attempts a provider error ended (trialpolicy)
+            ep, own = ep.replace(meta={**ep.meta, **extra}), True
         if spans is not None:  # captured (otelcapture.TrialSpans): its steps and calls
             return self.capture.episode(ep, spans.spans, agent_episode=own, retries=transient,
                                         latency_s=elapsed, sampled=spans.sampled,
@@ -355,6 +405,7 @@ class _Answer(NamedTuple):
     transient: int
     elapsed: float
     spans: Any = None  # the trial's otelcapture.TrialSpans, when captured
+    extra: Any = None  # meta the trial policy adds (its provider retries)
 
 
 def _cancelling() -> bool:
@@ -450,11 +501,21 @@ def _finish(result: Any, task: TaskSpec, trial: int, run: Optional[RunProvenance
                       meta=meta)
 
 
+def _fault_meta(fault: Any) -> dict:
+    doc = fault.to_dict()
+    doc.pop("schema_version", None)
+    return {k: v for k, v in doc.items() if v is not None}
+
+
 def _failed(task: TaskSpec, trial: int, run: Optional[RunProvenance], attempts: int,
-            exc: BaseException, kind: str, retries: int = 0) -> Episode:
+            exc: BaseException, kind: str, retries: int = 0, meta: Optional[dict] = None) -> Episode:
     said = str(exc) or "(no message; raised by the agent)"
-    meta: dict = {"error": f"{type(exc).__name__}: {said}", "error_kind": kind, "trial": trial,
-                  "attempts": attempts}
+    fault = classify(exc) if kind == "exception" else None  # the provider's, not the agent's
+    meta = {"error": f"{type(exc).__name__}: {said}",
+            "error_kind": "provider" if fault is not None else kind, "trial": trial,
+            "attempts": attempts, **(meta or {}),
+            **({"provider": _fault_meta(fault)} if fault is not None else {}),
+            **({"limit": "timeout_s"} if kind == "timeout" else {})}
     if retries:
         meta["retries"] = retries
     return Episode(task.task_id, success=False, run=run, meta=meta)

@@ -56,7 +56,10 @@ from ..store import (Store, acquire_lease, episodes_prefix, open_store, release_
                      segment_index_prefix, segments_prefix, sha256_hex)
 from ..records.manifest import RunInputs
 from ..records.segments import FLUSH_S, RunSegments, check_flush_s
+from .limits import RunLimits, limits_provenance, make_limits
 from .otelcapture import make_capture
+from .trialpolicy import TrialPolicy, with_policy
+from ._runargs import check_params, wanted_pairs
 from ._sync import run_coroutine
 from ._trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner
 
@@ -88,7 +91,8 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
                retry_errored: bool = False,
                fingerprint: Optional[identity.RunFingerprint] = None,
                agent_id: Optional[str] = None, capture: Optional[str] = None,
-               flush_s: float = FLUSH_S) -> list[Episode]:
+               flush_s: float = FLUSH_S, limits: Optional[RunLimits] = None,
+               prices: Optional[Mapping] = None) -> list[Episode]:
     """Run ``agent`` ``k`` times on every task; return the (ungraded) episodes.
 
     Episodes come back sorted by ``(task_id, trial)`` whatever order the trials finished in;
@@ -131,13 +135,20 @@ def run_trials(agent: Callable, tasks: Any, *, k: int = 1, seed: Optional[int] =
       returns an Episode too); needs ``pip install 'ek-agents[otel]'``. An
       ``otelcapture.OtelCapture(keep_spans=N)`` instead also keeps each trial's first N spans
       in ``meta["otel"]["spans_kept"]`` (opt-in, for the audit).
+    - provider errors (rate limits, outages: :mod:`ek_agents.execution.providers`) are retried,
+      not scored; ``limits`` (:class:`~ek_agents.execution.limits.RunLimits`: per-trial calls,
+      tokens, dollars; the run's ``max_dollars``; the provider retry budget) with ``prices``
+      for the dollar ones (:mod:`ek_agents.execution.trialpolicy`). A run stopped at
+      ``max_dollars`` returns the trials it ran.
     """
+    policy = TrialPolicy(limits, max_concurrency=max_concurrency, prices=prices, seed=seed)
     return _trials_with_reuse(agent, tasks, k=k, seed=seed, run=run,
                               max_concurrency=max_concurrency, timeout_s=timeout_s,
                               retries=retries, store=store, run_id=run_id, only=only,
                               backoff_s=backoff_s, progress=progress, refresh=refresh,
                               retry_errored=retry_errored, fingerprint=fingerprint,
-                              agent_id=agent_id, capture=capture, flush_s=flush_s)[0]
+                              agent_id=agent_id, capture=capture, flush_s=flush_s,
+                              policy=policy)[0]
 
 
 def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
@@ -147,12 +158,12 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
                        progress: Optional[bool], refresh: bool, retry_errored: bool,
                        fingerprint: Optional[identity.RunFingerprint],
                        agent_id: Optional[str] = None, capture: Optional[str] = None,
-                       flush_s: float = FLUSH_S
+                       flush_s: float = FLUSH_S, policy: Optional[TrialPolicy] = None
                        ) -> tuple[list[Episode], Optional[identity.RunReuse]]:
     specs = task_table(tasks)
-    _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
+    check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
                   retries=retries, run=run, backoff_s=backoff_s, flush_s=flush_s)
-    wanted = _wanted_pairs(specs, k, only)
+    wanted = wanted_pairs(specs, k, only)
     cap = make_capture(capture)
     st: Optional[Store] = None
     if store is not None or run_id is not None:
@@ -166,7 +177,8 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
     if st is not None:
         fp = fingerprint or trial_fingerprint(agent, specs, k=k, seed=seed, run=run,
                                               timeout_s=timeout_s, retries=retries,
-                                              agent_id=agent_id, capture=capture)
+                                              agent_id=agent_id, capture=capture,
+                                              limits=None if policy is None else policy.limits)
         reuse, done = identity.claim_run(st, run_id, fp, wanted, refresh=refresh,
                                        retry_errored=retry_errored)
     todo = [p for p in wanted if p not in done]
@@ -175,11 +187,12 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
         show = sys.stderr.isatty() if progress is None else bool(progress)
         runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                          timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                         store=st, run_id=run_id, capture=cap, flush_s=flush_s)
+                         store=st, run_id=run_id, capture=cap, flush_s=flush_s,
+                         policy=policy)
         ran = run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
                                                     show=show))
-    merged = {**done, **ran}
-    return [merged[p] for p in wanted], reuse
+    merged = {**done, **ran}  # less than wanted when the run stopped at its max_dollars
+    return [merged[p] for p in wanted if p in merged], reuse
 
 
 def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Store, run_id: str,
@@ -189,8 +202,9 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
                  on_stored: Optional[Callable[[stored_trials.StoredTrial, Optional[Episode]], Any]] = None,
                  summarize: Optional[Callable] = None,
                  keep: bool = True, writer: Optional[str] = None,
-                 capture: Optional[str] = None,
-                 flush_s: float = FLUSH_S) -> list[stored_trials.StoredTrial]:
+                 capture: Optional[str] = None, flush_s: float = FLUSH_S,
+                 limits: Optional[RunLimits] = None,
+                 prices: Optional[Mapping] = None) -> list[stored_trials.StoredTrial]:
     """Run exactly ``pairs`` (``(task_id, trial)``) of a run already claimed with
     ``records.fingerprint.claim_run`` -- its fingerprint checked, these trials not stored -- and store each
     as it finishes, in segments, as :func:`run_trials` does; return each stored trial (its
@@ -206,28 +220,33 @@ def store_trials(agent: Callable, tasks: Any, pairs: Any, *, k: int, store: Stor
     summary, stored in its index entry (``segments.SegmentWriter``); ``flush_s``: as
     :func:`run_trials`. ``keep=False`` keeps neither the episodes
     nor the stored trials in memory (a large chunk: returns ``[]``; ``on_stored`` still sees
-    each); ``writer``: the segment writer's name (default a fresh one).
+    each); ``writer``: the segment writer's name (default a fresh one). ``limits`` /
+    ``prices``: as :func:`run_trials` (a trial not started at ``max_dollars`` is not stored,
+    nor returned).
     """
     specs = task_table(tasks)
-    _check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
+    check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
                   retries=retries, run=run, backoff_s=backoff_s, flush_s=flush_s)
     Store.validate_name(run_id, what="run id")
-    todo = _wanted_pairs(specs, k, pairs)
+    todo = wanted_pairs(specs, k, pairs)
     if not todo:
         return []
     runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                      timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
                      store=store, run_id=run_id, on_stored=on_stored,
                      summarize=summarize, keep=keep, writer=writer,
-                     capture=make_capture(capture), flush_s=flush_s)
+                     capture=make_capture(capture), flush_s=flush_s,
+                     policy=TrialPolicy(limits, max_concurrency=max_concurrency, prices=prices,
+                                        seed=seed))
     run_coroutine(lambda: runner.run_all(todo, total=len(todo), already=0, show=False))
-    return [runner.written[p] for p in todo] if keep else []
+    return [runner.written[p] for p in todo if p in runner.written] if keep else []
 
 
 def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int],
                       run: Optional[RunProvenance], timeout_s: Optional[float],
                       retries: int, agent_id: Optional[str] = None,
-                      capture: Optional[str] = None) -> identity.RunFingerprint:
+                      capture: Optional[str] = None,
+                      limits: Optional[RunLimits] = None) -> identity.RunFingerprint:
     """The fingerprint of a library run of ``agent`` (a callable) over ``tasks``: its
     ``module:qualname``, the digest of its source file plus its own source (two lambdas of
     one file differ), its declared ``ek_config``, its identity (``agentid.agent_identity``:
@@ -239,54 +258,13 @@ def trial_fingerprint(agent: Callable, tasks: Any, *, k: int, seed: Optional[int
     except (TypeError, OSError):
         own = ""
     return identity.run_fingerprint(
-        agent, name=identity.agent_name(agent),
+        agent, name=identity.agent_name(agent), limits=limits_provenance(limits),
         code=None if code is None and not own else
         sha256_hex(f"{code}\n{own}".encode("utf-8", "surrogatepass")),
         suite=documents.tasks_doc(tasks)["digest"], k=k, seed=seed,
         run={} if run is None else run.to_dict(), capture=capture, timeout_s=timeout_s,
         retries=retries, agent_id=agent_id)
 
-
-def _check_params(agent: Any, *, k: Any, seed: Any, max_concurrency: Any, timeout_s: Any,
-                  retries: Any, run: Any, backoff_s: Any, flush_s: Any = FLUSH_S) -> None:
-    if not callable(agent):
-        raise InvalidInput(f"agent must be callable (TaskSpec -> Episode or answer), got {agent!r:.80}; "
-                           "wrap a plain function with as_agent(fn)")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInput(f"k must be an int >= 1 (trials per task), got {k!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise InvalidInput(f"seed must be an int or None, got {seed!r}")
-    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-        raise InvalidInput(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
-    if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
-        raise InvalidInput(f"timeout_s must be a positive number of seconds or None, got {timeout_s!r}")
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise InvalidInput(f"retries must be an int >= 0, got {retries!r}")
-    if not (isinstance(backoff_s, (int, float)) and backoff_s >= 0):
-        raise InvalidInput(f"backoff_s must be a number >= 0, got {backoff_s!r}")
-    if run is not None and not isinstance(run, RunProvenance):
-        raise InvalidInput(f"run must be a RunProvenance or None, got {run!r:.80}")
-    check_flush_s(flush_s)
-
-
-def _wanted_pairs(specs: Mapping[str, TaskSpec], k: int, only: Any) -> list[Pair]:
-    if only is None:
-        return [(tid, i) for tid in sorted(specs) for i in range(k)]
-    # each pair checked against the suite and k directly: a chunk of a 20,000-trial run does
-    # not build the run's every pair (0.04 s per chunk, on the GIL the other chunks' loops need)
-    trials = range(k)
-    chosen = set()
-    for p in only:
-        try:
-            pair = (p[0], p[1])
-        except (TypeError, IndexError, KeyError):
-            raise InvalidInput(f"only: each item must be a (task_id, trial) pair, got {p!r}") from None
-        if pair[0] not in specs or pair[1] not in trials:
-            why = (f"task {pair[0]!r} is not in the suite" if pair[0] not in specs
-                   else f"trial must be in 0..{k - 1} (k={k})")
-            raise InvalidInput(f"only: {pair!r} is not a trial of this run: {why}")
-        chosen.add(pair)
-    return sorted(chosen)
 
 # --------------------------------------------------------------------------- run_suite
 
@@ -300,7 +278,10 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
               sequential: bool = False, refresh: bool = False, retry_errored: bool = False,
               lease_wait_s: float = 0.0, break_lease: bool = False,
               agent_id: Optional[str] = None, labels: Any = None,
-              capture: Optional[str] = None, flush_s: float = FLUSH_S) -> Any:
+              capture: Optional[str] = None, flush_s: float = FLUSH_S,
+              trial_dollars: Optional[float] = None, trial_tokens: Optional[int] = None,
+              trial_calls: Optional[int] = None, max_dollars: Optional[float] = None,
+              provider_retry_s: Optional[float] = None, adaptive_concurrency: bool = True) -> Any:
     """Run ``agent`` over a task suite, ``k`` trials per task, and report reliability + cost.
 
     :func:`run_trials` then :func:`build_report` (see both for the parameters). Persistence:
@@ -348,10 +329,25 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     correction. (Not with ``sequential``/``baseline``: labels come after a run.)
     ``capture="otel"``: the trials' OpenTelemetry spans give each episode its tool calls and
     its per-model-call cost (see :func:`run_trials` and :mod:`ek_agents.execution.otelcapture`).
+
+    Providers and limits (``docs/guides/providers.md``): a provider error (an SDK's 429, 408,
+    409, 5xx, connection or read timeout) is retried with backoff for up to
+    ``provider_retry_s`` seconds of waits per trial (default ``providers.PROVIDER_RETRY_S``),
+    the trials in flight against a rate-limiting endpoint adapt (``adaptive_concurrency``);
+    what stays unresolved is not scored and ``report.detail["unresolved"]`` names it.
+    ``trial_dollars`` / ``trial_tokens`` / ``trial_calls`` end a trial over them as a failure
+    (``meta["limit"]``); ``max_dollars`` stops starting trials at that spend
+    (``report.detail["stopped"]``; resume with the same run id). Dollar limits need
+    ``prices``.
     """
     # every argument is checked before the first agent call (a bad check= would otherwise be
     # refused only after every trial had run and been paid for)
     check_report_inputs(tasks, check=check, metrics=metrics, price=price, prices=prices)
+    limits = make_limits(trial_dollars=trial_dollars, trial_tokens=trial_tokens,
+                         trial_calls=trial_calls, max_dollars=max_dollars,
+                         provider_retry_s=provider_retry_s,
+                         adaptive_concurrency=adaptive_concurrency, prices=prices)
+    policy = TrialPolicy(limits, max_concurrency=max_concurrency, prices=prices, seed=seed)
     if labels is not None:  # read (and refused) before any trial runs
         if sequential or baseline is not None:
             raise InvalidInput("run_suite: labels= with sequential/baseline: a sequential run "
@@ -372,13 +368,16 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
         run_id = new_run_id()
     specs = task_table(tasks)
     if st is None:
-        episodes = run_trials(agent, specs, k=k, seed=seed, run=run,
-                              max_concurrency=max_concurrency, timeout_s=timeout_s,
-                              retries=retries, backoff_s=backoff_s, progress=progress,
-                              agent_id=agent_id, capture=capture, flush_s=flush_s)
-        return graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
-                             prices=prices, seed=0 if seed is None else seed, run=run,
-                             labels=labels)[2]
+        episodes = _trials_with_reuse(agent, specs, k=k, seed=seed, run=run,
+                                      max_concurrency=max_concurrency, timeout_s=timeout_s,
+                                      retries=retries, store=None, run_id=None, only=None,
+                                      backoff_s=backoff_s, progress=progress, refresh=False,
+                                      retry_errored=False, fingerprint=None, agent_id=agent_id,
+                                      capture=capture, flush_s=flush_s, policy=policy)[0]
+        report = graded_report(episodes, specs, k=k, check=check, metrics=metrics, price=price,
+                               prices=prices, seed=0 if seed is None else seed, run=run,
+                               labels=labels)[2]
+        return with_policy(report, policy, wanted=len(specs) * k, got=len(episodes))
     tasks_doc = documents.tasks_doc(tasks)  # unstorable tasks fail now
     lease = acquire_lease(st, run_id, wait_s=lease_wait_s, force=break_lease)
     try:
@@ -387,7 +386,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
                                 max_concurrency=max_concurrency, timeout_s=timeout_s,
                                 retries=retries, backoff_s=backoff_s, progress=progress,
                                 refresh=refresh, retry_errored=retry_errored, agent_id=agent_id,
-                                labels=labels, capture=capture, flush_s=flush_s)
+                                labels=labels, capture=capture, flush_s=flush_s,
+                                policy=policy)
     finally:
         release_lease(st, lease)
 
@@ -399,7 +399,7 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                      retries: int, backoff_s: float, progress: Optional[bool], refresh: bool,
                      retry_errored: bool, agent_id: Optional[str] = None,
                      labels: Optional[Labels] = None, capture: Optional[str] = None,
-                     flush_s: float = FLUSH_S) -> Any:
+                     flush_s: float = FLUSH_S, policy: Optional[TrialPolicy] = None) -> Any:
     """:func:`run_suite` of a persisted run, under the run's lease."""
     if not (refresh or retry_errored):
         done = _recorded_report(agent, specs, st=st, run_id=run_id, k=k, check=check,
@@ -412,10 +412,12 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
         agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
         timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
         backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
-        fingerprint=None, agent_id=agent_id, capture=capture, flush_s=flush_s)
+        fingerprint=None, agent_id=agent_id, capture=capture, flush_s=flush_s, policy=policy)
     graded, reliability, report = graded_report(
         episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
         seed=0 if seed is None else seed, run=run, labels=labels)
+    if policy is not None:
+        report = with_policy(report, policy, wanted=len(specs) * k, got=len(episodes))
     _record(st, run_id, agent, tasks_doc, episodes, (graded, reliability, report), k=k,
             check=check, metrics=metrics, price=price, prices=prices, run=run, seed=seed,
             runner={"max_concurrency": max_concurrency, "timeout_s": timeout_s,

@@ -227,6 +227,7 @@ class TrialSpans:
         self.unfinished_work = 0      # of those, still running when the trial was read
         self.outside_from = outside_from
         self.outside_to = outside_from
+        self.watch: Any = None  # called with the spans after each one ends (limits.TrialBudget)
 
     def open_spans(self) -> int:
         """Spans started below the trial span and not ended yet."""
@@ -250,6 +251,8 @@ class TrialSpans:
                 got.append(span_from_sdk(span, got.ing))
             except Exception:  # noqa: BLE001 -- never into the agent's span.end(): the span
                 got.append(span)  # itself, read with the rest (its error raised there)
+        if self.watch is not None:
+            self.watch(got)
 
     def record_output(self, answer: Any) -> None:
         """Write the agent's answer (its output) on the trial span as ``ek.output``: its JSON as

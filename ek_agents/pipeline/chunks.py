@@ -17,13 +17,14 @@ from ..base import Episode, JsonShape, RunProvenance
 from ..core import shape
 from ..errors import InvalidInput
 from ..execution.harness import run_trials, store_trials
+from ..execution.limits import RunLimits, catalog, limits_provenance
 from ..records.manifest import input_digest
 from ..records.documents import episodes_of, tasks_of, tasks_of_chunk
 from ..identity import code_digest
 from ..records.fingerprint import RunFingerprint, claim_run, errored, run_fingerprint
 from ..records.segments import FLUSH_S, SegmentWriter
 from ..records.stagecache import (EpisodesRef, StageRef, SuiteRef, cache_origin, index_output,
-                                  lookup, stage_output)
+                                  lookup, stage_output, write_doc)
 from ..records.trials import StoredTrial, episodes_bytes, read_trials, remember_graded, trial_grader
 from ..store import Store, canonical_json
 from .request import load_agent
@@ -122,6 +123,8 @@ class TrialRequest(JsonShape):
     (``harness.run_trials(capture=...)``); part of the run's fingerprint when set."""
     flush_s: float = Field(FLUSH_S, gt=0, allow_inf_nan=False)
     """Seconds a finished trial waits, at most, before its segment is stored."""
+    limits: Optional[RunLimits] = None
+    """Trial limits, ``max_dollars``, provider retry budget (``limits.RunLimits``; None: defaults)."""
 
 
 @shape()
@@ -187,7 +190,8 @@ def request_fingerprint(request: TrialRequest) -> RunFingerprint:
                            code=code_digest(request.agent), suite=request.tasks.digest,
                            k=request.k, seed=request.seed, run=request.run,
                            capture=request.capture, timeout_s=request.timeout_s,
-                           retries=request.retries, agent_id=request.agent_id)
+                           retries=request.retries, agent_id=request.agent_id,
+                           limits=limits_provenance(request.limits))
 
 
 def request_trials(request: TrialRequest, only: Optional[Sequence] = None,
@@ -202,7 +206,8 @@ def request_trials(request: TrialRequest, only: Optional[Sequence] = None,
                       timeout_s=request.timeout_s,
                       retries=request.retries, store=Store(request.store), run_id=request.run_id,
                       only=only, progress=False, fingerprint=request_fingerprint(request),
-                      capture=request.capture, flush_s=request.flush_s)
+                      capture=request.capture, flush_s=request.flush_s, limits=request.limits,
+                      prices=catalog(request.limits))
 
 
 def _identity(st: Store, request: TrialRequest) -> tuple[RunFingerprint, str, list, list]:
@@ -354,7 +359,7 @@ def run_trial_chunk(chunk: TrialChunk, *, resume: bool = False) -> ChunkResult:
                        run_id=req.run_id, seed=req.seed, run=RunProvenance.from_dict(req.run),
                        max_concurrency=chunk.concurrency or req.max_concurrency,
                        timeout_s=req.timeout_s, retries=req.retries, on_stored=grade_one,
-                       capture=req.capture, flush_s=req.flush_s)
+                       capture=req.capture, flush_s=req.flush_s, limits=req.limits, prices=catalog(req.limits))
     for trial in found.values():
         grade_one(trial)
     done = {**found, **{(t.task_id, t.trial): t for t in ran}}
@@ -383,15 +388,18 @@ def collect_episodes(plan: TrialPlan, chunks: Sequence[ChunkResult] = ()) -> Epi
     if missing:
         have.update(read_trials(st, req.run_id, missing))
         missing = [p for p in wanted if p not in have]
-    if missing:
+    if missing and (req.limits is None or req.limits.max_dollars is None):  # else: refused by it
         ran = store_trials(load_agent(req.agent), tasks_of(suite), missing,
                            k=req.k, store=st, run_id=req.run_id, seed=req.seed,
                            run=RunProvenance.from_dict(req.run),
                            max_concurrency=req.max_concurrency, timeout_s=req.timeout_s,
-                           retries=req.retries, capture=req.capture, flush_s=req.flush_s)
+                           retries=req.retries, capture=req.capture, flush_s=req.flush_s,
+                           limits=req.limits, prices=catalog(req.limits))
         have.update({(t.task_id, t.trial): t for t in ran})
-    trials = [have[p] for p in wanted]
-    ref = index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials))
+    trials = [have[p] for p in wanted if p in have]
+    # stopped at max_dollars: the run's document, not the inputs' output (a resume runs the rest)
+    ref = (write_doc(st, req.run_id, "episodes", episodes_bytes(trials)) if len(trials) < len(wanted)
+           else index_output(st, req.run_id, "episodes", plan.digest, episodes_bytes(trials)))
     graded = {(t.task_id, t.trial): (g, d) for c in chunks
               for t, g, d in zip(c.trials, c.graded, c.graded_data)}
     if all(p in graded for p in wanted):  # every trial graded by its chunk: grade takes that

@@ -129,7 +129,7 @@ def raise_for_verdict(verdict: Optional[Mapping]) -> None:
     name = verdict.get("baseline")
     if verdict.get("refused"):
         cls = getattr(errors, str(verdict.get("error")), None)
-        cls = cls if isinstance(cls, type) and issubclass(cls, errors.InvalidInput) else errors.BaselineError
+        cls = cls if isinstance(cls, type) and issubclass(cls, (errors.InvalidInput, errors.RunIncomplete)) else errors.BaselineError
         raise cls(f"gate refused baseline {name!r}: {verdict['refused']}")
     raise errors.GateFailed(f"gate failed against baseline {name!r}: "
                             + "; ".join(verdict.get("reasons") or ["(no reason recorded)"]))

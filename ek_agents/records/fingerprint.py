@@ -101,15 +101,19 @@ def agent_config(agent: Any) -> dict:
 def run_fingerprint(agent: Any, *, name: Optional[str], code: Optional[str], suite: str, k: int,
                     seed: Optional[int], run: Mapping, capture: Optional[str],
                     timeout_s: Optional[float], retries: int,
-                    agent_id: Optional[str] = None) -> RunFingerprint:
+                    agent_id: Optional[str] = None,
+                    limits: Optional[Mapping] = None) -> RunFingerprint:
     """The fingerprint of a run of ``agent`` (the loaded callable) named ``name`` whose code
     digests to ``code``: its declared configuration (:func:`agent_config`), its identity
     (``agentid.agent_identity``: code and state, or ``agent_id``), the suite's digest, k, the
     seed, the run's provenance ``run`` (a ``RunProvenance`` dict; the capture added when set:
-    the episodes are then read from spans, another run's than one without) and the limits."""
+    the episodes are then read from spans, another run's than one without) and ``limits``
+    (the trial and run limits that were set, as ``execution.limits.limits_provenance`` gives
+    them: a trial's outcome depends on its limits)."""
     prov = {f: v for f, v in run.items() if f != "schema_version"}
     if capture:
         prov["capture"] = str(capture)
+    prov.update(limits or {})
     return RunFingerprint(agent=name, agent_code=code, agent_config=agent_config(agent),
                           agent_identity=agent_identity(agent, agent_id=agent_id), suite=suite,
                           k=k, seed=seed, run=prov, timeout_s=timeout_s, retries=retries)

@@ -17,6 +17,7 @@ from ek_agents.base import TaskSpec
 from ek_agents.prices import load_prices
 from ek_agents.reporting import build_report
 from ek_agents.execution.harness import run_trials
+from ek_agents.execution.limits import RunLimits
 from ek_agents.execution.otelcapture import OtelCapture
 from ek_agents_examples.otel import agents
 from ek_agents_examples.otel.fakeopenai import PLANNER, SUMMARISER, FakeOpenAI
@@ -207,8 +208,10 @@ def test_refused_calls_billed_zero_never_an_upper_bound_nor_an_unknown_price(srv
     assert report.cost["total_dollars"] == pytest.approx(srv.ledger_dollars(dated), rel=1e-12)
 
     srv.set_faults(1.0)                         # every call refused: the trial fails, spends $0
-    eps = run_trials(_refused_then_retried(1), TASKS[:2], k=1, seed=80, capture="otel")
+    eps = run_trials(_refused_then_retried(1), TASKS[:2], k=1, seed=80, capture="otel",
+                     limits=RunLimits(provider_retry_s=0))  # no retry: unresolved at once
     report = build_report(eps, TASKS[:2], k=1, check=_ok, prices=dated)
-    assert all(ep.meta.get("error") and ep.cost.input_tokens == 0 for ep in eps)
-    assert report.cost["total_dollars"] == 0.0 and report.cost["capture"]["failed_calls"] == 2
-    assert report.cost["n_without_cost"] == 0 and not report.cost.get("per_model")
+    assert all(ep.meta.get("error_kind") == "provider" and ep.cost.input_tokens == 0 for ep in eps)
+    assert report.detail["unresolved"]["n"] == 2    # not scored: the provider's, not the agent's
+    assert report.cost["retry_overhead"] == {"attempts": 2, "calls": 0, "dollars": 0.0}
+    assert report.cost["total_dollars"] is None or report.cost["total_dollars"] == 0.0
