@@ -8,8 +8,10 @@ context current where it was submitted, and ``threading.Thread.start`` runs the 
 ``run`` under the context current where it was started -- what
 ``opentelemetry-instrumentation-threading`` does, without its dependency pins (its releases
 pin one ``opentelemetry-instrumentation`` version). The executor's own worker threads are left
-alone (each submitted callable brings its context), and everything is restored when the last
-captured trial ends. Each thread started and each future submitted is handed, with the context
+alone (each submitted callable brings its context), and so is a :class:`HarnessThread` (the
+thread the harness runs a sync agent's call on: it brings the trial's context itself, and it is
+the trial, not work the trial left running). Everything is restored when the last captured
+trial ends. Each thread started and each future submitted is handed, with the context
 it carries, to the tracker set by :func:`track_with` (the capture waits for a trial's, within
 its grace, before reading the trial).
 """
@@ -21,12 +23,21 @@ from collections.abc import Iterator
 from concurrent import futures
 from typing import Any, Callable, Optional
 
-__all__ = ["carrying", "in_context", "track_with"]
+__all__ = ["HarnessThread", "carrying", "in_context", "track_with"]
 
 _lock = threading.Lock()
 _users = 0
 _saved: dict = {}
 _tracker: Optional[Callable[[Any, Any], None]] = None
+
+
+class HarnessThread(threading.Thread):
+    """A thread the harness starts to run an agent's call in a trial's context (its target
+    runs under a copy of that context): carrying neither wraps nor tracks it. Were it tracked,
+    the trial would count the very thread its call ran on as work still running -- it is alive
+    for a moment after it hands its result to the loop, so a capture reading the trial at once
+    (``grace_s=0``) would see one more unfinished thread than the agent left, and a capture
+    with a grace would wait for it."""
 
 
 def track_with(fn: Optional[Callable[[Any, Any], None]]) -> None:
@@ -63,7 +74,8 @@ def _patch() -> None:
 
     def carried_start(self: Any) -> Any:
         target = getattr(self, "_target", None)
-        if getattr(target, "__module__", "") != futures.thread.__name__:  # not a pool worker
+        if not isinstance(self, HarnessThread) and \
+                getattr(target, "__module__", "") != futures.thread.__name__:  # not a pool worker
             ctx = context.get_current()
             self.run = in_context(ctx, self.run)
             if _tracker is not None:

@@ -30,6 +30,7 @@ from ..errors import AgentTimeout, InvalidInput, TransientAgentError
 from ..parsing import MAX_DEPTH, check_tree
 from ..store import Store
 from ..records.segments import FLUSH_S, Pair, SegmentWriter, check_flush_s
+from ._otelthreads import HarnessThread
 from ._trialwriter import WRITER_BACKLOG, TrialWriter, abort_on
 
 __all__ = ["TrialRunner", "EPISODE_DEPTH"]
@@ -467,7 +468,8 @@ def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asynci
         except RuntimeError:  # the run (and its loop) finished while this thread overran
             pass
 
-    threading.Thread(target=target, daemon=True, name="ek-trial").start()
+    # not tracked by a capture as work the trial started: it is the trial's own call
+    HarnessThread(target=target, daemon=True, name="ek-trial").start()
     return fut
 
 

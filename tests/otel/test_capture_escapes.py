@@ -4,6 +4,7 @@ calls -- real SDKs and instrumentations against the scripted server, bills compa
 the server billed."""
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -172,6 +173,37 @@ def test_late_spans_waited_for_within_the_grace_and_outside_calls_counted(prices
         assert all(len(ep.cost.calls) == 1 for ep in eps)
         assert notes["capture"]["outside_calls"] == 4   # each counted once, across trials
         assert any("ended outside any trial" in w for w in notes["warnings"])
+
+
+_HELD: contextvars.ContextVar = contextvars.ContextVar("held")
+
+
+class _SlowToFree:
+    """Freed with the agent's context, on the thread the harness ran the call on, after the
+    call's answer was handed back: that thread outlives the trial by ``s`` seconds."""
+
+    def __init__(self, s: float) -> None:
+        self.s = s
+
+    def __del__(self) -> None:
+        time.sleep(self.s)
+
+
+def _lingering_agent(task, *, seed=None):
+    """One call on its own thread (no thread of its own left behind); its thread winds down
+    slowly once it has answered."""
+    _HELD.set(_SlowToFree(0.3))
+    client = agents._client("sync")
+    msg = [{"role": "user", "content": f"{agents.marker(task, seed)} summarise: x"}]
+    client.chat.completions.create(model=SUMMARISER, messages=msg)
+    return "done"
+
+
+def test_the_thread_a_sync_call_ran_on_is_not_work_the_trial_left_running(srv):
+    agents.instrument_openai_v2()
+    eps = run_trials(_lingering_agent, TASKS[:2], k=1, seed=90, capture=OtelCapture(grace_s=0.0))
+    assert all(_calls_match(ep, srv) and len(ep.cost.calls) == 1 for ep in eps)
+    assert all("unfinished_work" not in ep.meta["otel"] for ep in eps)
 
 
 def _refused_then_retried(max_tries: int):
