@@ -14,8 +14,9 @@ from ..scoring.metrics import grade
 from ..sequential import (DEFAULT_MIN_EFFECT, baseline_task_counts, check_baseline_comparable,
                           per_check_alpha, sequential_look)
 from ..store import Store
+from ..records.fingerprint import claim_run
 from .chunks import (TrialChunk, TrialRequest, chunk_concurrency, chunk_slots, plan_chunks,
-                     request_trials)
+                     request_fingerprint, request_trials)
 
 __all__ = ["plan_batch", "batch_look", "collect_batches"]
 
@@ -32,16 +33,26 @@ def _tasks_doc(request: TrialRequest) -> Mapping:
 
 def plan_batch(request: TrialRequest, batch: int) -> tuple[TrialChunk, ...]:
     """The chunks of batch ``batch`` (0-based) of a sequential run: trial ``batch`` of every
-    task, split as :func:`plan_chunks` splits a run (``request.chunk_size``)."""
+    task not stored yet, split as :func:`plan_chunks` splits a run (``request.chunk_size``).
+
+    The run is claimed here, once for the batch (``records.fingerprint.claim_run``: the
+    fingerprint checked, misfiled trials set aside, segments no index names removed), and the
+    chunks are planned as claimed: chunks that run side by side never claim the run
+    themselves, where one's claim would remove the segment another has stored and not yet
+    indexed."""
     if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < request.k:
         raise InvalidInput(f"plan_batch: batch must be in 0..{request.k - 1} (k={request.k}), "
                            f"got {batch!r}")
+    st = Store(request.store)
     ids = [t for t, _ in _batch_pairs(_tasks_doc(request), 1)]
-    chunks = plan_chunks(ids, k=1, chunk_size=request.chunk_size,
-                         slots=chunk_slots(request))
-    return tuple(TrialChunk(request=request, index=batch * len(chunks) + i,
+    _, kept = claim_run(st, request.run_id, request_fingerprint(request),
+                        [(t, batch) for t in ids], retry_errored=request.retry_errored)
+    todo = [t for t in ids if (t, batch) not in kept]
+    chunks = [c for c in plan_chunks(todo, k=1, chunk_size=request.chunk_size,
+                                     slots=chunk_slots(request)) if c]
+    return tuple(TrialChunk(request=request, index=batch * len(ids) + i,
                             pairs=tuple((t, batch) for t, _ in pairs),
-                            concurrency=chunk_concurrency(request, len(chunks)))
+                            concurrency=chunk_concurrency(request, len(chunks)), claimed=True)
                  for i, pairs in enumerate(chunks))
 
 
