@@ -69,6 +69,7 @@ What is read (current and older GenAI semantic conventions, and OpenInference's 
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
@@ -347,9 +348,10 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
                                      stats)
     ek = {}
     for s in by_id.values():
-        for k, v in s.attrs.items():
-            if k.startswith("ek."):
-                ek.setdefault(k, v)
+        if any(map(_IS_EK, s.attrs)):  # (most spans carry none: one pass in C)
+            for k, v in s.attrs.items():
+                if k.startswith("ek."):
+                    ek.setdefault(k, v)
     has_output = "ek.output" in ek
     if has_output:
         output = _json(ek["ek.output"]) if isinstance(ek["ek.output"], str) else ek["ek.output"]
@@ -360,6 +362,10 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
             if output is not None:
                 break
     return TraceParts(tuple(tools), calls, output, has_output, stats, ek)
+
+
+#: ``key.startswith("ek.")`` as a C callable (map/any over a span's keys stay out of Python).
+_IS_EK = operator.methodcaller("startswith", "ek.")
 
 
 def _tool_name(s: RawSpan) -> str:

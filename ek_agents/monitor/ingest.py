@@ -114,6 +114,7 @@ def read_new_traces(source: Any, ledger: Ledger, *, attrs: Sequence[Optional[str
     listed = list(files) if files is not None else list_sources(source)
     for f in listed:
         counts.files += 1
+        data = b""  # the previous file's bytes go before the next file's come (one file at a time)
         data = read_source(f.url)
         ident = _identity(data)
         if ident is None:
