@@ -236,6 +236,7 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
                                                    opts.task_attr, opts.slice_attr))
     episodes = episodes_of_traces(batch, group_by=opts.group_by, task_attr=opts.task_attr,
                                   slice_attr=opts.slice_attr, where=str(source))
+    batch.traces.clear()  # the spans live on in the episodes only: freed before they are written
     c = batch.counts
     if not episodes and (c.bad_lines or c.no_model_call) and not c.pending_traces:
         raise BridgeError(f"{source!r}: nothing usable in the window: {c.bad_lines} bad lines, "
