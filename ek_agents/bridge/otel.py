@@ -86,7 +86,7 @@ from .otelcalls import (INPUT_KEYS, LLM_OPS, count_unbilled, has_usage, model_ca
 
 __all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_spans",
            "Ingest", "RawSpan", "spans_from_sdk", "span_from_sdk", "MAX_ATTRIBUTE_CHARS",
-           "has_usage", "span_failed", "spans_from_otlp", "spans_of_document"]
+           "has_usage", "span_failed", "spans_from_otlp", "spans_of_document", "gc_paused"]
 
 #: The most spans one episode (one group) may have: the memory bound of a read.
 MAX_SPANS = 50_000
