@@ -231,3 +231,29 @@ def test_bytes_like_and_text_inputs_read_alike():
 
 def test_docstring_examples():
     assert doctest.testmod(parsing, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_json_lines_fast_path_reads_each_line_as_parse_json_does_or_leaves_it_to_it():
+    from ek_agents.parsing import fast_json_lines
+
+    deep = b"[" * 200 + b"]" * 200
+    lines = [b'{"a": [1, 2.5, "x"], "b": {"c": null}}', b"   ", b'{"n": 123456789012345678901}',
+             b'{"x": NaN}', b"\xef\xbb\xbf{}", deep, b'{"s": "' + b"[" * 300 + b'"}',
+             b'[' + b",".join([b'{"k": [1]}'] * 1600) + b']', b'{"cut": ']
+    data = b"\n".join(lines) + b"\n"
+    got = list(fast_json_lines(data))
+    assert [at for at, *_ in got] == [data.index(x) for x in lines if x.strip()]
+    for at, line, ok, doc in got:
+        try:
+            want = parse_json(line, where="l", nonfinite="allow")
+        except InvalidInput:
+            assert not ok  # every refusal is left to parse_json, which words it
+            continue
+        if ok:
+            assert doc == want
+    oks = [ok for *_, ok, _ in got]
+    # the long integer, NaN, the BOM, the deep nesting and the cut line go to parse_json
+    assert oks == [True, False, False, False, False, True, True, False]
+    # without the long integer in the span, the other lines are read by orjson alone
+    rest = data.replace(lines[2] + b"\n", b"")
+    assert [ok for *_, ok, _ in fast_json_lines(rest)] == [True, False, False, False, True, True, False]

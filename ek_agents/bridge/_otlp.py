@@ -32,7 +32,7 @@ from typing import Any, Optional
 from ..errors import BridgeError
 from ..parsing import parse_json
 
-__all__ = ["RawSpan", "Ingest", "MAX_ATTRIBUTE_CHARS", "KEPT_PREFIXES", "kept", "spans_from_otlp",
+__all__ = ["RawSpan", "Ingest", "MAX_ATTRIBUTE_CHARS", "KEPT_PREFIXES", "kept", "spans_from_otlp", "spans_of_document",
            "spans_from_sdk", "span_from_sdk", "hex_id"]
 
 #: A string attribute longer than this is cut (and counted): 1 MiB of text.
@@ -102,6 +102,11 @@ def hex_id(value: Any, nbytes: int, where: str, what: str) -> Optional[str]:
 # --------------------------------------------------------------------------- values
 
 def _int(v: Any, where: str) -> int:
+    t = type(v)
+    if t is int:
+        return v
+    if t is str and 0 < len(v) < 20 and v.isdigit() and v.isascii():  # (OTLP/JSON's int64 strings)
+        return int(v)
     if isinstance(v, bool):
         raise BridgeError(f"{where}: expected an integer, got {v!r}")
     if isinstance(v, int):
@@ -162,14 +167,46 @@ def _attributes(items: Any, where: str, ing: Ingest, extra: Optional[str], depth
     if not isinstance(items, list):
         raise BridgeError(f"{where}: attributes must be a list of {{key, value}}, got {items!r:.60}")
     out = {}
+    keep = None if keep_all else _kept_cache(extra)
     for kv in items:
-        if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
-            raise BridgeError(f"{where}: an attribute must be {{\"key\": str, \"value\": ...}}, "
-                              f"got {kv!r:.60}")
-        key = kv["key"]
-        if keep_all or kept(key, extra):
-            out[key] = _value(kv.get("value", {}), f"{where} attribute {key!r}", ing, depth)
+        key = kv.get("key") if type(kv) is dict else None
+        if type(key) is not str:
+            if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
+                raise BridgeError(f"{where}: an attribute must be {{\"key\": str, \"value\": ...}}, "
+                                  f"got {kv!r:.60}")
+            key = kv["key"]
+        if keep is not None:
+            k = keep.get(key)
+            if k is None:
+                k = keep[key] = kept(key, extra)
+            if not k:
+                continue
+        v = kv.get("value", {})
+        if type(v) is dict and len(v) == 1:  # the common scalars, read without the checks' calls
+            x = v.get("stringValue")
+            if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS:
+                out[key] = x
+                continue
+            x = v.get("intValue")
+            if type(x) is str and 0 < len(x) < 20 and x.isdigit() and x.isascii():
+                out[key] = int(x)
+                continue
+        out[key] = _value(v, f"{where} attribute {key!r}", ing, depth)
     return out
+
+
+#: Per grouping attribute(s): {attribute key: kept or not}, so each key is decided once per
+#: process (a span repeats the same few dozen keys); bounded by clearing when it grows large.
+_KEPT: dict = {}
+
+
+def _kept_cache(extra: Any) -> dict:
+    got = _KEPT.get(extra)
+    if got is None or len(got) > 4096:
+        if len(_KEPT) > 64:
+            _KEPT.clear()
+        got = _KEPT[extra] = {}
+    return got
 
 
 # --------------------------------------------------------------------------- OTLP/JSON
@@ -225,9 +262,17 @@ def spans_from_otlp(text: str, where: str, *, ing: Ingest, group_attr: Optional[
             if skip_bad_lines:
                 ing.skipped_lines += 1
                 continue
-            raise BridgeError(f"{at}: expected an OTLP/JSON object {{\"resourceSpans\": [...]}}, got "
-                              f"{(sorted(doc) if isinstance(doc, Mapping) else type(doc).__name__)!r:.80}")
-        yield from _resource_spans(doc["resourceSpans"], at, ing, group_attr)
+        yield from spans_of_document(doc, at, ing=ing, group_attr=group_attr)
+
+
+def spans_of_document(doc: Any, where: str, *, ing: Ingest, group_attr: Optional[str] = None
+                      ) -> Iterator[RawSpan]:
+    """Every span of one parsed OTLP/JSON document (``{"resourceSpans": [...]}``), read as
+    :func:`spans_from_otlp` reads each line's."""
+    if not isinstance(doc, Mapping) or "resourceSpans" not in doc:
+        raise BridgeError(f"{where}: expected an OTLP/JSON object {{\"resourceSpans\": [...]}}, got "
+                          f"{(sorted(doc) if isinstance(doc, Mapping) else type(doc).__name__)!r:.80}")
+    yield from _resource_spans(doc["resourceSpans"], where, ing, group_attr)
 
 
 def _list(x: Any, where: str, what: str) -> list:
@@ -240,10 +285,10 @@ def _list(x: Any, where: str, what: str) -> list:
 
 def _resource_spans(rss: Any, where: str, ing: Ingest, group_attr: Optional[str]) -> Iterator[RawSpan]:
     for rs in _list(rss, where, "resourceSpans"):
-        if not isinstance(rs, Mapping):
+        if type(rs) is not dict and not isinstance(rs, Mapping):
             raise BridgeError(f"{where}: each resourceSpans item must be an object")
         for ss in _list(rs.get("scopeSpans", rs.get("instrumentationLibrarySpans")), where, "scopeSpans"):
-            if not isinstance(ss, Mapping):
+            if type(ss) is not dict and not isinstance(ss, Mapping):
                 raise BridgeError(f"{where}: each scopeSpans item must be an object")
             scope = ss.get("scope") or ss.get("instrumentationLibrary") or {}
             scope_name = scope.get("name", "") if isinstance(scope, Mapping) else ""
@@ -252,7 +297,7 @@ def _resource_spans(rss: Any, where: str, ing: Ingest, group_attr: Optional[str]
 
 
 def _otlp_span(sp: Any, where: str, ing: Ingest, scope: str, group_attr: Optional[str]) -> RawSpan:
-    if not isinstance(sp, Mapping):
+    if type(sp) is not dict and not isinstance(sp, Mapping):
         raise BridgeError(f"{where}: each span must be an object, got {type(sp).__name__}")
     trace_id = hex_id(sp.get("traceId"), 16, where, "traceId")
     span_id = hex_id(sp.get("spanId"), 8, where, "spanId")
@@ -264,7 +309,7 @@ def _otlp_span(sp: Any, where: str, ing: Ingest, scope: str, group_attr: Optiona
     if not isinstance(name, str):
         raise BridgeError(f"{at}: name must be a string, got {name!r:.60}")
     status = sp.get("status") or {}
-    if not isinstance(status, Mapping):
+    if type(status) is not dict and not isinstance(status, Mapping):
         raise BridgeError(f"{at}: status must be an object, got {status!r:.60}")
     code = status.get("code", 0)
     error = None
@@ -272,7 +317,7 @@ def _otlp_span(sp: Any, where: str, ing: Ingest, scope: str, group_attr: Optiona
         error = str(status.get("message") or "error")
     events = []
     for ev in _list(sp.get("events"), at, "events"):
-        if isinstance(ev, Mapping) and str(ev.get("name", "")).startswith(("gen_ai.", "exception")):
+        if (type(ev) is dict or isinstance(ev, Mapping)) and str(ev.get("name", "")).startswith(("gen_ai.", "exception")):
             events.append((ev["name"], _attributes(ev.get("attributes"), at, ing, None, keep_all=True)))
     return RawSpan(trace_id=trace_id, span_id=span_id,
                    parent_id=hex_id(sp.get("parentSpanId"), 8, at, "parentSpanId"), name=name,

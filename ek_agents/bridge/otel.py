@@ -69,6 +69,7 @@ What is read (current and older GenAI semantic conventions, and OpenInference's 
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
@@ -79,13 +80,13 @@ from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
 from ._io import gc_paused, read_bytes, url_of
 from ._otlp import (MAX_ATTRIBUTE_CHARS, Ingest, RawSpan, span_from_sdk, spans_from_otlp,
-                    spans_from_sdk)
+                    spans_from_sdk, spans_of_document)
 from .otelcalls import (INPUT_KEYS, LLM_OPS, count_unbilled, has_usage, model_call, span_failed,
                         span_str)
 
 __all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_spans",
            "Ingest", "RawSpan", "spans_from_sdk", "span_from_sdk", "MAX_ATTRIBUTE_CHARS",
-           "has_usage", "span_failed", "spans_from_otlp"]
+           "has_usage", "span_failed", "spans_from_otlp", "spans_of_document", "gc_paused"]
 
 #: The most spans one episode (one group) may have: the memory bound of a read.
 MAX_SPANS = 50_000
@@ -347,9 +348,10 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
                                      stats)
     ek = {}
     for s in by_id.values():
-        for k, v in s.attrs.items():
-            if k.startswith("ek."):
-                ek.setdefault(k, v)
+        if any(map(_IS_EK, s.attrs)):  # (most spans carry none: one pass in C)
+            for k, v in s.attrs.items():
+                if k.startswith("ek."):
+                    ek.setdefault(k, v)
     has_output = "ek.output" in ek
     if has_output:
         output = _json(ek["ek.output"]) if isinstance(ek["ek.output"], str) else ek["ek.output"]
@@ -360,6 +362,10 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
             if output is not None:
                 break
     return TraceParts(tuple(tools), calls, output, has_output, stats, ek)
+
+
+#: ``key.startswith("ek.")`` as a C callable (map/any over a span's keys stay out of Python).
+_IS_EK = operator.methodcaller("startswith", "ek.")
 
 
 def _tool_name(s: RawSpan) -> str:

@@ -3,6 +3,7 @@ spells (the keys below, first found wins), and the calls that reported none (fai
 usage is unknown). What is read is listed in :mod:`ek_agents.bridge.otel`'s docstring."""
 from __future__ import annotations
 
+import operator
 from typing import Any, NamedTuple, Optional
 
 from ..base import ModelCall
@@ -79,9 +80,13 @@ class _Usage(NamedTuple):
     details: bool
 
 
+#: Whether an attribute key is a usage detail, as a C callable (map/any over a span's keys).
+_IS_DETAIL = operator.methodcaller("startswith", ("gen_ai.usage.details.",
+                                                 "llm.token_count.prompt_details."))
+
+
 def _usage(s: RawSpan) -> _Usage:
-    details = any(k.startswith(("gen_ai.usage.details.", "llm.token_count.prompt_details."))
-                  for k in s.attrs)
+    details = any(map(_IS_DETAIL, s.attrs))
     return _Usage(count_attr(s, INPUT_KEYS) or 0, count_attr(s, OUTPUT_KEYS) or 0, count_attr(s, CACHED_KEYS),
                   count_attr(s, WRITE_KEYS), count_attr(s, REASONING_KEYS) or 0, details)
 

@@ -26,6 +26,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, Field
 
 from ..base import Cost, Episode
+from ..bridge.otel import gc_paused
 from ..core import canonical_json
 from ..cost import episode_dollars_by_model
 from ..errors import BridgeError, InvalidInput
@@ -232,10 +233,13 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
             st.delete(next_key)
         return rec.model_copy(update={"reused": True, "judge_calls": 0, "judge_cached": 0})
     ledger = load_ledger(st, series)
-    batch = read_new_traces(source, ledger, attrs=(None if opts.group_by == "trace" else opts.group_by,
-                                                   opts.task_attr, opts.slice_attr))
-    episodes = episodes_of_traces(batch, group_by=opts.group_by, task_attr=opts.task_attr,
-                                  slice_attr=opts.slice_attr, where=str(source))
+    with gc_paused():  # millions of containers, no cycles: collections would walk them all
+        batch = read_new_traces(source, ledger, attrs=(None if opts.group_by == "trace"
+                                                       else opts.group_by,
+                                                       opts.task_attr, opts.slice_attr))
+        episodes = episodes_of_traces(batch, group_by=opts.group_by, task_attr=opts.task_attr,
+                                      slice_attr=opts.slice_attr, where=str(source))
+    batch.traces.clear()  # the spans live on in the episodes only: freed before they are written
     c = batch.counts
     if not episodes and (c.bad_lines or c.no_model_call) and not c.pending_traces:
         raise BridgeError(f"{source!r}: nothing usable in the window: {c.bad_lines} bad lines, "
