@@ -177,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", action="store_true", help="the evaluate-at-scale flow: trials in "
                    "segments, chunks on a Dask cluster (--max-workers processes here, or "
                    "--dask-address), the report merged from the segments; no gate")
+    monitorcli.judge_args(p)  # grade with an endpoint judge instead of --check
 
     p = sub.add_parser("ingest", help="evaluate a recorded run (Inspect log, tau-bench results, "
                        "messages JSONL, OpenTelemetry OTLP/JSON)")
@@ -299,6 +300,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       lease_wait_s=a.wait_lease, sequential=a.sequential, agent_id=a.agent_id,
                       flush_s=a.flush_s, **({"capture": a.capture} if a.capture else {}),
                       **{n: getattr(a, n) for n in LIMIT_OPTIONS if getattr(a, n) is not None})
+        judge = monitorcli.judge_param(a)
+        params.update({"judge": judge} if judge else {})
         if a.scale:
             params = _scale_params(a, params)
     else:
@@ -308,6 +311,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
                   ingest_path=params.get("ingest_path"))
     models = [a.model] if a.model else []
+    models += [params["judge"]["model"]] if params.get("judge") else []  # the judge is billed too
     if a.command == "run":  # an agent that says which model it calls must be priced too
         own = getattr(load_agent(a.agent), "model", None)
         models += [own] if isinstance(own, str) and own else []
@@ -359,6 +363,7 @@ NOT_AT_SCALE = (("baseline", None), ("sequential", False), ("capture", None),
                 ("retry_errored", False), ("temperature", None), ("simulator", ""),
                 ("scaffold", ""), ("task_runner", "threads"), ("tolerance", 0.0),
                 ("cost_tolerance", 0.0), ("max_error_rate", 0.5), ("wait_lease", 0.0),
+                ("judge_model", None),
                 *((n, None) for n in LIMIT_OPTIONS))
 
 
