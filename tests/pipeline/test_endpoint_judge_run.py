@@ -103,3 +103,19 @@ def test_a_judge_beside_a_checker_is_refused(tmp_path, capsys, server):
                  "--judge-rubric", "x"]) == 2
     assert "--judge-rubric need --judge-model" in capsys.readouterr().err
     assert len(server.judged) == before and not Store(store).exists("runs/x/manifest.json")
+
+
+def test_the_evaluate_flow_takes_the_judge_as_json():
+    """The flow's ``judge`` parameter is plain data: a dict from a deployment or the CLI is
+    validated into a JudgeSpec (a typo refused), never a callable."""
+    pytest.importorskip("prefect")
+    from prefect.exceptions import ParameterTypeError
+
+    from ek_agents_pipeline.flows.evaluate import evaluate_agent
+
+    got = evaluate_agent.validate_parameters(
+        {"suite": "s.jsonl", "agent": "m:f", "judge": {"model": "gpt-4o-mini", "base_url": "http://h"}})
+    assert got["judge"] == JudgeSpec(model="gpt-4o-mini", base_url="http://h")
+    with pytest.raises(ParameterTypeError, match="judge.modl"):
+        evaluate_agent.validate_parameters({"suite": "s.jsonl", "agent": "m:f",
+                                            "judge": {"modl": "gpt-4o-mini"}})
