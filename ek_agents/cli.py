@@ -275,11 +275,10 @@ def _print_report(st: Any, run_id: str) -> None:
 def _cmd_run(a: argparse.Namespace) -> int:
     if a.command == "ingest" and a.kind == "otlp" and a.suite is None and a.check is None:
         return monitorcli.ingest_otlp_ungraded(a)  # no grader: cost with success unknown
-    if a.command == "ingest" and (a.group_by != "trace" or a.task_attr or a.slice_attr
-                                  or a.judge_model):
-        raise InvalidInput("--group-by / --task-attr / --slice-attr / --judge-model apply to "
-                           "`ingest otlp` without --suite or --check; judge and correct "
-                           "production traces with `ek-agents monitor`")
+    if a.command == "ingest" and (a.group_by != "trace" or a.task_attr or a.slice_attr):
+        raise InvalidInput("--group-by / --task-attr / --slice-attr apply to `ingest otlp` "
+                           "without --suite or --check; judge and correct production traces "
+                           "with `ek-agents monitor`")
     from .execution.harness import new_run_id
     from .pipeline.request import check_inputs, check_request, load_agent
     from .store import run_key
@@ -300,12 +299,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
                       lease_wait_s=a.wait_lease, sequential=a.sequential, agent_id=a.agent_id,
                       flush_s=a.flush_s, **({"capture": a.capture} if a.capture else {}),
                       **{n: getattr(a, n) for n in LIMIT_OPTIONS if getattr(a, n) is not None})
-        judge = monitorcli.judge_param(a)
-        params.update({"judge": judge} if judge else {})
         if a.scale:
             params = _scale_params(a, params)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
+    judge = monitorcli.judge_param(a)  # an endpoint judge grades instead of a checker
+    params.update({"judge": judge} if judge else {})
     clock.mark("parse, load ek_agents")
     # bad input: exit 2 before Prefect starts or an agent is called
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),

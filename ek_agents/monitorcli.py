@@ -46,9 +46,11 @@ def grouping_args(p: argparse.ArgumentParser) -> None:
 
 
 def judge_args(p: argparse.ArgumentParser) -> None:
-    """``--judge-model``, ``--judge-base-url``, ``--judge-rubric`` (monitor and ``ingest otlp``)."""
+    """``--judge-model``, ``--judge-base-url``, ``--judge-rubric`` (monitor, run, ingest)."""
     p.add_argument("--judge-model", default=None, metavar="MODEL",
-                   help="judge each episode with this model (an OpenAI-compatible endpoint)")
+                   help="judge each episode with this model at an OpenAI-compatible endpoint "
+                        "(run, ingest: grades instead of a checker, not with --check; the "
+                        "judge's own calls are the report's evaluation cost)")
     p.add_argument("--judge-base-url", default=None, metavar="URL",
                    help="OpenAI-compatible endpoint of the judge (key: $EK_JUDGE_API_KEY, "
                         "else $OPENAI_API_KEY)")
@@ -106,12 +108,12 @@ def _judge_given(a: argparse.Namespace) -> bool:
 
 
 def judge_param(a: argparse.Namespace) -> Optional[dict]:
-    """``run --judge-model M [--judge-base-url U] [--judge-rubric R]``: the evaluate flow's
-    ``judge`` parameter (``stages.judgerun.JudgeSpec`` as JSON), None without a judge;
-    refused beside ``--check`` or ``--sequential``."""
+    """``run`` / ``ingest`` ``--judge-model M [--judge-base-url U] [--judge-rubric R]``: the
+    evaluate flow's ``judge`` parameter (``stages.judgerun.JudgeSpec`` as JSON), None without
+    a judge; refused beside ``--check`` or ``--sequential``."""
     if not _judge_given(a):
         return None
-    if a.check is not None or a.sequential:
+    if a.check is not None or getattr(a, "sequential", False):
         raise InvalidInput(f"--judge-model {a.judge_model} with "
                            f"{'--check ' + a.check if a.check is not None else '--sequential'}: "
                            "a judged run is graded by the judge alone (no checker, no sequential "

@@ -119,3 +119,27 @@ def test_the_evaluate_flow_takes_the_judge_as_json():
     with pytest.raises(ParameterTypeError, match="judge.modl"):
         evaluate_agent.validate_parameters({"suite": "s.jsonl", "agent": "m:f",
                                             "judge": {"modl": "gpt-4o-mini"}})
+
+
+def test_ingest_grades_a_recorded_run_with_the_judge(tmp_path, capsys, server):
+    """``ingest messages --judge-model``: the judge's verdicts replace the success the log
+    recorded (each recorded success here is the opposite of the planted truth)."""
+    rows = [{"task_id": f"m{i}", "trial": 0, "success": i % 2 == 1, "model": MODEL,
+             "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+             "messages": [{"role": "user", "content": f"q{i}"},
+                          {"role": "assistant",
+                           "content": f"a{i} [truth:{'PASS' if i % 2 == 0 else 'FAIL'}]"}]}
+            for i in range(4)]
+    log = tmp_path / "run.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store, before = str(tmp_path / "store"), len(server.judged)
+    assert main(["ingest", "messages", str(log), "--store", store, "--run-id", "ing",
+                 "--prices", PRICES, "--judge-model", "gpt-4o-mini",
+                 "--judge-base-url", server.base_url]) == 0
+    assert len(server.judged) - before == 4
+    st = Store(store)
+    graded = st.read_json("runs/ing/graded.json")["episodes"]
+    assert {e["task_id"]: e["success"] for e in graded} == {"m0": True, "m1": False,
+                                                            "m2": True, "m3": False}
+    assert st.read_manifest("ing")["inputs"]["graded_by"]["kind"] == "judge"
+    assert st.read_json("runs/ing/report.json")["cost"]["evaluation_per_model"][MODEL]["calls"] == 4
