@@ -74,8 +74,10 @@ def cost_stage(graded: Mapping, metrics: Mapping, prices: Optional[Mapping], *, 
 
 
 def cost_report_doc(graded: list[Episode], metrics: Mapping, prices: Optional[Mapping], *, seed: int) -> dict:
-    return with_cost(ReliabilityReport.from_dict(metrics), graded, prices=prices_of(prices),
-                     seed=seed).to_dict()
+    """The report document; a judged run's judge calls as its evaluation cost, apart."""
+    table = prices_of(prices)
+    return with_evaluation_cost(with_cost(ReliabilityReport.from_dict(metrics), graded,
+                                          prices=table, seed=seed).to_dict(), graded, table)
 
 
 def gate_stage(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
@@ -214,13 +216,10 @@ def run_cost(store: Any, run_id: str, graded: StageRef, metrics: StageRef,
     """:func:`cost_stage` -> the run's report document, cached on its inputs' digests."""
     digest = input_digest("report", graded=graded.sha256, metrics=metrics.sha256,
                           prices=prices and prices.sha256, seed=seed)
-    reused = reused_output(store, run_id, "report", digest)
-    if reused is not None:
-        return reused
-    eps, price_doc = read_episodes(store, graded), prices and read_ref(store, prices)
-    doc = cost_report_doc(eps, read_ref(store, metrics), price_doc, seed=seed)
-    return write_output(store, run_id, "report", digest,
-                        with_evaluation_cost(doc, eps, prices_of(price_doc)))
+    return reused_output(store, run_id, "report", digest) or write_output(
+        store, run_id, "report", digest, cost_report_doc(
+            read_episodes(store, graded), read_ref(store, metrics),
+            prices and read_ref(store, prices), seed=seed))
 
 
 def run_gate(store: Any, run_id: str, report: StageRef, baseline: Optional[str], *,

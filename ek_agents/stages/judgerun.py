@@ -35,12 +35,14 @@ from ..errors import InvalidInput
 from ..labels import GradedBy
 
 __all__ = ["JudgeSpec", "judge_spec", "run_judge", "judged_episodes", "with_evaluation_cost",
-           "EVALUATION_CALLS", "JUDGE_THREADS"]
+           "endpoint_judged", "verdict_problems", "EVALUATION_CALLS", "JUDGE_THREADS", "JUDGE_NAME"]
 
 #: The episode meta key holding the judge's calls on that episode (ModelCall dicts).
 EVALUATION_CALLS = "evaluation_calls"
 #: Judge calls in flight at once while a run is graded.
 JUDGE_THREADS = 8
+#: How a run graded by an endpoint judge names it in ``inputs.graded_by.name``.
+JUDGE_NAME = "EndpointJudge:"
 
 
 class JudgeSpec(BaseModel):
@@ -75,7 +77,7 @@ class JudgeSpec(BaseModel):
     def graded_by(self) -> GradedBy:
         """The run's ``inputs.graded_by``: a judge, named by model and endpoint, digested by
         :attr:`identity`."""
-        return GradedBy(kind="judge", name=f"EndpointJudge:{self.model}@{self.base_url or 'default'}",
+        return GradedBy(kind="judge", name=f"{JUDGE_NAME}{self.model}@{self.base_url or 'default'}",
                         digest=self.identity)
 
 
@@ -143,3 +145,24 @@ def with_evaluation_cost(report: dict, graded: Sequence[Episode], prices: Option
     cost.update(evaluation_dollars=math.fsum(per) if prices is not None else None,
                 evaluation_per_model=table)
     return {**report, "cost": cost}
+
+
+def endpoint_judged(graded_by: Any) -> bool:
+    """Whether a run's recorded ``graded_by`` is an endpoint judge's (:meth:`JudgeSpec.graded_by`)."""
+    return (getattr(graded_by, "kind", None) == "judge"
+            and str(getattr(graded_by, "name", None) or "").startswith(JUDGE_NAME))
+
+
+def verdict_problems(episodes: Mapping, graded: Mapping) -> list[str]:
+    """What keeps an endpoint-judged run's graded document from being its stored episodes with
+    the judge's verdicts (an audit takes the recorded verdicts, and asks no judge again): each
+    graded episode must equal its stored one but for ``success`` and the judge's calls."""
+    def bare(row: Mapping) -> dict:
+        meta = {k: v for k, v in (row.get("meta") or {}).items() if k != EVALUATION_CALLS}
+        return {**{k: v for k, v in row.items() if k not in ("success", "meta")}, "meta": meta}
+
+    stored, judged = episodes.get("episodes") or [], graded.get("episodes") or []
+    if len(stored) != len(judged):
+        return [f"graded: {len(judged)} judged episodes for {len(stored)} stored ones"]
+    return [f"graded.episodes[{i}]: not the stored episode {e.get('task_id')!r} with a verdict"
+            for i, (e, g) in enumerate(zip(stored, judged)) if bare(e) != bare(g)][:20]

@@ -70,6 +70,10 @@ def test_a_run_graded_by_an_endpoint_judge(tmp_path, capsys, server):
     assert report["cost"]["total_dollars"] == pytest.approx(agent_dollars)  # the agent's alone
     assert "**Evaluation cost** (the judge's own calls" in out and "12 calls to" in out
 
+    # the audit recomputes the figures from the judge's recorded verdicts: no judge asked again
+    assert main(["audit", "j1", "--store", store]) == 0
+    assert "audit passed" in capsys.readouterr().out and len(server.judged) - before == 12
+
     # the same judge again (another run id): the grade is reused, no judge call
     assert _run(store, suite, server, "j2") == 0
     assert len(server.judged) - before == 12
