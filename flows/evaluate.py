@@ -164,7 +164,8 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
     report = cost(st, run_id, graded, reliability, price_list, seed)
     labels_ref = load_labels(st, run_id, labels) if labels else None
     if labels_ref is not None:  # people's verdicts correct the judge's
-        report = judge_correct(st, run_id, report, graded, labels_ref, tasks, check)
+        report = judge_correct(st, run_id, report, graded, labels_ref, tasks,
+                               judge.graded_by() if judge is not None else check)
     verdict = decided or gate(st, run_id, report, baseline, tolerance, cost_tolerance)
     manifest = write_manifest(
         st, run_id,
