@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from ..base import Cost, Episode
 from ..core import canonical_json
-from ..cost import cost_by_model, episode_dollars_by_model
+from ..cost import cost_by_model
 from ..errors import BridgeError, InvalidInput
 from ..identity.agentid import agent_identity
 from ..scoring.facades import estimate_quality
