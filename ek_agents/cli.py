@@ -177,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", action="store_true", help="the evaluate-at-scale flow: trials in "
                    "segments, chunks on a Dask cluster (--max-workers processes here, or "
                    "--dask-address), the report merged from the segments; no gate")
+    monitorcli.judge_args(p)  # grade with an endpoint judge instead of --check
 
     p = sub.add_parser("ingest", help="evaluate a recorded run (Inspect log, tau-bench results, "
                        "messages JSONL, OpenTelemetry OTLP/JSON)")
@@ -274,11 +275,10 @@ def _print_report(st: Any, run_id: str) -> None:
 def _cmd_run(a: argparse.Namespace) -> int:
     if a.command == "ingest" and a.kind == "otlp" and a.suite is None and a.check is None:
         return monitorcli.ingest_otlp_ungraded(a)  # no grader: cost with success unknown
-    if a.command == "ingest" and (a.group_by != "trace" or a.task_attr or a.slice_attr
-                                  or a.judge_model):
-        raise InvalidInput("--group-by / --task-attr / --slice-attr / --judge-model apply to "
-                           "`ingest otlp` without --suite or --check; judge and correct "
-                           "production traces with `ek-agents monitor`")
+    if a.command == "ingest" and (a.group_by != "trace" or a.task_attr or a.slice_attr):
+        raise InvalidInput("--group-by / --task-attr / --slice-attr apply to `ingest otlp` "
+                           "without --suite or --check; judge and correct production traces "
+                           "with `ek-agents monitor`")
     from .execution.harness import new_run_id
     from .pipeline.request import check_inputs, check_request, load_agent
     from .store import run_key
@@ -303,11 +303,14 @@ def _cmd_run(a: argparse.Namespace) -> int:
             params = _scale_params(a, params)
     else:
         params.update(suite=a.suite, ingest=a.kind, ingest_path=a.path)
+    judge = monitorcli.judge_param(a)  # an endpoint judge grades instead of a checker
+    params.update({"judge": judge} if judge else {})
     clock.mark("parse, load ek_agents")
     # bad input: exit 2 before Prefect starts or an agent is called
     check_request(suite=params["suite"], agent=params.get("agent"), ingest=params.get("ingest"),
                   ingest_path=params.get("ingest_path"))
     models = [a.model] if a.model else []
+    models += [params["judge"]["model"]] if params.get("judge") else []  # the judge is billed too
     if a.command == "run":  # an agent that says which model it calls must be priced too
         own = getattr(load_agent(a.agent), "model", None)
         models += [own] if isinstance(own, str) and own else []
@@ -359,6 +362,7 @@ NOT_AT_SCALE = (("baseline", None), ("sequential", False), ("capture", None),
                 ("retry_errored", False), ("temperature", None), ("simulator", ""),
                 ("scaffold", ""), ("task_runner", "threads"), ("tolerance", 0.0),
                 ("cost_tolerance", 0.0), ("max_error_rate", 0.5), ("wait_lease", 0.0),
+                ("judge_model", None),
                 *((n, None) for n in LIMIT_OPTIONS))
 
 

@@ -46,7 +46,7 @@ __all__ = [
     "ModelPrice", "per_million", "dollars", "episode_dollars", "cost_of_pass", "cost_report",
     "load_prices", "price_of", "UnknownModelPrice", "DEFAULT_CACHE_DISCOUNT",
     "DEFAULT_BATCH_DISCOUNT", "SERVICE_TIERS", "RATE_KINDS", "episode_model",
-    "episode_dollars_by_model", "call_dollars", "cost_figures",
+    "episode_dollars_by_model", "call_dollars", "cost_figures", "cost_by_model",
 ]
 
 def per_million(input: float, output: float, *, cached_input: Optional[float] = None,
@@ -525,3 +525,26 @@ def _model_breakdown(table: dict, priced: bool) -> dict:
                   "instrumentation that reports cached tokens to bill them exactly)")
     return {"per_model": {m: rows[m] for m in order}, "upper_bound": bool(unknown),
             "upper_bound_reason": reason}
+
+
+def cost_by_model(episodes: Iterable[Any], prices: Optional[Mapping]) -> tuple:
+    """``({model: {calls, input_tokens, output_tokens, cached_input_tokens[, dollars]}},
+    [dollars of each priced episode])``: each call under the model that answered it."""
+    table: dict[str, dict[str, float]] = {}
+    per_ep: list = []
+    for ep in episodes:
+        if ep.cost is None:
+            continue
+        for c in ep.cost.calls:
+            row = table.setdefault(c.model, {"calls": 0, "input_tokens": 0, "output_tokens": 0,
+                                             "cached_input_tokens": 0})
+            row["calls"] += 1
+            row["input_tokens"] += c.input_tokens
+            row["output_tokens"] += c.output_tokens
+            row["cached_input_tokens"] += c.cached_input_tokens
+        if prices is not None:
+            d = episode_dollars_by_model(ep, prices=prices) or {}
+            for m, x in d.items():
+                table[m]["dollars"] = table[m].get("dollars", 0.0) + x
+            per_ep.append(math.fsum(d.values()))
+    return table, per_ep

@@ -35,6 +35,7 @@ from .report import htmlreport
 from .records import documents
 from . import pipeline
 from .stages import evaluate as stages
+from .stages.judgerun import JudgeSpec, run_judge
 from .base import RunProvenance
 from .errors import InvalidInput
 from .execution.harness import new_run_id
@@ -76,7 +77,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    provider_retry_s: Optional[float] = None,
                    trial_dollars: Optional[float] = None, trial_tokens: Optional[int] = None,
                    trial_calls: Optional[int] = None, max_dollars: Optional[float] = None,
-                   log: Optional[Log] = None) -> dict:
+                   judge: Optional[Mapping] = None, log: Optional[Log] = None) -> dict:
     """The ``evaluate-agent`` flow's plan, here and now (the flow's parameters, same meaning).
 
     Returns what the flow returns (``run_id``, ``store``, ``manifest`` key, ``results``,
@@ -87,7 +88,9 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     from the clock (milliseconds since the epoch, as a scheduled flow run does from its start
     time); the seed used is in the manifest's inputs. ``max_workers`` is recorded and has no
     other effect (one loop runs every chunk); ``task_runner="dask"`` needs Prefect
-    (InvalidInput). ``log`` takes the run-log lines (default: this module's logger, INFO).
+    (InvalidInput). ``judge`` (``{model, base_url, rubric}``, a ``stages.judgerun.JudgeSpec``)
+    grades with that endpoint judge instead of a checker. ``log`` takes the run-log lines
+    (default: this module's logger, INFO).
     """
     parameters = {name: value for name, value in locals().items() if name != "log"}
     if task_runner != "threads" or dask_address:
@@ -102,6 +105,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     pipeline.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
                            sequential=sequential, baseline=baseline)
     seed = int(time.time() * 1000) if seed is None else seed
+    judge_of = run_judge(judge, check=check, sequential=sequential)
+    parameters["judge"] = judge_of.model_dump() if judge_of is not None else None
     limits = given_limits(prices=prices, provider_retry_s=provider_retry_s,
                           trial_dollars=trial_dollars, trial_tokens=trial_tokens,
                           trial_calls=trial_calls, max_dollars=max_dollars)
@@ -115,7 +120,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             max_concurrency=max_concurrency, timeout_s=timeout_s, retries=retries,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
             sequential=sequential, parameters=parameters, log=log, agent_id=agent_id,
-            capture=capture, flush_s=flush_s, limits=limits)
+            capture=capture, flush_s=flush_s, limits=limits, judge=judge_of)
     finally:
         release_lease(st, lease)
 
@@ -128,7 +133,8 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
               timeout_s: Optional[float], retries: int, refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool, parameters: Mapping,
               log: Log, agent_id: Optional[str] = None,
-              capture: Optional[str] = None, flush_s: float = 10.0, limits: Optional[RunLimits] = None) -> dict:
+              capture: Optional[str] = None, flush_s: float = 10.0, limits: Optional[RunLimits] = None,
+              judge: Optional[JudgeSpec] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease (``flows/evaluate.py:_evaluate``,
     each task replaced by the library call it wraps)."""
     decided = None
@@ -151,7 +157,7 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
         else:
             episodes = run_trials(request, log=log)
     price_list = stages.record_prices(st, run_id, prices)
-    graded = stages.run_grade(st, run_id, episodes, tasks, check)
+    graded = stages.run_grade(st, run_id, episodes, tasks, check, judge)
     reliability = stages.run_metrics(st, run_id, graded, tasks, k=k, seed=seed, run=run)
     report = stages.run_cost(st, run_id, graded, reliability, price_list, seed=seed)
     verdict = decided or stages.run_gate(st, run_id, report, baseline, tolerance=tolerance,
@@ -161,7 +167,8 @@ def _evaluate(st: Store, run_id: str, *, suite: Optional[str], agent: Optional[s
         refs={"tasks": tasks, "prices": price_list, "episodes": episodes, "graded": graded,
               "metrics": reliability, "report": report, "gate": verdict},
         inputs=RunInputs(k=k, seed=seed, check=check, run=run, tolerance=tolerance,
-                         cost_tolerance=cost_tolerance),
+                         cost_tolerance=cost_tolerance,
+                         graded_by=judge.graded_by() if judge is not None else None),
         agent=agent, source={"kind": ingest, "path": ingest_path} if ingest else None,
         parameters=dict(parameters), orchestrator=dict(ORCHESTRATOR))
     shown = htmlreport.publish_run(st, run_id)

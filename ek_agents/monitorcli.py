@@ -19,12 +19,13 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Optional
 
 from .cliargs import MAX_SEED, int_in, name_arg, number, store_arg
 from .errors import CheckFailed, InvalidInput
 
 __all__ = ["add_parsers", "COMMANDS", "plan_window_labels_cmd", "grouping_args", "judge_args",
+           "judge_param",
            "ingest_otlp_ungraded", "MonitorAlert", "audit_window_cmd"]
 
 
@@ -45,9 +46,11 @@ def grouping_args(p: argparse.ArgumentParser) -> None:
 
 
 def judge_args(p: argparse.ArgumentParser) -> None:
-    """``--judge-model``, ``--judge-base-url``, ``--judge-rubric`` (monitor and ``ingest otlp``)."""
+    """``--judge-model``, ``--judge-base-url``, ``--judge-rubric`` (monitor, run, ingest)."""
     p.add_argument("--judge-model", default=None, metavar="MODEL",
-                   help="judge each episode with this model (an OpenAI-compatible endpoint)")
+                   help="judge each episode with this model at an OpenAI-compatible endpoint "
+                        "(run, ingest: grades instead of a checker, not with --check; the "
+                        "judge's own calls are the report's evaluation cost)")
     p.add_argument("--judge-base-url", default=None, metavar="URL",
                    help="OpenAI-compatible endpoint of the judge (key: $EK_JUDGE_API_KEY, "
                         "else $OPENAI_API_KEY)")
@@ -98,10 +101,31 @@ def _store(url: Any) -> Any:
     return Store(url)
 
 
+def _judge_given(a: argparse.Namespace) -> bool:
+    if a.judge_model is None and (a.judge_base_url or a.judge_rubric):
+        raise InvalidInput("--judge-base-url / --judge-rubric need --judge-model")
+    return a.judge_model is not None
+
+
+def judge_param(a: argparse.Namespace) -> Optional[dict]:
+    """``run`` / ``ingest`` ``--judge-model M [--judge-base-url U] [--judge-rubric R]``: the
+    evaluate flow's ``judge`` parameter (``stages.judgerun.JudgeSpec`` as JSON), None without
+    a judge; refused beside ``--check`` or ``--sequential``."""
+    if not _judge_given(a):
+        return None
+    if a.check is not None or getattr(a, "sequential", False):
+        raise InvalidInput(f"--judge-model {a.judge_model} with "
+                           f"{'--check ' + a.check if a.check is not None else '--sequential'}: "
+                           "a judged run is graded by the judge alone (no checker, no sequential "
+                           "looks); drop one")
+    from .stages.judgerun import judge_spec  # noqa: PLC0415 -- lazy: see the module docstring
+
+    given = {"model": a.judge_model, "base_url": a.judge_base_url, "rubric": a.judge_rubric}
+    return judge_spec({k: v for k, v in given.items() if v is not None}).model_dump()
+
+
 def _judges(a: argparse.Namespace) -> list:
-    if a.judge_model is None:
-        if a.judge_base_url or a.judge_rubric:
-            raise InvalidInput("--judge-base-url / --judge-rubric need --judge-model")
+    if not _judge_given(a):
         return []
     from .adapters.judge_endpoint import DEFAULT_RUBRIC, EndpointJudge  # noqa: PLC0415
 

@@ -11,6 +11,7 @@ from ek_agents.base import RunProvenance
 from ek_agents.execution.harness import new_run_id
 from ek_agents.execution.limits import RunLimits, expected_trials, given_limits
 from ek_agents.records.manifest import RunInputs
+from ek_agents.stages.judgerun import JudgeSpec, run_judge
 from ek_agents.pipeline.chunks import TrialPlan, TrialRequest
 from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_pipeline.tasks import (check_errors, collect_episodes, cost, gate,
@@ -51,7 +52,8 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
                    provider_retry_s: Optional[float] = None,
                    trial_dollars: Optional[float] = None, trial_tokens: Optional[int] = None,
                    trial_calls: Optional[int] = None,
-                   max_dollars: Optional[float] = None) -> dict:
+                   max_dollars: Optional[float] = None,
+                   judge: Optional[JudgeSpec] = None) -> dict:
     """Evaluate an agent on a suite (or a recorded run) and record everything in the store.
 
     ``suite`` + ``agent`` ("package.module:callable") run ``k`` trials per task; ``ingest``
@@ -89,6 +91,10 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     trial limits (``trial_dollars``, ``trial_tokens``, ``trial_calls``) and the run's
     ``max_dollars`` as ``ek_agents.execution.limits`` says; a run left incomplete (unresolved
     provider errors, stopped at its cap) fails with RunIncomplete after its manifest is written.
+    ``judge`` (``{model, base_url, rubric}``: an LLM judge at an OpenAI-compatible endpoint,
+    ``stages.judgerun``) grades the trials instead of a checker (not with ``check`` or
+    ``sequential``); its identity keys the grade, the manifest records it as ``graded_by``, and
+    its own calls are the report's ``cost.evaluation_dollars``.
     """
     st = Store(store).url
     if not run_id:
@@ -97,6 +103,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
     pipeline.check_request(suite=suite, agent=agent, ingest=ingest, ingest_path=ingest_path,
                            sequential=sequential, baseline=baseline)
     seed = scheduled_seed() if seed is None else seed
+    judge = run_judge(judge, check=check, sequential=sequential)
     limits = given_limits(prices=prices, provider_retry_s=provider_retry_s,
                           trial_dollars=trial_dollars, trial_tokens=trial_tokens,
                           trial_calls=trial_calls, max_dollars=max_dollars)
@@ -111,7 +118,7 @@ def evaluate_agent(suite: Optional[str] = None, agent: Optional[str] = None, k: 
             task_runner=task_runner, max_workers=max_workers, dask_address=dask_address,
             refresh=refresh, retry_errored=retry_errored, max_error_rate=max_error_rate,
             sequential=sequential, agent_id=agent_id, labels=labels, capture=capture,
-            flush_s=flush_s, limits=limits)
+            flush_s=flush_s, limits=limits, judge=judge)
     finally:
         release_lease(Store(st), lease)
 
@@ -125,7 +132,8 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               dask_address: Optional[str], refresh: bool, retry_errored: bool,
               max_error_rate: Optional[float], sequential: bool,
               agent_id: Optional[str] = None, labels: Optional[str] = None,
-              capture: Optional[str] = None, flush_s: float = 10.0, limits: Optional[RunLimits] = None) -> dict:
+              capture: Optional[str] = None, flush_s: float = 10.0, limits: Optional[RunLimits] = None,
+              judge: Optional[JudgeSpec] = None) -> dict:
     """:func:`evaluate_agent`'s plan, under the run's lease."""
     decided = None
     if ingest:
@@ -151,12 +159,13 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
             episodes = plan.episodes or collect_episodes(
                 as_data(plan), as_data(run_each(runner, run_trial_chunk, plan.chunks)))
     price_list = load_prices(st, run_id, prices)
-    graded = grade(st, run_id, as_data(episodes), tasks, check)
+    graded = grade(st, run_id, as_data(episodes), tasks, check, judge)
     reliability = metrics(st, run_id, graded, tasks, k, seed, run)
     report = cost(st, run_id, graded, reliability, price_list, seed)
     labels_ref = load_labels(st, run_id, labels) if labels else None
     if labels_ref is not None:  # people's verdicts correct the judge's
-        report = judge_correct(st, run_id, report, graded, labels_ref, tasks, check)
+        report = judge_correct(st, run_id, report, graded, labels_ref, tasks,
+                               judge.graded_by() if judge is not None else check)
     verdict = decided or gate(st, run_id, report, baseline, tolerance, cost_tolerance)
     manifest = write_manifest(
         st, run_id,
@@ -165,7 +174,8 @@ def _evaluate(st: str, run_id: str, *, suite: Optional[str], agent: Optional[str
               "metrics": reliability, "report": report, "gate": verdict, "labels": labels_ref},
         inputs=RunInputs(k=k, seed=seed, check=check, run=run, tolerance=tolerance,
                          cost_tolerance=cost_tolerance,
-                         labels=labels_ref.input_digest if labels_ref is not None else None),
+                         labels=labels_ref.input_digest if labels_ref is not None else None,
+                         graded_by=judge.graded_by() if judge is not None else None),
         agent=agent, source={"kind": ingest, "path": ingest_path} if ingest else None,
         parameters=run_parameters(), orchestrator=run_context())
     publish_report(st, run_id, as_data(manifest))  # its manifest lists every trial file

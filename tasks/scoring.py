@@ -6,6 +6,7 @@ from typing import Optional
 from prefect import task
 
 from ek_agents.stages import evaluate as stages
+from ek_agents.stages.judgerun import JudgeSpec
 from ek_agents.records.stagecache import GateRef, StageRef, SuiteRef
 from ek_agents.store import Store
 
@@ -14,9 +15,10 @@ from .common import IO_RETRIES, TASK_DEFAULTS, run_name
 
 @task(name="grade", task_run_name="grade-{run_id}", **TASK_DEFAULTS, **IO_RETRIES)
 def grade(store_url: str, run_id: str, episodes: StageRef, tasks: SuiteRef,
-          check: Optional[str]) -> StageRef:
-    """``stages.run_grade``: ``metrics.grade`` -> the run's graded episodes."""
-    return stages.run_grade(Store(store_url), run_id, episodes, tasks, check)
+          check: Optional[str], judge: Optional[JudgeSpec] = None) -> StageRef:
+    """``stages.run_grade``: ``metrics.grade`` (or the endpoint ``judge``) -> the run's graded
+    episodes."""
+    return stages.run_grade(Store(store_url), run_id, episodes, tasks, check, judge)
 
 
 @task(name="metrics", task_run_name="metrics-{run_id}-k{k}", **TASK_DEFAULTS, **IO_RETRIES)

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from ..base import Cost, Episode
 from ..bridge.otel import gc_paused
 from ..core import canonical_json
-from ..cost import episode_dollars_by_model
+from ..cost import cost_by_model
 from ..errors import BridgeError, InvalidInput
 from ..identity.agentid import agent_identity
 from ..scoring.facades import estimate_quality
@@ -189,29 +189,6 @@ class _Cached:
             self.calls.append(call)
         self.cache[self.digest] = [score, why]
         return score
-
-
-def cost_by_model(episodes: Sequence[Any], prices: Optional[Mapping]) -> tuple:
-    """``({model: {calls, input_tokens, output_tokens, cached_input_tokens[, dollars]}},
-    [dollars of each priced episode])``: each call under the model that answered it."""
-    table: dict[str, dict[str, float]] = {}
-    per_ep: list = []
-    for ep in episodes:
-        if ep.cost is None:
-            continue
-        for c in ep.cost.calls:
-            row = table.setdefault(c.model, {"calls": 0, "input_tokens": 0, "output_tokens": 0,
-                                             "cached_input_tokens": 0})
-            row["calls"] += 1
-            row["input_tokens"] += c.input_tokens
-            row["output_tokens"] += c.output_tokens
-            row["cached_input_tokens"] += c.cached_input_tokens
-        if prices is not None:
-            d = episode_dollars_by_model(ep, prices=prices) or {}
-            for m, x in d.items():
-                table[m]["dollars"] = table[m].get("dollars", 0.0) + x
-            per_ep.append(math.fsum(d.values()))
-    return table, per_ep
 
 
 def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[Any] = (),

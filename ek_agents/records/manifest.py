@@ -430,6 +430,7 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
         lines.append("| " + " | ".join(_cell(r[h], money=h in ("dollars", "cost_per_success"))
                                        for h in head) + " |")
     lines += _per_model_lines(report.get("cost") or {})
+    lines += _evaluation_lines(report.get("cost") or {})
     judged = (report.get("detail") or {}).get("judge_corrected")
     if judged:  # a judge graded the run and people labeled some trials: raw beside corrected
         lines += ["", "| success decided by | success | 95% CI | cost per success |", "|---|---|---|---|"]
@@ -473,6 +474,19 @@ def _per_model_lines(cost: Mapping) -> list[str]:
         out += ["", f"**Upper bound:** dollars {marked(_cell(_num(cost.get('total_dollars')), money=True), True)}"
                 f": {why}"]
     return out
+
+
+def _evaluation_lines(cost: Mapping) -> list[str]:
+    """The judge's own calls (the evaluation cost), apart from the agent's: one line, for a
+    run an endpoint judge graded (nothing for any other run)."""
+    per = cost.get("evaluation_per_model")
+    if not per:
+        return []
+    dollars = cost.get("evaluation_dollars")
+    calls = sum(int(r.get("calls", 0)) for r in per.values())
+    return ["", f"**Evaluation cost** (the judge's own calls, not in the agent's dollars): "
+            f"{'unknown (no prices)' if dollars is None else _cell(_num(dollars), money=True)}, "
+            f"{calls} calls to {', '.join(f'`{m}`' for m in sorted(per))}"]
 
 
 def sequential_line(gate: Mapping) -> Optional[str]:

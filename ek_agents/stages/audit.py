@@ -35,6 +35,7 @@ from ..labels import labels_of_doc
 from ..records import documents
 from ..records.baselines import no_baseline
 from ..records.grading import grading_of
+from .judgerun import endpoint_judged, verdict_problems
 from . import evaluate as stages
 from .labelrun import labels_stage
 from ..records.segments import stored_pair
@@ -305,7 +306,12 @@ def _check_figures(store: Any, run_id: str, manifest: RunManifest, seen: Mapping
                         "check (harness.run_suite(check=<function>)), which a run cannot store: "
                         "an audit cannot recompute these figures (only their bytes were checked)")
         return
-    graded = stages.grade_stage(episodes, tasks, check=inputs.check)
+    if endpoint_judged(inputs.graded_by):  # the judge's recorded verdicts: no judge asked again
+        graded = read("graded")
+        checked.append("graded: the endpoint judge's recorded verdicts on the stored episodes")
+        problems += verdict_problems(episodes, graded)
+    else:
+        graded = stages.grade_stage(episodes, tasks, check=inputs.check)
     metrics = stages.metrics_stage(graded, tasks, k=inputs.k, seed=inputs.seed or 0, run=inputs.run)
     report = stages.cost_stage(graded, metrics, prices, seed=inputs.seed or 0)
     if inputs.labels is not None or run_key(run_id, "labels") in manifest.artifacts:

@@ -30,6 +30,7 @@ from ..records.stagecache import (GateRef, StageRef, SuiteRef, reused_output, wr
                                   write_output, write_tasks)
 from ..records.trials import (episodes_json, graded_digest, read_episodes, remember_episodes,
                               take_graded)
+from .judgerun import JudgeSpec, judged_episodes, with_evaluation_cost
 
 __all__ = ["grade_stage", "graded_episodes", "metrics_stage", "metrics_report", "cost_stage",
            "cost_report_doc", "gate_stage", "guarded_gate", "sequential_stage", "regate",
@@ -73,8 +74,10 @@ def cost_stage(graded: Mapping, metrics: Mapping, prices: Optional[Mapping], *, 
 
 
 def cost_report_doc(graded: list[Episode], metrics: Mapping, prices: Optional[Mapping], *, seed: int) -> dict:
-    return with_cost(ReliabilityReport.from_dict(metrics), graded, prices=prices_of(prices),
-                     seed=seed).to_dict()
+    """The report document; a judged run's judge calls as its evaluation cost, apart."""
+    table = prices_of(prices)
+    return with_evaluation_cost(with_cost(ReliabilityReport.from_dict(metrics), graded,
+                                          prices=table, seed=seed).to_dict(), graded, table)
 
 
 def gate_stage(report: Mapping, baseline: Mapping, *, tolerance: float = 0.0,
@@ -170,13 +173,16 @@ def ingest_suite(store: Any, run_id: str, episodes: StageRef) -> SuiteRef:
 
 
 def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
-              check: Optional[str]) -> StageRef:
+              check: Optional[str], judge: Optional[JudgeSpec] = None) -> StageRef:
     """:func:`grade_stage` -> the run's graded document, cached on its inputs' digests.
 
     When this process already graded exactly these inputs (the trial chunks grade what they
     stored: :func:`trial_grader`, :func:`remember_graded`), that document is taken as is --
-    after the episodes document is read and verified, as always."""
-    digest = graded_digest(episodes.sha256, tasks.digest, check)
+    after the episodes document is read and verified, as always. With ``judge`` the endpoint
+    judge grades instead (``stages.judgerun``), and its identity is in the digest."""
+    digest = (graded_digest(episodes.sha256, tasks.digest, check) if judge is None else
+              input_digest("graded", episodes=episodes.sha256, suite=tasks.digest, check=check,
+                           judge=judge.identity))
     ref = reused_output(store, run_id, "graded", digest)
     if ref is not None:
         return ref
@@ -184,6 +190,9 @@ def run_grade(store: Any, run_id: str, episodes: StageRef, tasks: SuiteRef,
     if done is not None:
         verified_bytes(store, episodes)  # a changed document is refused, as ever
         made, doc = list(done[1]), done[0]
+    elif judge is not None:
+        made = judged_episodes(read_episodes(store, episodes), tasks_of(read_ref(store, tasks)), judge)
+        doc = episodes_json(made)
     else:
         made = graded_episodes(read_episodes(store, episodes), read_ref(store, tasks), check)
         doc = episodes_json(made)
