@@ -516,7 +516,7 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
     ep_ref = gr_ref = None
     layout: dict = {"layout": STREAMED} if episodes is None else {}
     if episodes is None and reuse is not None:
-        layout["reused"] = {"episodes": reuse.kept, "from_run": run_id}
+        layout["reused"] = {"reused": reuse.kept, "reused_from": run_id}  # as an episodes stage
     elif episodes is not None:
         ep_ref = stagecache.write_doc(st, run_id, "episodes", stored_trials.episodes_json(episodes))
         gr_ref = stagecache.write_doc(st, run_id, "graded", stored_trials.episodes_json(graded))

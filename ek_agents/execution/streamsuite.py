@@ -12,9 +12,11 @@ scale run is (``streaming.STREAMED`` layout: no whole-run episodes or graded doc
 audit recomputes it from the segments, the trial browser and the labels read the segments).
 
 ``StreamingReport`` does not count trials a provider error left unresolved nor the attempts
-it ended (``scoring.unresolved``); a run that has any (a stored line marked so: seen by the
-byte scan of :meth:`StreamedSuite.summarize`, or among the trials a resume loaded) is reported
-the in-memory way (``StreamedSuite.marked``), from the trials already stored.
+it ended (``scoring.unresolved``), nor break the cost down by the model calls a trial records
+(``cost["per_model"]``) or say what captured spans left out of the bill (``meta["otel"]``);
+a run that has any such trial (a stored line marked so: seen by the byte scan of
+:meth:`StreamedSuite.summarize`, or among the trials a resume loaded) is reported the
+in-memory way (``StreamedSuite.marked``), from the trials already stored.
 """
 from __future__ import annotations
 
@@ -31,8 +33,10 @@ from ..store import sha256_hex
 __all__ = ["streamable", "StreamedSuite", "STREAMED"]
 
 # canonical JSON of a stored episode (sorted keys, no spaces): what marks a trial that a
-# provider error ended or retried (a false hit only sends the run down the in-memory path)
-_MARKS = (b'"error_kind":"' + PROVIDER.encode() + b'"', b'"provider_retries":')
+# provider error ended or retried, one whose cost lists its model calls, one with captured
+# spans (a false hit only sends the run down the in-memory path)
+_MARKS = (b'"error_kind":"' + PROVIDER.encode() + b'"', b'"provider_retries":', b'"calls":[{',
+          b'"otel":{')
 
 
 def streamable(*, check: Any, metrics: Optional[Mapping], price: Any, labels: Any) -> bool:
@@ -68,6 +72,7 @@ class StreamedSuite:
         :attr:`marked` (True: report the run the in-memory way)."""
         if not self.marked:
             self.marked = any(is_unresolved(e) or "provider_retries" in (e.meta or {})
+                              or "otel" in (e.meta or {}) or (e.cost is not None and e.cost.calls)
                               for e in episodes)
         return self.marked
 
