@@ -213,11 +213,10 @@ def _pass_hat_curve(report: Mapping) -> list[tuple[int, Optional[float], float, 
 
 
 def _reused(manifest: Mapping, report: Mapping) -> str:
-    """Whether the run's episodes were reused: a ``reused`` field of the manifest, of its
-    parameters (a run streamed from its segments) or of the report's detail when the run
-    records one, else the pipeline's episodes-stage cache hit; ``"unknown"`` when the run
-    says nothing."""
-    for where in (manifest, manifest.get("parameters") or {}, report.get("detail") or {}):
+    """Whether the run's episodes were reused: a ``reused`` field of the manifest or the
+    report's detail when the run records one, else the pipeline's episodes-stage cache hit;
+    ``"unknown"`` when the run says nothing."""
+    for where in (manifest, report.get("detail") or {}):
         val = where.get("reused")
         if isinstance(val, bool):
             return "yes" if val else "no"
