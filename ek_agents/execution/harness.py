@@ -60,6 +60,7 @@ from .limits import RunLimits, limits_provenance, make_limits
 from .otelcapture import make_capture
 from .trialpolicy import TrialPolicy, with_policy
 from ._runargs import check_params, wanted_pairs
+from .streamsuite import STREAMED, StreamedSuite, streamable
 from ._sync import run_coroutine
 from ._trialrunner import EPISODE_DEPTH as EPISODE_DEPTH, Pair, TrialRunner
 
@@ -158,7 +159,8 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
                        progress: Optional[bool], refresh: bool, retry_errored: bool,
                        fingerprint: Optional[identity.RunFingerprint],
                        agent_id: Optional[str] = None, capture: Optional[str] = None,
-                       flush_s: float = FLUSH_S, policy: Optional[TrialPolicy] = None
+                       flush_s: float = FLUSH_S, policy: Optional[TrialPolicy] = None,
+                       summarize: Optional[Callable] = None, keep: bool = True
                        ) -> tuple[list[Episode], Optional[identity.RunReuse]]:
     specs = task_table(tasks)
     check_params(agent, k=k, seed=seed, max_concurrency=max_concurrency, timeout_s=timeout_s,
@@ -188,10 +190,10 @@ def _trials_with_reuse(agent: Callable, tasks: Any, *, k: int, seed: Optional[in
         runner = TrialRunner(agent, specs, seed=seed, run=run, max_concurrency=max_concurrency,
                          timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
                          store=st, run_id=run_id, capture=cap, flush_s=flush_s,
-                         policy=policy)
+                         policy=policy, summarize=summarize, keep=keep)
         ran = run_coroutine(lambda: runner.run_all(todo, total=len(wanted), already=len(done),
                                                     show=show))
-    merged = {**done, **ran}  # less than wanted when the run stopped at its max_dollars
+    merged = {**done, **ran}  # short of wanted at max_dollars; without keep: those loaded
     return [merged[p] for p in wanted if p in merged], reuse
 
 
@@ -289,14 +291,15 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     (any :class:`~ek_agents.store.Store` URL; default ``EK_STORE`` or ``./.ek``), in
     segments flushed at least every ``flush_s`` seconds (see :func:`run_trials`); without a
     ``run_id`` one is generated and reported in ``report.detail["run_id"]`` -- pass it back to
-    resume a killed run. At the end the run is recorded as the pipeline records one: its
-    stage documents (``tasks``, ``episodes``, ``graded``, ``metrics``, ``report``, ``prices``
-    when ``prices`` is given, at ``store.run_key(run_id, name)``) and its manifest
-    (``records.documents.record_run``: every artifact, segment and segment index with its sha256), so
-    ``ek-agents report / gate / audit / promote`` work on it. An input a
-    run cannot store -- a callable ``check``, custom ``metrics``, a single ``price`` -- is
-    recorded as such in the manifest's inputs, and the audit says which figures it cannot
-    recompute.
+    resume a killed run. The run is recorded as the pipeline records one: its stage documents
+    (``tasks``, ``metrics``, ``report``, ``prices`` when given, at ``store.run_key``) and its
+    manifest (``records.documents.record_run``: every artifact, segment and segment index with
+    its sha256), so ``ek-agents report / gate / audit / promote`` work on it. The report is
+    streamed from the segments as they are stored, the episodes never all in memory
+    (:mod:`ek_agents.execution.streamsuite`), unless an input cannot be stored -- a callable
+    ``check``, custom ``metrics``, a single ``price`` (recorded as such in the manifest's
+    inputs; the audit says which figures it cannot recompute) -- or ``labels`` are given: then
+    the whole-run ``episodes`` and ``graded`` documents are written too.
 
     Identity and reuse: a persisted run is one writer's (a lease on the run id, held while it
     writes: a second writer gets :class:`~ek_agents.errors.RunInUse` naming the holder, or
@@ -308,8 +311,8 @@ def run_suite(agent: Callable, tasks: Any, *, k: int = 1, check: Any = None,
     cells, attributes, partial arguments: ``agentid.agent_identity``), or by ``agent_id`` when
     given; a run whose agent holds state that cannot be digested runs, says so once, and is
     not resumed from another process (:class:`~ek_agents.errors.UnidentifiedAgent`).
-    ``report.detail["reused"]`` and the manifest's
-    ``stages["episodes"]`` say how many trials were reused, and from which run.
+    ``report.detail["reused"]`` and the manifest (``parameters["reused"]``, or
+    ``stages["episodes"]``) say how many trials were reused, and from which run.
 
     ``sequential=True`` with ``baseline=`` (a name in the store at ``rootdir``, a saved
     baseline dict, or a report) runs the trials batch by batch (trial j of every task) and
@@ -408,16 +411,29 @@ def _persisted_suite(agent: Callable, specs: Mapping[str, TaskSpec], tasks_doc: 
                                 labels=labels, capture=capture)
         if done is not None:
             return done
+    streamed = (StreamedSuite(tasks_doc, k=k, check=check, prices=prices, seed=seed or 0, run=run)
+                if streamable(check=check, metrics=metrics, price=price, labels=labels)
+                and not st.list(episodes_prefix(run_id)) else None)  # per-trial files: not
+    trials = dict(agent=agent, tasks=specs, k=k, seed=seed, run=run, timeout_s=timeout_s,
+                  max_concurrency=max_concurrency, retries=retries, store=st, run_id=run_id,
+                  only=None, backoff_s=backoff_s, fingerprint=None, agent_id=agent_id,
+                  capture=capture, flush_s=flush_s, policy=policy)  # the same run, twice at most
     episodes, reuse = _trials_with_reuse(
-        agent, specs, k=k, seed=seed, run=run, max_concurrency=max_concurrency,
-        timeout_s=timeout_s, retries=retries, store=st, run_id=run_id, only=None,
-        backoff_s=backoff_s, progress=progress, refresh=refresh, retry_errored=retry_errored,
-        fingerprint=None, agent_id=agent_id, capture=capture, flush_s=flush_s, policy=policy)
-    graded, reliability, report = graded_report(
-        episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
-        seed=0 if seed is None else seed, run=run, labels=labels)
+        **trials, progress=progress, refresh=refresh, retry_errored=retry_errored,
+        summarize=None if streamed is None else streamed.summarize, keep=streamed is None)
+    if streamed is not None and not streamed.note_loaded(episodes):
+        episodes = graded = None
+        reliability, report, got = streamed.report(st, run_id)
+    else:
+        if streamed is not None:  # the in-memory report, from the trials now stored (none runs)
+            episodes = _trials_with_reuse(**trials, progress=False, refresh=False,
+                                          retry_errored=False)[0]
+        got = len(episodes)
+        graded, reliability, report = graded_report(
+            episodes, specs, k=k, check=check, metrics=metrics, price=price, prices=prices,
+            seed=0 if seed is None else seed, run=run, labels=labels)
     if policy is not None:
-        report = with_policy(report, policy, wanted=len(specs) * k, got=len(episodes))
+        report = with_policy(report, policy, wanted=len(specs) * k, got=got)
     _record(st, run_id, agent, tasks_doc, episodes, (graded, reliability, report), k=k,
             check=check, metrics=metrics, price=price, prices=prices, run=run, seed=seed,
             runner={"max_concurrency": max_concurrency, "timeout_s": timeout_s,
@@ -494,16 +510,23 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
     """Record a persisted ``run_suite`` run as the pipeline records one: its stage documents
     and its manifest (``records.documents.record_run``); ``gate`` a verdict already written
     (``stages.evaluate.write_gate``: the sequential gate's); ``reuse`` what the run kept of its stored
-    trials (recorded on the episodes stage)."""
+    trials. ``episodes`` None: a run streamed from its segments (``streamsuite``): no episodes
+    or graded document, ``parameters["layout"]`` STREAMED and ``["reused"]``."""
     graded, reliability, report = scored
-    ep_ref = stagecache.write_doc(st, run_id, "episodes", stored_trials.episodes_json(episodes))
-    if reuse is not None:
-        ep_ref = dataclasses.replace(ep_ref, reused=reuse.kept, reused_from=run_id)
+    ep_ref = gr_ref = None
+    layout: dict = {"layout": STREAMED} if episodes is None else {}
+    if episodes is None and reuse is not None:
+        layout["reused"] = {"reused": reuse.kept, "reused_from": run_id}  # as an episodes stage
+    elif episodes is not None:
+        ep_ref = stagecache.write_doc(st, run_id, "episodes", stored_trials.episodes_json(episodes))
+        gr_ref = stagecache.write_doc(st, run_id, "graded", stored_trials.episodes_json(graded))
+        if reuse is not None:
+            ep_ref = dataclasses.replace(ep_ref, reused=reuse.kept, reused_from=run_id)
     refs = {"tasks": stagecache.write_tasks(st, run_id, tasks_doc),
             "prices": None if prices is None else stagecache.write_doc(st, run_id, "prices",
                                                                    documents.prices_doc(prices)),
             "episodes": ep_ref,
-            "graded": stagecache.write_doc(st, run_id, "graded", stored_trials.episodes_json(graded)),
+            "graded": gr_ref,
             "metrics": stagecache.write_doc(st, run_id, "metrics", reliability.to_dict()),
             "report": stagecache.write_doc(st, run_id, "report", report.to_dict()),
             "gate": gate,
@@ -512,7 +535,7 @@ def _record(st: Store, run_id: str, agent: Callable, tasks_doc: Mapping, episode
     inputs = _inputs(k, seed, run, check, price, metrics, labels, documents.tasks_of(tasks_doc))
     documents.record_run(st, run_id, refs=refs, inputs=inputs,  # agent: its import path when it has one
                       agent=identity.agent_name(agent),
-                      parameters={"k": k, "seed": seed, **runner,
+                      parameters={"k": k, "seed": seed, **runner, **layout,
                                   **({"sequential": True} if gate is not None else {})},
                       orchestrator={"orchestrator": "ek_agents.execution.harness.run_suite"})
 

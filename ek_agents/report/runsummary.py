@@ -230,7 +230,9 @@ def _reused(manifest: Mapping, report: Mapping) -> str:
                     (f" from run {src}" if src else "")
         if isinstance(val, str) and val:
             return val
-    stage = (manifest.get("stages") or {}).get("episodes")
+    # a run streamed from its segments records it in its parameters (it has no episodes stage)
+    stage = ((manifest.get("stages") or {}).get("episodes")
+             or (manifest.get("parameters") or {}).get("reused"))
     if isinstance(stage, Mapping) and isinstance(stage.get("reused"), int):  # the run's record
         src = stage.get("reused_from")
         return (f"{fmt_count(stage['reused'])} episodes" + (f" from run {src}" if src else "")

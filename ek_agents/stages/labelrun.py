@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from ..base import Episode
 from ..labels import (Labels, LabelPlan, judged, labels_doc, labels_of_doc, not_judged_error,
                       plan_labels, read_labels)
 from ..reporting import ReliabilityReport, with_labels
@@ -20,12 +21,15 @@ from ..stats.intervals import Z95
 from ..stats.judgecorrect import rate_of_doc
 from ..store import run_key
 from ..records.baselines import load_baseline
-from ..records.documents import (UNSTORED, episodes_of, read_manifest, read_ref, read_run_doc,
-                                 tasks_of)
+from ..records.documents import (UNSTORED, episodes_doc, episodes_of, read_manifest, read_ref,
+                                 read_run_doc, tasks_of)
 from ..records.grading import grading_of
 from ..records.manifest import report_markdown
 from ..records.stagecache import StageRef, write_doc
+from ..records.segments import RunSegments, iter_segments, segment_line_doc
+from ..scoring.metrics import grade
 from .evaluate import gate_run, regate
+from .streaming import STREAMED
 
 __all__ = ["labels_stage", "stored_run", "report_with_labels", "labeled_report_text",
            "plan_run_labels", "plan_labels_lines", "plan_run", "labels_for_width",
@@ -50,9 +54,20 @@ def stored_run(store: Any, run_id: str) -> tuple[Any, dict, list, dict]:
     verified against the manifest."""
     manifest = read_manifest(store, run_id)
     report = read_run_doc(store, manifest, "report")
-    graded = store.read_json(run_key(run_id, "graded"))
     tasks = store.read_json(run_key(run_id, "tasks"))
-    return manifest, report, graded, tasks
+    return manifest, report, _graded_doc(store, run_id, manifest, tasks), tasks
+
+
+def _graded_doc(store: Any, run_id: str, manifest: Any, tasks: Mapping) -> dict:
+    """A run's graded document; a run streamed from its segments has none: its segments'
+    trials are graded here as the run graded them (the checker it recorded)."""
+    key = run_key(run_id, "graded")
+    if key in manifest.artifacts or manifest.parameters.get("layout") != STREAMED:
+        return store.read_json(key)
+    eps = [Episode.from_dict(segment_line_doc(t))
+           for trials in iter_segments(store, RunSegments.load(store, run_id)) for t in trials]
+    check = manifest.inputs.check if manifest.inputs.check is not None else tasks.get("checker")
+    return episodes_doc(grade(eps, tasks_of(tasks), check=check))
 
 
 def report_with_labels(store: Any, run_id: str, labels: Any) -> tuple[dict, dict]:

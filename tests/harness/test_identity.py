@@ -130,7 +130,7 @@ def test_retry_errored_after_an_outage_re_runs_only_those_trials(tmp_path):
         assert retried.success_rate == 1.0
         assert retried.detail["reused"]["episodes"] == 4 and retried.detail["reused"]["retried"] == 4
         manifest = Store(tmp_path).read_manifest("r")
-        assert manifest["stages"]["episodes"]["reused"] == 4
+        assert manifest["parameters"]["reused"]["reused"] == 4  # streamed: no episodes stage
         assert manifest["parameters"]["retry_errored"] is True
     finally:
         OUTAGE["on"] = True

@@ -187,7 +187,9 @@ def test_run_suite_s_documents_are_the_general_bytes(tmp_path, agent):
 
     tasks = [TaskSpec(f"t{i}", input=f"q{i}", gold=f"A{i}") for i in range(8)]
     st = Store(str(tmp_path / "store"))
-    run_suite(agent, tasks, k=2, seed=5, run_id="r1", rootdir=st.url, progress=False)
+    # a callable check: the report is computed in memory and the whole-run documents written
+    run_suite(agent, tasks, k=2, seed=5, run_id="r1", rootdir=st.url, progress=False,
+              check=lambda ep, gold: ep.output == gold)
     for stage in ("episodes", "graded"):
         data = st.read_bytes(f"runs/r1/{stage}.json")
         eps = documents.episodes_of(json.loads(data))

@@ -118,7 +118,7 @@ def test_a_persisted_run_is_recorded_as_the_pipeline_records_one(tmp_path):
     assert set(doc["cost"]["per_slice"]) == {"easy", "hard"}
     result = audit.audit(st, run_id)
     assert result.passed, result.problems
-    assert "recomputed report" in result.checked
+    assert "recomputed metrics and report" in result.checked  # from the segments
     baselines.promote(st, run_id, "lib")
     assert audit.audit(st, baseline="lib").passed
     assert stages.gate_run(st, run_id, "lib")["passed"]

@@ -42,8 +42,10 @@ def _suite(path, n=10):
 
 def _fill(plan_path, st, run_id, out):
     """A person's labels: the truth (the output is the gold), for every planned trial."""
-    graded = {(e["task_id"], e["meta"]["trial"]): e
-              for e in st.read_json(f"runs/{run_id}/graded.json")["episodes"]}
+    from ek_agents.stages.labelrun import stored_run
+
+    # the run's graded trials (a run streamed from its segments has no graded document)
+    graded = {(e["task_id"], e["meta"]["trial"]): e for e in stored_run(st, run_id)[2]["episodes"]}
     rows = [json.loads(x) for x in open(plan_path)]
     for r in rows:
         e = graded[(r["task_id"], r["trial"])]
