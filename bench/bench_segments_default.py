@@ -16,17 +16,16 @@ plain ``def`` and as an ``async def``. Figures printed:
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.children import child_main, run_child_of
 from bench.scale import SEED, child_plain, write_suite
 
 ROOT = Path(__file__).resolve().parents[1]
+run_child = run_child_of("bench.bench_segments_default")  # measurements in child processes
 AGENTS = {"sync": "bench.scale_agent:zero_latency_sync_agent",
           "async": "bench.scale_agent:zero_latency_agent"}
 
@@ -76,15 +75,6 @@ def child_suite(suite: str, k: int, store: str, kind: str, run_id: str) -> dict:
 
 
 CHILDREN = {"plain": child_plain_cpu, "harness": child_harness, "suite": child_suite}
-
-
-def run_child(mode: str, args: list) -> dict:
-    os.sync()  # no dirty pages of the child before
-    proc = subprocess.run([sys.executable, "-m", "bench.bench_segments_default", "--child", mode,
-                           json.dumps(args)], cwd=ROOT, capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f"child {mode}: {proc.stderr.strip()[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def objects(root: Path, run_id: str) -> int:
@@ -139,7 +129,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        print(json.dumps(CHILDREN[sys.argv[2]](*json.loads(sys.argv[3])), default=str))
-    else:
-        main()
+    child_main(CHILDREN, main)

@@ -38,7 +38,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.children import child_main, run_child_of
+
 ROOT = Path(__file__).resolve().parents[1]
+run_child = run_child_of("bench.scale")  # this module's measurements in child processes
 AGENT = "bench.scale_agent:zero_latency_agent"
 SEED = 1
 
@@ -228,17 +231,6 @@ class Services:
         self.moto.wait(timeout=20)
 
 
-def run_child(mode: str, args: list, env: dict) -> dict:
-    # each child starts with no dirty pages of the one before: the plain loop leaves ~300 MB of
-    # un-synced JSON lines, and the next process's first fsync would pay for writing them back
-    os.sync()
-    proc = subprocess.run([sys.executable, "-m", "bench.scale", "--child", mode, json.dumps(args)],
-                          env=env, cwd=ROOT, capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f"bench.scale child {mode}: {proc.stderr.strip()[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def _memory_only(a: Any, big: str, bucket: str, env: dict, fig: dict) -> dict:
     """The peak RSS of the flow process and its workers at k // 10 and k on the same tasks."""
     small_k = a.small_k or max(1, a.k // 10)
@@ -397,7 +389,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        print(json.dumps(CHILDREN[sys.argv[2]](*json.loads(sys.argv[3])), default=str))
-    else:
-        main()
+    child_main(CHILDREN, main)
