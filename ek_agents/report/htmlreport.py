@@ -28,14 +28,15 @@ from ..records.manifest import sequential_line
 from ..stats.correctedrates import judge_error_line, judge_rows
 from ..modelcosts import PER_MODEL_HEAD, UPPER_BOUND, marked, per_model_rows
 from .reportplots import cost_vs_success_svg, pass_hat_svg, series_svg
-from .runsummary import (RunSummary, SliceSummary, fmt_count, fmt_dollars, fmt_interval, fmt_percent,
+from .runsummary import (RunSummary, SliceSummary, as_number, fmt_count, fmt_dollars, fmt_interval, fmt_percent,
                          fmt_seconds, frontier_flags, group_index, group_label, load_runs,
                          series_runs)
 from ..store import Store, open_store, run_file_key, write_url
+from .monitorpage import series_section_of
 from .trialbrowser import BrowserSection, trial_browser
 
 __all__ = ["render_html", "render_markdown", "write_report", "CSP", "RunPublication", "publish_run",
-           "table_rows", "log_lines", "REPORT_FILE"]
+           "table_rows", "log_lines", "REPORT_FILE", "evaluation_line", "run_sections"]
 
 #: The file name of a run's HTML report beside its documents (``store.run_file_key``).
 REPORT_FILE = "report.html"
@@ -76,6 +77,28 @@ def _at_most(r: RunSummary) -> str:
 
 def _model_rows(r: RunSummary) -> list[list[str]]:
     return per_model_rows(r.per_model, money=fmt_dollars, count=fmt_count)
+
+
+def _evaluation_rows(r: RunSummary) -> list[list[str]]:
+    return per_model_rows(r.evaluation_per_model, money=fmt_dollars, count=fmt_count)
+
+
+def evaluation_line(r: RunSummary) -> Optional[str]:
+    """The evaluation cost of a judged run in one line -- the judges' own calls, never part of
+    the agent's dollars or cost per success; None when no judge ran.
+
+    >>> from ek_agents.report.runsummary import summarize_run
+    >>> evaluation_line(summarize_run({"run_id": "j"}, {"cost": {"evaluation_dollars": 0.0021,
+    ...     "evaluation_per_model": {"judge-mini": {"calls": 12, "dollars": 0.0021}}}}))
+    "evaluation (judges' own calls) $0.0021: 12 calls to judge-mini, not in the agent's dollars"
+    """
+    per = {m: row for m, row in r.evaluation_per_model.items() if isinstance(row, Mapping)}
+    if not per and r.evaluation_dollars is None:
+        return None
+    calls = sum(int(as_number(row.get("calls")) or 0) for row in per.values())
+    dollars = "unknown (no prices)" if r.evaluation_dollars is None else fmt_dollars(r.evaluation_dollars)
+    return (f"evaluation (judges' own calls) {dollars}: {fmt_count(calls)} calls to "
+            f"{', '.join(sorted(per)) or '?'}, not in the agent's dollars")
 
 
 def _overview_head(runs: Sequence[RunSummary]) -> list[str]:
@@ -153,10 +176,12 @@ def _title(runs: Sequence[RunSummary]) -> str:
     return f"ek-agents report: {', '.join(suites) or 'runs'} ({len(runs)} run{'s' * (len(runs) != 1)})"
 
 
-def render_html(runs: Sequence[RunSummary], browser: Optional[BrowserSection] = None) -> str:
+def render_html(runs: Sequence[RunSummary], browser: Optional[BrowserSection] = None,
+                sections: Optional[Mapping[str, str]] = None) -> str:
     """One self-contained HTML page for ``runs`` (inline CSS and SVG; nothing loaded);
     ``browser``: the runs' trial browser (:mod:`ek_agents.report.trialbrowser`) at the end,
-    its script allowed by its sha256 in the page's CSP."""
+    its script allowed by its sha256 in the page's CSP; ``sections``: an HTML fragment to add
+    at the end of a run's section, by run id (a monitor window's series: :func:`run_sections`)."""
     runs = list(runs)
     if not runs:
         raise InvalidInput("render_html needs at least one RunSummary (see load_runs)")
@@ -201,6 +226,10 @@ def render_html(runs: Sequence[RunSummary], browser: Optional[BrowserSection] = 
                 f'</b>{_ub_html(r)}, cost per success <b>{_e(fmt_dollars(r.cost_per_success))}</b>{_ub_html(r)} '
                 f'{_e(fmt_interval(r.cost_per_success_ci, fmt_dollars))}, mean latency '
                 f'{fmt_seconds(r.mean_latency_s)}</p>']
+        ev = evaluation_line(r)
+        if ev:  # the judges' own calls: a line and a table of their own, apart from the agent's
+            out += [f'<p class="evaluation" data-dollars="{_e(r.evaluation_dollars)}">{_e(ev)}</p>',
+                    _html_table(PER_MODEL_HEAD, _evaluation_rows(r), "evaluation-per-model")]
         if r.gate:
             cls = "pass" if r.gate.get("passed") and not r.gate.get("refused") else "fail"
             out.append(f'<p class="gate">Gate vs baseline <code>{_e(r.gate.get("baseline", "?"))}'
@@ -234,6 +263,8 @@ def render_html(runs: Sequence[RunSummary], browser: Optional[BrowserSection] = 
         if r.warnings:
             out.append("<ul class=\"warnings\">" + "".join(f"<li>{_e(w)}</li>" for w in r.warnings)
                        + "</ul>")
+        if sections and sections.get(r.run_id):
+            out.append(sections[r.run_id])
     if browser is not None:
         out.append(browser.html)
     out.append("</body></html>")
@@ -289,6 +320,9 @@ def render_markdown(runs: Sequence[RunSummary]) -> str:
                   f"agent `{r.agent}`, model `{r.model or '?'}`, {group_label(r.group)}; k = {r.k}, "
                   f"{fmt_count(r.n_tasks)} tasks, {fmt_count(r.n_trials)} trials; episodes reused: "
                   f"{r.reused}"]
+        ev = evaluation_line(r)
+        if ev:
+            lines += ["", ev, ""] + _md_table(PER_MODEL_HEAD, _evaluation_rows(r))
         if r.gate:
             lines += ["", f"**Gate** vs baseline `{r.gate.get('baseline', '?')}`: {_verdict(r.gate)}"]
             lines += [f"- {x}" for x in r.gate.get("reasons") or []]
@@ -326,15 +360,27 @@ def write_report(store: Union[Store, str], run_ids: Sequence[str], *, html: Opti
     to the given paths or URLs (through ``ek_agents.store``); return ``{"html": path,
     "markdown": path}`` of what was written. With neither path, nothing is written and ``{}``
     is returned."""
-    runs = load_runs(store, run_ids)
+    st = open_store(store)
+    runs = load_runs(st, run_ids)
     out = {}
     if html is not None:
-        page = render_html(runs, trial_browser(store, run_ids))
+        page = render_html(runs, trial_browser(st, run_ids), run_sections(st, runs))
         write_url(html, page.encode("utf-8"), what="HTML report")
         out["html"] = str(html)
     if markdown is not None:
         write_url(markdown, render_markdown(runs).encode("utf-8"), what="Markdown report")
         out["markdown"] = str(markdown)
+    return out
+
+
+def run_sections(store: Store, runs: Sequence[RunSummary]) -> dict[str, str]:
+    """The extra HTML section of each run that has one, by run id: a monitor window's series
+    drawn up to it (:func:`~ek_agents.report.monitorpage.series_section_of`)."""
+    out = {}
+    for r in runs:
+        section = series_section_of(store, r.source)
+        if section:
+            out[r.run_id] = section
     return out
 
 
@@ -400,7 +446,8 @@ def publish_run(store: Union[Store, str, None], run_id: str) -> RunPublication:
     st = open_store(store)
     run = load_runs(st, [run_id])[0]
     key = run_file_key(run_id, REPORT_FILE)
-    digest = st.write_bytes(key, render_html([run], trial_browser(st, [run_id])).encode("utf-8"))
+    page = render_html([run], trial_browser(st, [run_id]), run_sections(st, [run]))
+    digest = st.write_bytes(key, page.encode("utf-8"))
     markdown = render_markdown([run]) + f"\nHTML report: `{st.url}/{key}`\n"
     return RunPublication(run_id=run.run_id, agent=run.agent, suite=run.suite, html_key=key,
                           html_sha256=digest, markdown=markdown, rows=table_rows(run),

@@ -5,16 +5,25 @@ plots over the windows, in order: corrected success with its 95% band and the ju
 raw rate beside it (alerts marked); dollars per corrected success; dollars per window -- the
 agent's per model and the evaluation cost (the judges' own calls) apart. Then one row per
 window: its sentence (traces, judged traces, labels it rests on) and the alert's reasons.
+:func:`series_section_of` is the same, up to one window and that window marked, as the
+*Series* section of the window's run report (:mod:`ek_agents.report.htmlreport`).
 """
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from ..monitor import SeriesRow
+from ..errors import ArtifactNotFound, InvalidInput
+from ..monitor import SeriesOptions, SeriesRow, evaluate_series
+from ..store import open_store
+from ..store.sources import monitor_key
 
-__all__ = ["series_page", "SERIES_PLOTS", "labeling_page"]
+__all__ = ["series_page", "SERIES_PLOTS", "labeling_page", "window_series_rows",
+           "window_series_section", "series_section_of", "WINDOW_SOURCE_KIND"]
+
+#: The ``source.kind`` of a run that is a monitor window (its report draws its series).
+WINDOW_SOURCE_KIND = "monitor-window"
 
 #: The plots a series page draws (each an ``<svg data-plot="...">``).
 SERIES_PLOTS = ("monitor-success", "monitor-cost-per-success", "monitor-dollars")
@@ -38,10 +47,16 @@ class _Axes:
 
 
 def _frame(name: str, title: str, a: _Axes, labels: Sequence[str], fmt: str,
-           body: list, legend: Sequence[tuple]) -> str:
+           body: list, legend: Sequence[tuple], mark: Optional[int] = None) -> str:
     out = [f'<svg class="ek-plot" data-plot="{name}" width="{_W}" height="{_H}" '
            f'viewBox="0 0 {_W} {_H}" role="img" aria-label="{_e(title)}">',
            f'<text x="{_L}" y="14" font-size="12">{_e(title)}</text>']
+    if mark is not None:  # the window a run's report is of: a shaded column behind its point
+        w = (_W - _L - _R) / max(a.n, 1)
+        out.append(f'<rect class="this-window" data-window="{_e(labels[mark])}" '
+                   f'x="{a.x(mark) - w / 2:.1f}" y="{_T}" width="{w:.1f}" '
+                   f'height="{_H - _T - _B}" fill="#fde68a" fill-opacity="0.6">'
+                   f'<title>this window: {_e(labels[mark])}</title></rect>')
     for k in range(5):
         v = a.lo + k * (a.hi - a.lo) / 4
         y = a.y(v)
@@ -72,7 +87,7 @@ def _line(a: _Axes, values: Sequence[Optional[float]], color: str, cls: str,
             f'points="{" ".join(pts)}"/>']
 
 
-def _success(rows: Sequence[SeriesRow]) -> str:
+def _success(rows: Sequence[SeriesRow], mark: Optional[int] = None) -> str:
     a = _Axes(len(rows), 0.0, 1.0)
     body = []
     band = [(i, r.corrected_ci) for i, r in enumerate(rows) if r.corrected_ci]
@@ -89,19 +104,20 @@ def _success(rows: Sequence[SeriesRow]) -> str:
                         f'r="5" fill="{_COLORS[1]}"><title>{_e("; ".join(r.reasons))}</title></circle>')
     return _frame("monitor-success", "success: corrected (95% band) and the judge's raw rate", a,
                   [r.window_id for r in rows], ".0%", body,
-                  [("corrected", _COLORS[0]), ("judge says", "#888"), ("alert", _COLORS[1])])
+                  [("corrected", _COLORS[0]), ("judge says", "#888"), ("alert", _COLORS[1])],
+                  mark)
 
 
-def _cps(rows: Sequence[SeriesRow]) -> str:
+def _cps(rows: Sequence[SeriesRow], mark: Optional[int] = None) -> str:
     vals = [r.dollars_per_success for r in rows]
     hi = max([v for v in vals if v is not None] or [1.0]) * 1.15
     a = _Axes(len(rows), 0.0, hi)
     return _frame("monitor-cost-per-success", "dollars per corrected success", a,
                   [r.window_id for r in rows], ".4f", _line(a, vals, _COLORS[2], "cps"),
-                  [("$ / corrected success", _COLORS[2])])
+                  [("$ / corrected success", _COLORS[2])], mark)
 
 
-def _dollars(rows: Sequence[SeriesRow]) -> str:
+def _dollars(rows: Sequence[SeriesRow], mark: Optional[int] = None) -> str:
     models = sorted({m for r in rows for m in r.agent_per_model})
     series = [(m, [r.agent_per_model.get(m) for r in rows]) for m in models]
     series.append(("evaluation (judges)", [r.evaluation_dollars for r in rows]))
@@ -114,18 +130,28 @@ def _dollars(rows: Sequence[SeriesRow]) -> str:
         body += _line(a, vs, color, "dollars", "2 2" if name.startswith("evaluation") else "")
         legend.append((name[:22], color))
     return _frame("monitor-dollars", "dollars per window: the agent per model, the evaluation",
-                  a, [r.window_id for r in rows], ".2f", body, legend)
+                  a, [r.window_id for r in rows], ".2f", body, legend, mark)
+
+
+_WRAP = ' style="white-space:normal;text-align:left"'  # a run report's cells do not wrap
+
+
+def _windows_table(rs: Sequence[SeriesRow], mark: Optional[int] = None) -> str:
+    """One row per window: its sentence and the alert's reasons (``mark``: that row's class is
+    ``this-window``)."""
+    table = ["<table class=\"windows\"><tr><th>window</th><th>what it rests on</th>"
+             "<th>alert</th></tr>"]
+    for i, r in enumerate(rs):
+        tr = '<tr class="this-window" style="background:#fde68a">' if i == mark else "<tr>"
+        table.append(f"{tr}<td>{_e(r.window_id)}</td><td{_WRAP}>{_e(r.sentence)}</td>"
+                     f"<td{_WRAP}>{_e('; '.join(r.reasons)) if r.alert else ''}</td></tr>")
+    table.append("</table>")
+    return "".join(table)
 
 
 def series_page(series: str, rows: Sequence[Any]) -> str:
     """The page of a series (``rows``: :class:`~ek_agents.monitor.SeriesRow` s or their dicts)."""
     rs = [r if isinstance(r, SeriesRow) else SeriesRow.model_validate(r) for r in rows]
-    table = ["<table class=\"windows\"><tr><th>window</th><th>what it rests on</th>"
-             "<th>alert</th></tr>"]
-    for r in rs:
-        table.append(f"<tr><td>{_e(r.window_id)}</td><td>{_e(r.sentence)}</td>"
-                     f"<td>{_e('; '.join(r.reasons)) if r.alert else ''}</td></tr>")
-    table.append("</table>")
     return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
             "style-src 'unsafe-inline'\">"
@@ -134,7 +160,54 @@ def series_page(series: str, rows: Sequence[Any]) -> str:
             "font-size:12px}}</style></head><body>"
             f"<h1>Series {_e(series)}: {len(rs)} windows</h1>"
             + "".join((_success(rs), "<br>", _cps(rs), "<br>", _dollars(rs)))
-            + "".join(table) + "</body></html>")
+            + _windows_table(rs) + "</body></html>")
+
+
+def window_series_rows(store: Any, series: str, window_id: str) -> list[SeriesRow]:
+    """The series' rows up to and including ``window_id``, recomputed from its stored windows
+    and labels (:func:`~ek_agents.monitor.evaluate_series`, so a label stored after the window
+    counts) with the options the series was last evaluated with (``series.json``; the
+    defaults for a series never evaluated). A window's row depends only on the windows before
+    it, so the rows are what the series said of the window, with today's labels."""
+    st = open_store(store)
+    key = monitor_key(series, "series.json")
+    opts = SeriesOptions.model_validate(st.read_json(key)["options"]) if st.exists(key) else None
+    rows = evaluate_series(st, series, opts)
+    ids = [r.window_id for r in rows]
+    if window_id not in ids:
+        raise ArtifactNotFound(f"window {window_id!r} is not a window of series {series!r} in "
+                               f"store {st.url!r} (its last windows: {ids[-5:]}); give a window "
+                               "id `ek-agents monitor --series` recorded")
+    return rows[:ids.index(window_id) + 1]
+
+
+def window_series_section(store: Any, series: str, window_id: str) -> str:
+    """The *Series* section of a window's run report (an HTML fragment): the series' three
+    plots up to and including the window, the window marked; its sentence (traces, judged
+    traces, labels it rests on) and the alert's reasons; one row per window."""
+    rs = window_series_rows(store, series, window_id)
+    me, at = rs[-1], len(rs) - 1
+    alert = (f'<p class="alert fail">ALERT: {_e("; ".join(me.reasons))}</p>' if me.alert else
+             f'<p class="no-alert">no alert (reference: {_e(me.reference or "none")})</p>')
+    return (f'<section class="series" id="series" data-series="{_e(series)}" '
+            f'data-window="{_e(window_id)}"><h2>Series {_e(series)}: {len(rs)} '
+            f'window{"s" * (len(rs) != 1)} up to this one ({_e(window_id)}, marked)</h2>'
+            f'<p class="sentence">{_e(me.sentence)}</p>{alert}'
+            + "<br>".join((_success(rs, at), _cps(rs, at), _dollars(rs, at)))
+            + _windows_table(rs, at) + "</section>")
+
+
+def series_section_of(store: Any, source: Mapping) -> Optional[str]:
+    """The *Series* section of a run's HTML report when the run is a monitor window (its
+    manifest's ``source``: ``{"kind": "monitor-window", "series": S, "window": W}``); None for
+    any other run."""
+    if source.get("kind") != WINDOW_SOURCE_KIND:
+        return None
+    series, window = source.get("series"), source.get("window")
+    if not isinstance(series, str) or not isinstance(window, str) or not series or not window:
+        raise InvalidInput(f"a monitor-window run's source must name its series and window, got "
+                           f"{dict(source)!r}: record the window with `ek-agents monitor`")
+    return window_series_section(store, series, window)
 
 
 _SAVE_JS = """

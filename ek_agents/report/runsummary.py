@@ -162,6 +162,14 @@ class RunSummary(NonFiniteJson):
     judge: Optional[dict] = None
     """``report.detail["judge_corrected"]`` (a judged run with labels: the judge's raw rate
     beside the corrected one); None without labels."""
+    evaluation_dollars: Optional[float] = None
+    """What the judges' own calls cost (``cost.evaluation_dollars``): never in ``dollars`` nor
+    in ``cost_per_success``; None when no judge ran or no price list priced its calls."""
+    evaluation_per_model: dict = Field(default_factory=dict)
+    """The judges' calls per model (``cost.evaluation_per_model``); empty when no judge ran."""
+    source: dict = Field(default_factory=dict)
+    """The manifest's ``source`` (what the run was made from: ``{"kind": "monitor-window",
+    "series": ..., "window": ...}`` for a monitor window)."""
 
     def to_dict(self) -> dict:
         """A JSON-safe dict (non-finite numbers as strings), its slices included."""
@@ -284,7 +292,10 @@ def summarize_run(manifest: Mapping, report: Mapping, gate: Optional[Mapping] = 
         gate=dict(gate) if gate else (dict(manifest["gate"]) if manifest.get("gate") else None),
         warnings=[str(w) for w in list(detail.get("warnings") or []) + list(cost.get("warnings") or [])],
         per_model=dict(cost.get("per_model") or {}), upper_bound=upper_bound_reason(cost),
-        judge=dict(detail["judge_corrected"]) if detail.get("judge_corrected") else None)
+        judge=dict(detail["judge_corrected"]) if detail.get("judge_corrected") else None,
+        evaluation_dollars=as_number(cost.get("evaluation_dollars")),
+        evaluation_per_model=dict(cost.get("evaluation_per_model") or {}),
+        source=dict(manifest.get("source") or {}))
 
 
 def load_runs(store: Union[Store, str], run_ids: Sequence[str]) -> list[RunSummary]:
