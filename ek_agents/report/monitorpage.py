@@ -189,7 +189,7 @@ def window_series_section(store: Any, series: str, window_id: str) -> str:
     me, at = rs[-1], len(rs) - 1
     alert = (f'<p class="alert fail">ALERT: {_e("; ".join(me.reasons))}</p>' if me.alert else
              f'<p class="no-alert">no alert (reference: {_e(me.reference or "none")})</p>')
-    return (f'<section class="series" id="series" data-series="{_e(series)}" '
+    return (f'<section class="series" id="series-{_e(window_id)}" data-series="{_e(series)}" '
             f'data-window="{_e(window_id)}"><h2>Series {_e(series)}: {len(rs)} '
             f'window{"s" * (len(rs) != 1)} up to this one ({_e(window_id)}, marked)</h2>'
             f'<p class="sentence">{_e(me.sentence)}</p>{alert}'

@@ -153,7 +153,7 @@ def test_the_window_run_report_in_chromium(series_store, tmp_path):
         b.open(path.as_uri())
         dom = b.dom()
         boxes = b.send("Runtime.evaluate", returnByValue=True, expression=(
-            "Array.from(document.querySelectorAll('#series svg')).map(function (s) {"
+            "Array.from(document.querySelectorAll('#series-d3 svg')).map(function (s) {"
             " var r = s.getBoundingClientRect(); return [s.dataset.plot, r.width, r.height]; })"
         ))["result"]["value"]
         assert b.requests == [path.as_uri()] and b.blocked == []
@@ -162,7 +162,7 @@ def test_the_window_run_report_in_chromium(series_store, tmp_path):
     assert [x[0] for x in boxes] == list(SERIES_PLOTS) and all(w > 300 and h > 100
                                                               for _, w, h in boxes)
     # the section sits in the window's run, before the next run's
-    assert dom.index('id="run-d3"') < dom.index('id="series"') < dom.index('id="run-r1"')
+    assert dom.index('id="run-d3"') < dom.index('id="series-d3"') < dom.index('id="run-r1"')
     assert re.search(r'<polygon class="band"[^>]*points="[\d.,\s]+"', dom)
     assert len(re.findall(r'<rect class="this-window" data-window="d3"', dom)) == 3
     assert 'class="judge-rate"' in dom and "ALERT: corrected success fell" in dom
