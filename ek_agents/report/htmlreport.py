@@ -32,7 +32,7 @@ from .runsummary import (RunSummary, SliceSummary, as_number, fmt_count, fmt_dol
                          fmt_seconds, frontier_flags, group_index, group_label, load_runs,
                          series_runs)
 from ..store import Store, open_store, run_file_key, write_url
-from .monitorpage import series_section_of
+from .monitorpage import RunSection, series_section_of
 from .trialbrowser import BrowserSection, trial_browser
 
 __all__ = ["render_html", "render_markdown", "write_report", "CSP", "RunPublication", "publish_run",
@@ -177,11 +177,11 @@ def _title(runs: Sequence[RunSummary]) -> str:
 
 
 def render_html(runs: Sequence[RunSummary], browser: Optional[BrowserSection] = None,
-                sections: Optional[Mapping[str, str]] = None) -> str:
+                sections: Optional[Mapping[str, RunSection]] = None) -> str:
     """One self-contained HTML page for ``runs`` (inline CSS and SVG; nothing loaded);
     ``browser``: the runs' trial browser (:mod:`ek_agents.report.trialbrowser`) at the end,
-    its script allowed by its sha256 in the page's CSP; ``sections``: an HTML fragment to add
-    at the end of a run's section, by run id (a monitor window's series: :func:`run_sections`)."""
+    its script allowed by its sha256 in the page's CSP; ``sections``: a section to add at the
+    end of a run's, by run id (a monitor window's series: :func:`run_sections`)."""
     runs = list(runs)
     if not runs:
         raise InvalidInput("render_html needs at least one RunSummary (see load_runs)")
@@ -263,8 +263,8 @@ def render_html(runs: Sequence[RunSummary], browser: Optional[BrowserSection] = 
         if r.warnings:
             out.append("<ul class=\"warnings\">" + "".join(f"<li>{_e(w)}</li>" for w in r.warnings)
                        + "</ul>")
-        if sections and sections.get(r.run_id):
-            out.append(sections[r.run_id])
+        if sections and r.run_id in sections:
+            out.append(sections[r.run_id].html)
     if browser is not None:
         out.append(browser.html)
     out.append("</body></html>")
@@ -294,9 +294,11 @@ _AT_MOST_NOTE = ("≤: an upper bound: some model calls of the run did not repor
                  "tokens and were billed at full input rates")
 
 
-def render_markdown(runs: Sequence[RunSummary]) -> str:
+def render_markdown(runs: Sequence[RunSummary],
+                    sections: Optional[Mapping[str, RunSection]] = None) -> str:
     """The report as Markdown: the overview table (frontier and groups marked), each series,
-    then per run its pass^k table, slices, tokens, errored trials and gate verdict."""
+    then per run its pass^k table, slices, tokens, errored trials and gate verdict, and its
+    extra section (``sections``, by run id: see :func:`render_html`)."""
     runs = list(runs)
     if not runs:
         raise InvalidInput("render_markdown needs at least one RunSummary (see load_runs)")
@@ -351,6 +353,8 @@ def render_markdown(runs: Sequence[RunSummary]) -> str:
                                                       sorted(r.errors.items())) or "none")]
         if r.warnings:
             lines += ["", "Warnings:"] + [f"- {w}" for w in r.warnings]
+        if sections and r.run_id in sections:
+            lines += ["", sections[r.run_id].markdown]
     return "\n".join(lines) + "\n"
 
 
@@ -362,24 +366,25 @@ def write_report(store: Union[Store, str], run_ids: Sequence[str], *, html: Opti
     is returned."""
     st = open_store(store)
     runs = load_runs(st, run_ids)
+    sections = run_sections(st, runs) if html is not None or markdown is not None else {}
     out = {}
     if html is not None:
-        page = render_html(runs, trial_browser(st, run_ids), run_sections(st, runs))
+        page = render_html(runs, trial_browser(st, run_ids), sections)
         write_url(html, page.encode("utf-8"), what="HTML report")
         out["html"] = str(html)
     if markdown is not None:
-        write_url(markdown, render_markdown(runs).encode("utf-8"), what="Markdown report")
+        write_url(markdown, render_markdown(runs, sections).encode("utf-8"), what="Markdown report")
         out["markdown"] = str(markdown)
     return out
 
 
-def run_sections(store: Store, runs: Sequence[RunSummary]) -> dict[str, str]:
-    """The extra HTML section of each run that has one, by run id: a monitor window's series
-    drawn up to it (:func:`~ek_agents.report.monitorpage.series_section_of`)."""
+def run_sections(store: Store, runs: Sequence[RunSummary]) -> dict[str, RunSection]:
+    """The extra section (HTML and Markdown) of each run that has one, by run id: a monitor
+    window's series drawn up to it (:func:`~ek_agents.report.monitorpage.series_section_of`)."""
     out = {}
     for r in runs:
         section = series_section_of(store, r.source)
-        if section:
+        if section is not None:
             out[r.run_id] = section
     return out
 
@@ -446,9 +451,10 @@ def publish_run(store: Union[Store, str, None], run_id: str) -> RunPublication:
     st = open_store(store)
     run = load_runs(st, [run_id])[0]
     key = run_file_key(run_id, REPORT_FILE)
-    page = render_html([run], trial_browser(st, [run_id]), run_sections(st, [run]))
+    sections = run_sections(st, [run])
+    page = render_html([run], trial_browser(st, [run_id]), sections)
     digest = st.write_bytes(key, page.encode("utf-8"))
-    markdown = render_markdown([run]) + f"\nHTML report: `{st.url}/{key}`\n"
+    markdown = render_markdown([run], sections) + f"\nHTML report: `{st.url}/{key}`\n"
     return RunPublication(run_id=run.run_id, agent=run.agent, suite=run.suite, html_key=key,
                           html_sha256=digest, markdown=markdown, rows=table_rows(run),
                           log=log_lines(run))

@@ -14,13 +14,17 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from pydantic import BaseModel
+
 from ..errors import ArtifactNotFound, InvalidInput
 from ..monitor import SeriesOptions, SeriesRow, evaluate_series
 from ..store import open_store
 from ..store.sources import monitor_key
+from .runsummary import fmt_count, fmt_dollars, fmt_interval, fmt_percent
 
 __all__ = ["series_page", "SERIES_PLOTS", "labeling_page", "window_series_rows",
-           "window_series_section", "series_section_of", "WINDOW_SOURCE_KIND"]
+           "window_series_section", "window_series_markdown", "series_section_of", "RunSection",
+           "WINDOW_SOURCE_KIND"]
 
 #: The ``source.kind`` of a run that is a monitor window (its report draws its series).
 WINDOW_SOURCE_KIND = "monitor-window"
@@ -185,20 +189,62 @@ def window_series_section(store: Any, series: str, window_id: str) -> str:
     """The *Series* section of a window's run report (an HTML fragment): the series' three
     plots up to and including the window, the window marked; its sentence (traces, judged
     traces, labels it rests on) and the alert's reasons; one row per window."""
-    rs = window_series_rows(store, series, window_id)
+    return _section_html(series, window_id, window_series_rows(store, series, window_id))
+
+
+def _section_html(series: str, window_id: str, rs: Sequence[SeriesRow]) -> str:
     me, at = rs[-1], len(rs) - 1
     alert = (f'<p class="alert fail">ALERT: {_e("; ".join(me.reasons))}</p>' if me.alert else
              f'<p class="no-alert">no alert (reference: {_e(me.reference or "none")})</p>')
     return (f'<section class="series" id="series-{_e(window_id)}" data-series="{_e(series)}" '
-            f'data-window="{_e(window_id)}"><h2>Series {_e(series)}: {len(rs)} '
-            f'window{"s" * (len(rs) != 1)} up to this one ({_e(window_id)}, marked)</h2>'
+            f'data-window="{_e(window_id)}"><h2>{_e(_heading(series, window_id, rs))}</h2>'
             f'<p class="sentence">{_e(me.sentence)}</p>{alert}'
             + "<br>".join((_success(rs, at), _cps(rs, at), _dollars(rs, at)))
             + _windows_table(rs, at) + "</section>")
 
 
-def series_section_of(store: Any, source: Mapping) -> Optional[str]:
-    """The *Series* section of a run's HTML report when the run is a monitor window (its
+def _heading(series: str, window_id: str, rs: Sequence[SeriesRow]) -> str:
+    return f"Series {series}: {len(rs)} window{'s' * (len(rs) != 1)} up to this one ({window_id})"
+
+
+def window_series_markdown(series: str, window_id: str, rs: Sequence[SeriesRow]) -> str:
+    """The *Series* section in Markdown: the window's sentence, its alert, and one table row
+    per window up to it (the judge's rate, the corrected rate and its interval, dollars per
+    corrected success, the agent's dollars and the evaluation cost apart)."""
+    me = rs[-1]
+    alert = (f"**ALERT**: {'; '.join(me.reasons)}" if me.alert
+             else f"no alert (reference: {me.reference or 'none'})")
+    head = ["window", "traces", "judged", "labels", "judge says", "corrected [95% CI]",
+            "$/corrected success", "agent dollars", "evaluation", "alert"]
+    lines = [f"## {_heading(series, window_id, rs)}", "", me.sentence, "", alert, "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rs:
+        cells = [f"**{r.window_id}**" if r is me else r.window_id, fmt_count(r.traces),
+                 fmt_count(r.judged), fmt_count(r.labels), fmt_percent(r.judge_rate),
+                 f"{fmt_percent(r.corrected)} {fmt_interval(r.corrected_ci, fmt_percent)}".strip(),
+                 _cps_cell(r), fmt_dollars(r.agent_dollars),
+                 fmt_dollars(r.evaluation_dollars), "; ".join(r.reasons) if r.alert else ""]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def _cps_cell(r: SeriesRow) -> str:
+    """Dollars per corrected success: infinite when the corrected rate is 0, n/a with no rate."""
+    if r.dollars_per_success is not None:
+        return fmt_dollars(r.dollars_per_success)
+    return fmt_dollars(float("inf")) if r.corrected == 0 and r.agent_dollars else "n/a"
+
+
+class RunSection(BaseModel):
+    """A section a run's report adds at the end of the run: the same content as an HTML
+    fragment and as Markdown."""
+
+    html: str
+    markdown: str
+
+
+def series_section_of(store: Any, source: Mapping) -> Optional[RunSection]:
+    """The *Series* section of a run's report when the run is a monitor window (its
     manifest's ``source``: ``{"kind": "monitor-window", "series": S, "window": W}``); None for
     any other run."""
     if source.get("kind") != WINDOW_SOURCE_KIND:
@@ -207,7 +253,9 @@ def series_section_of(store: Any, source: Mapping) -> Optional[str]:
     if not isinstance(series, str) or not isinstance(window, str) or not series or not window:
         raise InvalidInput(f"a monitor-window run's source must name its series and window, got "
                            f"{dict(source)!r}: record the window with `ek-agents monitor`")
-    return window_series_section(store, series, window)
+    rs = window_series_rows(store, series, window)
+    return RunSection(html=_section_html(series, window, rs),
+                      markdown=window_series_markdown(series, window, rs))
 
 
 _SAVE_JS = """

@@ -148,6 +148,12 @@ def test_the_window_run_report_in_chromium(series_store, tmp_path):
     assert list(sections) == ["d3"]
     path = tmp_path / "report.html"
     path.write_text(render_html([run, other], None, sections), encoding="utf-8")
+    md = render_markdown([run, other], sections)
+    assert md.index("## Run `d3`") < md.index("## Series prod: 3 windows up to this one (d3)") \
+        < md.index("## Run `r1`")
+    assert "**ALERT**: corrected success fell" in md and md.count("| d1 |") == 1
+    assert re.search(r"\| \*\*d3\*\* \| \d+ \| \d+ \| \d+ \| 0\.0% \| 0\.0% \[0\.0%, [\d.]+%\] \| "
+                     r"∞ \(no success\) \| \$[\d.]+ \| \$0\.00[\d]+ \| corrected success fell", md)
     b = DevToolsPage(binary, str(tmp_path / "profile"))
     try:
         b.open(path.as_uri())
