@@ -3,7 +3,8 @@
 :func:`open_run` reads a run's manifest, tasks, price catalog and labels (each checked against
 the manifest's sha256) and says where its trials are: in segments (``runs.segments``: read one
 segment at a time, each line graded as the run graded it, so a million-trial run streams in
-bounded memory) or, for a run stored one file per trial, in its graded document (the episodes
+bounded memory; a run a judge graded takes each trial's recorded verdict from its graded
+document, never a checker's grade) or, for a run stored one file per trial, in its graded document (the episodes
 the report was computed from). :meth:`StoredRun.batches` yields the graded episodes in
 batches; :func:`trial_row`, :func:`call_rows` and :func:`step_rows` turn one into the rows of
 the trials, calls and steps tables (columns: :data:`TRIAL_COLUMNS`, :data:`CALL_COLUMNS`,
@@ -142,7 +143,8 @@ class StoredRun:
     def __init__(self, store: Store, manifest: RunManifest, summary: RunSummary,
                  tasks: dict[str, TaskSpec], check: Any, prices: Optional[dict],
                  labels: dict, layout: str, segments: Optional[RunSegments],
-                 read: dict[str, str], manifest_sha256: str) -> None:
+                 read: dict[str, str], manifest_sha256: str,
+                 verdicts: Optional[dict] = None) -> None:
         self.store, self.manifest, self.summary = store, manifest, summary
         self.run_id = manifest.run_id
         self.tasks, self.check, self.prices, self.labels = tasks, check, prices, labels
@@ -151,7 +153,10 @@ class StoredRun:
         """``{key: sha256}`` (as the manifest lists them) of every run document and segment
         index the trials are read from."""
         self.manifest_sha256 = manifest_sha256
-        self.judged = judged(check, tasks)
+        self.judged = judged(check, tasks) or verdicts is not None
+        self.verdicts = verdicts
+        """``{(task_id, trial): success}`` the judge recorded (a judge-graded run read from its
+        segments); None when the segments are graded by the run's checker."""
         self._price_memo: dict = {}
 
     def batches(self) -> Iterator[list[Episode]]:
@@ -159,8 +164,12 @@ class StoredRun:
         episodes of the graded document), each segment verified against its sha256."""
         if self.layout == "segments":
             for trials in iter_segments(self.store, self.segments):
-                yield grade([Episode.from_dict(segment_line_doc(t)) for t in trials],
-                            self.tasks, check=self.check)
+                eps = [Episode.from_dict(segment_line_doc(t)) for t in trials]
+                if self.verdicts is None:
+                    yield grade(eps, self.tasks, check=self.check)
+                else:  # a trial the judge did not see (a sampled window) keeps success None
+                    yield [ep.graded(self.verdicts.get((ep.task_id, ep.meta.get("trial"))))
+                           for ep in eps]
             return
         key = run_key(self.run_id, "graded")  # this process's memo when it holds those bytes' episodes
         graded = read_episodes(self.store, StageRef(stage="graded", key=key,
@@ -202,6 +211,7 @@ def open_run(store: Any, run_id: str) -> StoredRun:
         labels = {(x.task_id, x.trial): x.gold for x in labs.labels}
         read[run_key(run_id, "labels")] = manifest.artifacts[run_key(run_id, "labels")]
     segments = RunSegments.load(st, run_id)
+    verdicts = None
     if len(segments) and check != documents.UNSTORED:
         layout = "segments"
         for key, sha in segments.read_sha256.items():
@@ -210,6 +220,10 @@ def open_run(store: Any, run_id: str) -> StoredRun:
                                      f"its manifest lists {str(manifest.artifacts.get(key))[:12]}... "
                                      f"(changed after the run); run `ek-agents audit {run_id}`")
             read[key] = sha
+        if manifest.inputs.graded_by is not None and manifest.inputs.graded_by.kind == "judge" \
+                and run_key(run_id, "graded") in manifest.artifacts:
+            verdicts = _recorded_verdicts(st, manifest)
+            read[run_key(run_id, "graded")] = manifest.artifacts[run_key(run_id, "graded")]
     elif run_key(run_id, "graded") in manifest.artifacts:
         layout, segments = "graded", None
         read[run_key(run_id, "graded")] = manifest.artifacts[run_key(run_id, "graded")]
@@ -218,7 +232,14 @@ def open_run(store: Any, run_id: str) -> StoredRun:
                            f"nor a graded document in store {st.url!r}: its trials cannot be read "
                            "(re-create the run with run_suite or the evaluate flow)")
     return StoredRun(st, manifest, summary, tasks, check, prices, labels, layout, segments,
-                     read, manifest_sha256)
+                     read, manifest_sha256, verdicts)
+
+
+def _recorded_verdicts(st: Store, manifest: RunManifest) -> dict:
+    """``{(task_id, trial): success}`` of a judge-graded run's graded document (verified)."""
+    doc = documents.read_run_doc(st, manifest, "graded")
+    return {(str(r["task_id"]), (r.get("meta") or {}).get("trial")): r.get("success")
+            for r in doc.get("episodes") or ()}
 
 
 def run_row(run: StoredRun) -> dict:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import gzip
 import html
 import json
+import random
 import re
 from pathlib import Path
 
 import pytest
 
 import ek_agents_examples
+from ek_agents.base import Cost, Episode, RunProvenance
 from ek_agents.cli import main
 from ek_agents.errors import ArtifactNotFound, InvalidInput
 from ek_agents.monitor import SeriesOptions, evaluate_series, load_window
@@ -22,6 +24,7 @@ from ek_agents.prices import load_prices
 from ek_agents.report.htmlreport import render_html, render_markdown, run_sections
 from ek_agents.report.monitorpage import SERIES_PLOTS, series_section_of, window_series_section
 from ek_agents.report.runsummary import fmt_dollars, summarize_run
+from ek_agents.report.trialdata import open_run
 from ek_agents.store import Store
 
 from .reportkit import DevToolsPage, chromium_binary
@@ -113,6 +116,36 @@ def test_a_judged_runs_report_shows_the_evaluation_cost_apart(tmp_path, prices_p
     # a run no judge graded says nothing of it
     plain = summarize_run({"run_id": "p"}, {"n_trials": 1, "cost": {"total_dollars": 0.1}})
     assert plain.evaluation_dollars is None and "evaluation" not in render_markdown([plain])
+
+
+def marker_agent(task, *, seed: int) -> Episode:
+    """Right two times in three; the answer carries the truth for the scripted judge (and never
+    equals the gold, so the suite's output checker would fail every trial)."""
+    ok = random.Random(f"{task.task_id}/{seed}").random() < 0.67
+    return Episode(task.task_id, output=f"{task.input.upper()} [truth:{'PASS' if ok else 'FAIL'}]",
+                   cost=Cost(input_tokens=1000, output_tokens=100),
+                   run=RunProvenance(model="gpt-4o-mini-2024-07-18", temperature=0.0))
+
+
+def test_a_judge_graded_runs_trials_show_the_judges_verdicts(tmp_path, prices_path):
+    """The trial browser (and the exports) read a judged run's trials from its segments with
+    the verdicts the judge recorded, not the suite's checker run again."""
+    suite = tmp_path / "s.jsonl"
+    suite.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"suite": {"name": "tiny", "version": "1", "checker": "output"}},
+        *({"task_id": f"t{i}", "input": f"word{i}", "gold": f"WORD{i}"} for i in range(4))]))
+    store = str(tmp_path / "store")
+    with FakeOpenAI() as srv:
+        srv.set_judge(1.0, 1.0, seed=3)
+        assert main(["run", "--suite", str(suite), "--agent", f"{__name__}:marker_agent",
+                     "--k", "2", "--store", store, "--run-id", "j", "--prices", prices_path,
+                     "--judge-model", JUDGE, "--judge-base-url", srv.base_url]) == 0
+    graded = Store(store).read_json("runs/j/graded.json")["episodes"]
+    want = sorted((e["task_id"], e["meta"]["trial"], "[truth:PASS]" in e["output"]) for e in graded)
+    run = open_run(store, "j")
+    assert run.layout == "segments" and run.judged
+    got = sorted((e.task_id, e.meta["trial"], e.success) for b in run.batches() for e in b)
+    assert got == want and {ok for *_, ok in got} == {True, False}
 
 
 def test_the_window_section_draws_the_series_up_to_the_window(series_store):
