@@ -101,6 +101,16 @@ def evaluation_line(r: RunSummary) -> Optional[str]:
             f"{', '.join(sorted(per)) or '?'}, not in the agent's dollars")
 
 
+def _evaluation_overview(runs: Sequence[RunSummary]) -> str:
+    """Under the overview table: what judging each judged run cost (``""`` when none was)."""
+    judged = [r for r in runs if evaluation_line(r)]
+    if not judged:
+        return ""
+    return ("evaluation (judges' own calls), not in the dollars above: " + ", ".join(
+        f"{r.run_id} {'unknown' if r.evaluation_dollars is None else fmt_dollars(r.evaluation_dollars)}"
+        for r in judged))
+
+
 def _overview_head(runs: Sequence[RunSummary]) -> list[str]:
     return ["run", "agent", "model", "group", "success [95% CI]", f"{_pass_label(runs)} [95% CI]",
             "dollars", "$/success [95% CI]", "tokens", "mean latency", "errored",
@@ -212,6 +222,8 @@ def render_html(runs: Sequence[RunSummary], browser: Optional[BrowserSection] = 
                                                     _overview_rows(runs, on, short=True), "overview") + "</div>")
     if any(r.upper_bound for r in runs):
         out.append(f'<p class="note upper-bound" style="{_UB_STYLE}">{_e(_AT_MOST_NOTE)}</p>')
+    if _evaluation_overview(runs):
+        out.append(f'<p class="note evaluation-overview">{_e(_evaluation_overview(runs))}</p>')
     for series in series_runs(runs):
         out += [f'<h2>Series over time: {_e(series[0].agent)} '
                 f'(group {chr(65 + groups[series[0].group])})</h2>', series_svg(series)]
@@ -308,6 +320,8 @@ def render_markdown(runs: Sequence[RunSummary],
     lines += _md_table(_overview_head(runs), _overview_rows(runs, on))
     if any(r.upper_bound for r in runs):
         lines += ["", _AT_MOST_NOTE]
+    if _evaluation_overview(runs):
+        lines += ["", _evaluation_overview(runs)]
     lines += ["", "Groups of comparable runs (runs of different groups are never compared):"]
     lines += [f"- group {chr(65 + gi)}: {group_label(g)}" for g, gi in groups.items()]
     for series in series_runs(runs):

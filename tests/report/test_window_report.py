@@ -113,6 +113,9 @@ def test_a_judged_runs_report_shows_the_evaluation_cost_apart(tmp_path, prices_p
     assert f"dollars <b>{agent}</b>" in page and cost["total_dollars"] < 6 * 110 * 1e-6
     assert f"evaluation (judges' own calls) {fmt_dollars(cost['evaluation_dollars'])}: 6 calls" in md
     assert "| judge-mini | 6 |" in md
+    ev = fmt_dollars(cost["evaluation_dollars"])  # and under the overview table
+    assert f"evaluation (judges&#x27; own calls), not in the dollars above: ing {ev}" in page
+    assert f"evaluation (judges' own calls), not in the dollars above: ing {ev}" in md
     # a run no judge graded says nothing of it
     plain = summarize_run({"run_id": "p"}, {"n_trials": 1, "cost": {"total_dollars": 0.1}})
     assert plain.evaluation_dollars is None and "evaluation" not in render_markdown([plain])
