@@ -4,7 +4,9 @@ Owns reading stored runs into rows (``runsummary``), the self-contained HTML and
 report of one or more runs (``htmlreport``) and its plots (``reportplots``: inline SVG drawn
 there, no plotting library), a stored run read trial by trial (``trialdata``) as data frames
 (``frames``), as exported files (``export``) and as the report's trial browser
-(``trialbrowser``, its script in ``browserjs``).
+(``trialbrowser``, its script in ``browserjs``), and a monitored series' pages
+(``monitorpage``: the series, the labeling page, and the *Series* section a monitor window's
+run report ends with).
 
 May import: every layer below it, ``runs`` included (see ``ek_agents.layers``). The
 documented ``ek_agents.htmlreport.write_report`` path is a thin re-export of
