@@ -428,7 +428,8 @@ def table_rows(run: RunSummary) -> list[dict[str, str]]:
 
 def log_lines(run: RunSummary) -> list[str]:
     """What a run's log says of it, one line each: trials run and reused, success, cost per
-    success, the gate's verdict (the pipeline logs these through its run logger)."""
+    success, a judged run's evaluation cost, the gate's verdict (the pipeline logs these
+    through its run logger)."""
     gate = "gate: no baseline given"
     if run.gate:
         gate = (f"gate vs baseline {run.gate.get('baseline', '?')!r}: {_verdict(run.gate)}"
@@ -441,6 +442,7 @@ def log_lines(run: RunSummary) -> list[str]:
             f"{marked(fmt_dollars(run.cost_per_success), run.upper_bound)}"
             + (f" {fmt_interval(run.cost_per_success_ci, fmt_dollars)}"
                if run.cost_per_success_ci else ""),
+            *([evaluation_line(run)] if evaluation_line(run) else []),
             gate]
 
 

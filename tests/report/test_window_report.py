@@ -21,7 +21,7 @@ from ek_agents.cli import main
 from ek_agents.errors import ArtifactNotFound, InvalidInput
 from ek_agents.monitor import SeriesOptions, evaluate_series, load_window
 from ek_agents.prices import load_prices
-from ek_agents.report.htmlreport import render_html, render_markdown, run_sections
+from ek_agents.report.htmlreport import publish_run, render_html, render_markdown, run_sections
 from ek_agents.report.monitorpage import SERIES_PLOTS, series_section_of, window_series_section
 from ek_agents.report.runsummary import fmt_dollars, summarize_run
 from ek_agents.report.trialdata import open_run
@@ -113,6 +113,7 @@ def test_a_judged_runs_report_shows_the_evaluation_cost_apart(tmp_path, prices_p
     assert f"dollars <b>{agent}</b>" in page and cost["total_dollars"] < 6 * 110 * 1e-6
     assert f"evaluation (judges' own calls) {fmt_dollars(cost['evaluation_dollars'])}: 6 calls" in md
     assert "| judge-mini | 6 |" in md
+    assert publish_run(store, "ing").log[3].startswith("evaluation (judges' own calls) $")
     ev = fmt_dollars(cost["evaluation_dollars"])  # and under the overview table
     assert f"evaluation (judges&#x27; own calls), not in the dollars above: ing {ev}" in page
     assert f"evaluation (judges' own calls), not in the dollars above: ing {ev}" in md
