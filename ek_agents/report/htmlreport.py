@@ -28,9 +28,9 @@ from ..records.manifest import sequential_line
 from ..stats.correctedrates import judge_error_line, judge_rows
 from ..modelcosts import PER_MODEL_HEAD, UPPER_BOUND, marked, per_model_rows
 from .reportplots import cost_vs_success_svg, pass_hat_svg, series_svg
-from .runsummary import (RunSummary, SliceSummary, as_number, fmt_count, fmt_dollars, fmt_interval, fmt_percent,
-                         fmt_seconds, frontier_flags, group_index, group_label, load_runs,
-                         series_runs)
+from .runsummary import (RunSummary, SliceSummary, as_number, fmt_count, fmt_dollars,
+                         fmt_interval, fmt_percent, fmt_seconds, frontier_flags, group_index,
+                         group_label, load_runs, series_runs)
 from ..store import Store, open_store, run_file_key, write_url
 from .monitorpage import RunSection, series_section_of
 from .trialbrowser import BrowserSection, trial_browser

@@ -4,8 +4,8 @@
 the manifest's sha256) and says where its trials are: in segments (``runs.segments``: read one
 segment at a time, each line graded as the run graded it, so a million-trial run streams in
 bounded memory; a run a judge graded takes each trial's recorded verdict from its graded
-document, never a checker's grade) or, for a run stored one file per trial, in its graded document (the episodes
-the report was computed from). :meth:`StoredRun.batches` yields the graded episodes in
+document, never a checker's grade) or, for a run stored one file per trial, in its graded
+document (the episodes the report was computed from). :meth:`StoredRun.batches` yields the graded episodes in
 batches; :func:`trial_row`, :func:`call_rows` and :func:`step_rows` turn one into the rows of
 the trials, calls and steps tables (columns: :data:`TRIAL_COLUMNS`, :data:`CALL_COLUMNS`,
 :data:`STEP_COLUMNS`, :data:`RUN_COLUMNS`).
