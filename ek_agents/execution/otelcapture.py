@@ -41,6 +41,11 @@ The trial's episode (the rule when both the agent and the spans say something):
 - a failed trial (exception, timeout) keeps ``success=False`` and its error, and gets the spans'
   trajectory and cost: what a failed trial spent is spent.
 
+Cached tokens an instrumentation leaves off its spans (openai-v2's chat completions) are read
+from the openai SDK's responses while a trial runs (:mod:`ek_agents.execution.openaiusage`)
+and written on the model-call span with the same response id when the trial's spans are read
+(``meta["otel"]["cached_from_responses"]`` counts them).
+
 ``meta["otel"]`` of each episode counts its spans, the nested model calls not counted again,
 orphans and cycles (and says ``"sampled": false`` when the provider's sampler dropped the
 trial's trace: nothing was recorded, so the cost stays unknown, never 0); with ``keep_spans=N`` (opt-in) the trial's first N spans are kept in
