@@ -95,3 +95,21 @@ def test_no_prompt_tokens_details_in_the_response_stays_an_upper_bound(prices):
                            prices=prices, check=lambda ep, gold: True)
     assert report.cost["upper_bound"] is True
     assert report.cost["cached_input_tokens"] == 0
+
+
+def test_a_capture_never_imports_openai(tmp_path):
+    """An agent that does not use openai: the capture leaves openai unimported and unwrapped."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from ek_agents.base import TaskSpec\n"
+            "from ek_agents.execution.harness import run_trials\n"
+            "import ek_agents.execution.openaiusage as ou\n"
+            "eps = run_trials(lambda task, seed=None: 'ok', [TaskSpec('t', input='x')], k=2, "
+            "seed=0, capture='otel')\n"
+            "assert [e.output for e in eps] == ['ok', 'ok']\n"
+            "assert 'openai' not in sys.modules and not ou.watch_openai()\n"
+            "print('clean')\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    assert got.returncode == 0 and got.stdout.strip() == "clean", got.stderr[-2000:]
