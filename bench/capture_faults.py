@@ -6,7 +6,8 @@ the server billed (its ledger).
 Run: ``.venv/bin/python -m bench.capture_faults [--tasks 20] [--k 2]``.
 
 - **sampling**: the openai SDK under openai-v2 (global provider), tasks x k trials: trials
-  captured, dollars vs the ledger (cached tokens at full input rates: openai-v2 reports none);
+  captured, dollars vs the ledger (the cached counts openai-v2 leaves off its spans read from
+  the SDK's responses), and the upper-bound flag;
 - **threads**: a sync agent making two calls on a ThreadPoolExecutor, concurrency 4: calls
   billed to their trial vs calls the server billed;
 - **429s**: a pydantic-ai agent retrying its own 429s (``max_retries=0`` in the SDK), 40% of
@@ -50,10 +51,6 @@ def main() -> None:
     ok = lambda ep, gold: ep.output is not None  # noqa: E731
     agents.instrument_openai_v2()
 
-    def full_input(srv) -> float:
-        return sum(b.input_tokens * prices[m].input + b.output_tokens * prices[m].output
-                   for m, b in srv.ledger.items())
-
     with FakeOpenAI() as srv:
         agents.configure(srv.base_url)
         eps = run_trials(agents.openai_sdk_agent, tasks, k=args.k, seed=1, capture="otel",
@@ -61,8 +58,8 @@ def main() -> None:
         rep = build_report(eps, tasks, k=args.k, check=ok, prices=prices).cost
         print(f"sampling ParentBased(TraceIdRatioBased(0.1)), global provider: "
               f"{sum(e.cost is not None for e in eps)} of {len(eps)} trials captured; "
-              f"${rep['total_dollars']:.6f} billed vs ${full_input(srv):.6f} the server billed "
-              f"(cached at input rates)")
+              f"${rep['total_dollars']:.6f} billed vs ${srv.ledger_dollars(prices):.6f} the "
+              f"server billed; upper bound {rep['upper_bound']}")
 
     def threaded(task, *, seed=None):
         client = agents._client("sync")

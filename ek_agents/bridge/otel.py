@@ -45,8 +45,12 @@ What is read (current and older GenAI semantic conventions, and OpenInference's 
   left out of the bill, and named in the report's warnings (the dollars are then a lower
   bound).
 - **Cached tokens unknown** (a span reports no cache-read count and no
-  ``gen_ai.usage.details.*`` at all -- openai-v2 2.4b0 does not) -> the call's
-  ``cached_known=False``: billed at full input rates, an upper bound, said so in reports.
+  ``gen_ai.usage.details.*`` at all -- openai-v2 2.4b0's chat-completion spans do not) -> the
+  call's ``cached_known=False``: billed at full input rates, an upper bound, said so in
+  reports. While capturing, the count openai-v2 leaves off is read from the openai SDK's own
+  response and written on the span before it is read
+  (:mod:`ek_agents.execution.openaiusage`), so this applies to its spans read offline and to
+  responses that report no ``prompt_tokens_details``.
 - a **tool call** is an ``execute_tool`` span (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``,
   ``gen_ai.tool.call.result``) or an OpenInference ``TOOL`` span (``tool.name``,
   ``input.value``, ``output.value``); its error is the span's ERROR status message (or

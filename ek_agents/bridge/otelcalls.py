@@ -104,16 +104,16 @@ def span_failed(s: RawSpan) -> bool:
 def model_call(s: RawSpan, above: Optional[RawSpan]) -> ModelCall:
     """The :class:`ModelCall` of a counted model-call span; ``above`` is the model-call span
     right above it (the same call reported by another instrumentation), which fills in the
-    cached and cache-write counts it does not report."""
+    cached, cache-write and reasoning counts it does not report."""
     u = _usage(s)
     known = u.cached is not None or u.details
     cached, reasoning, write = u.cached or 0, u.reasoning, u.write
-    if above is not None and (not known or write is None):
+    if above is not None and (not known or write is None or not reasoning):
         v = _usage(above)  # the same call reported by the instrumentation above
         if (v.inp, v.out) == (u.inp, u.out):
             if not known and (v.cached is not None or v.details):
                 known, cached = True, v.cached or 0
-                reasoning = reasoning or v.reasoning
+            reasoning = reasoning or v.reasoning
             if write is None:
                 write = v.write
     inp, out, write = u.inp, u.out, write or 0

@@ -41,6 +41,11 @@ The trial's episode (the rule when both the agent and the spans say something):
 - a failed trial (exception, timeout) keeps ``success=False`` and its error, and gets the spans'
   trajectory and cost: what a failed trial spent is spent.
 
+Cached tokens an instrumentation leaves off its spans (openai-v2's chat completions) are read
+from the openai SDK's responses while a trial runs (:mod:`ek_agents.execution.openaiusage`)
+and written on the model-call span with the same response id when the trial's spans are read
+(``meta["otel"]["cached_from_responses"]`` counts them).
+
 ``meta["otel"]`` of each episode counts its spans, the nested model calls not counted again,
 orphans and cycles (and says ``"sampled": false`` when the provider's sampler dropped the
 trial's trace: nothing was recorded, so the cost stays unknown, never 0); with ``keep_spans=N`` (opt-in) the trial's first N spans are kept in
@@ -65,6 +70,7 @@ from ..bridge.otelcalls import is_model_call
 from ..core import canonical_json, construct
 from ..errors import InvalidInput, MissingDependency
 from ._otelthreads import carrying, track_with
+from .openaiusage import fill_cached, record_with, watch_openai
 
 __all__ = ["OtelCapture", "TrialSpans", "Spans", "make_capture", "MAX_OUTPUT_CHARS", "CAPTURES",
            "GRACE_S"]
@@ -79,6 +85,8 @@ GRACE_S = 0.5
 _SETTLED_KEPT = 65_536
 #: Threads and futures a trial started that are waited for (the most remembered per trial).
 _PENDING_KEPT = 1024
+#: Cached-token counts read from a trial's openai responses (the most remembered per trial).
+_CACHED_KEPT = 65_536
 
 
 def _trace_api() -> Any:
@@ -144,6 +152,14 @@ class _Collector:
             with self.lock:
                 got.pending.append(work)
 
+    def cached_read(self, response_id: str, cached: int) -> None:
+        """File an openai response's cached-token count under the trial whose context made
+        the call (:mod:`ek_agents.execution.openaiusage`'s recorder)."""
+        span = _trace_api().get_current_span()
+        got = self.active.get(span.get_span_context().trace_id)
+        if got is not None and len(got.spans.cached) < _CACHED_KEPT:
+            got.spans.cached[response_id] = cached
+
     def release(self, got: "TrialSpans") -> None:
         """Stop filing spans under ``got`` (under :attr:`lock`)."""
         if self.active.pop(got.trace_id, None) is not None:
@@ -192,15 +208,18 @@ def _provider_and_collector(provider: Any = None) -> tuple:
 
 _COLLECTOR = _Collector()
 track_with(_COLLECTOR.track)
+record_with(_COLLECTOR.cached_read, _COLLECTOR.active)
 
 
 class Spans(list):
     """A trial's spans as they ended, each read at once into a :class:`RawSpan` (the kept
     attributes only: the SDK span, its attributes, events and lock are freed as it ends
     instead of living on to the end of the trial); ``ing`` counts what was cut, ``sdk`` holds
-    the first ``keep_spans`` SDK spans themselves (for ``meta["otel"]["spans_kept"]``)."""
+    the first ``keep_spans`` SDK spans themselves (for ``meta["otel"]["spans_kept"]``),
+    ``cached`` the cached-token counts read from the trial's openai responses, by response id
+    (:mod:`ek_agents.execution.openaiusage`)."""
 
-    __slots__ = ("ing", "sdk", "keep", "lock")
+    __slots__ = ("ing", "sdk", "keep", "lock", "cached")
 
     def __init__(self, keep: int = 0) -> None:
         super().__init__()
@@ -208,6 +227,7 @@ class Spans(list):
         self.sdk: list = []
         self.keep = keep
         self.lock = threading.Lock()  # a sync agent's threads may end spans of one trial at once
+        self.cached: dict = {}
 
 
 class TrialSpans:
@@ -328,6 +348,7 @@ class OtelCapture:
         span = self.tracer.start_span(f"ek.trial {task_id}", context=self._context.Context(),
                                       attributes=attrs)
         col = self.collector
+        watch_openai()  # openai's cached-token counts, once the agent has imported openai
         got = TrialSpans(span, self.keep_spans, outside_from=col.outside)
         col.active[got.trace_id] = got
         token = self._context.attach(self._trace.set_span_in_context(span))
@@ -373,16 +394,22 @@ class OtelCapture:
         """``ep`` with what the trial's ``spans`` say (the rule in the module docstring):
         ``spans`` as a trial's :class:`TrialSpans` collected them (read as they ended), or SDK
         ``ReadableSpan`` s; ``trial`` (the :class:`TrialSpans`) adds what escaped the trial."""
+        filled = 0
         if isinstance(spans, Spans):
             ing, sdk = spans.ing, spans.sdk
             raws = spans if all(s.__class__ is RawSpan for s in spans) else \
                 [s if s.__class__ is RawSpan else span_from_sdk(s, ing) for s in spans]
+            if spans.cached:  # what the SDK's responses said and the spans do not
+                filled = fill_cached(raws, spans.cached)
+                spans.cached.clear()
         else:
             ing, sdk = Ingest(), spans
             raws = spans_from_sdk(spans, ing=ing)
         parts = trace_parts(raws, where="trial")
         meta = dict(ep.meta)
         meta["otel"] = {**parts.stats, "truncated": ing.truncated}
+        if filled:
+            meta["otel"]["cached_from_responses"] = filled
         if not sampled:
             meta["otel"]["sampled"] = False
         if trial is not None:

@@ -175,18 +175,21 @@ class FakeOpenAI:
     ``retry_after`` set a fault rule for every model, ``rate_limit`` (requests/s) and ``burst``
     a token bucket, ``loop=True`` the endless tool-call loop, ``judge`` a
     :class:`~.fakejudge.Judge` -- each also settable while the server runs (``set_*``);
-    ``latency_s`` delays every answer (at most 5 s)."""
+    ``latency_s`` delays every answer (at most 5 s); ``usage_details=False`` leaves
+    ``prompt_tokens_details`` and ``completion_tokens_details`` out of chat completions' usage
+    (as some OpenAI-compatible servers do: the cached count is then unknown to the client)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, seed: int = 0,
                  fault_rate: float = 0.0, fault_status: int = 429, retry_after: Optional[float] = 0.05,
                  rate_limit: Optional[float] = None, burst: Optional[float] = None,
                  loop: bool = False, judge: Optional[Judge] = None,
-                 latency_s: float = 0.0) -> None:
+                 latency_s: float = 0.0, usage_details: bool = True) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"the scripted server serves the loopback only, not {host!r}")
         if not 0 <= latency_s <= 5:
             raise ValueError(f"latency_s must be in [0, 5] seconds, got {latency_s!r}")
         self.latency_s = latency_s  # each answered request waits this long (a slow provider)
+        self.usage_details = usage_details
         self.sent: dict[str, list[Sent]] = {}
         self.ledger: dict[str, Billed] = {}
         self.judged: list[Judged] = []
@@ -450,6 +453,9 @@ class FakeOpenAI:
                                                        "audio_tokens": 0,
                                                        "accepted_prediction_tokens": 0,
                                                        "rejected_prediction_tokens": 0}}}
+        if not self.usage_details:
+            for k in ("prompt_tokens_details", "completion_tokens_details"):
+                del doc["usage"][k]
         return 200, doc, (chat_chunks(doc, include) if stream else None)
 
     def _responses(self, body: dict, text: str) -> tuple:

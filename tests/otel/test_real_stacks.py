@@ -21,7 +21,8 @@ from ek_agents_examples.otel.fakeopenai import expected_steps, summary_of
 from .otlpjson import write_otlp
 
 STACKS = {
-    # name: (instrument, agent, the instrumentation reports cached tokens)
+    # name: (instrument, agent, the instrumentation's spans report cached tokens); openai-v2's
+    # chat spans do not: the capture reads them from the SDK's responses, a read offline cannot
     "openai-sdk+openai-v2": (agents.instrument_openai_v2, agents.openai_sdk_agent, False),
     "agents-sdk+openinference": (agents.instrument_openinference, agents.agents_sdk_agent, True),
     "pydantic-ai": (lambda: None, agents.pydantic_ai_agent, True),
@@ -79,13 +80,11 @@ def test_run_suite_capture_otel_equals_what_the_server_sent(stack, server, expor
         assert [(c.model, c.input_tokens, c.output_tokens) for c in calls] == \
             [(s.model, s.input_tokens, s.output_tokens) for s in sent], marker
         assert {c.model for c in calls} == {"gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18"}
+        assert all(c.cached_known for c in calls)
+        assert [c.cached_input_tokens for c in calls] == [s.cached_input_tokens for s in sent]
         if cached_reported:
-            assert all(c.cached_known for c in calls)
-            assert [(c.cached_input_tokens, c.reasoning_tokens) for c in calls] == \
-                [(s.cached_input_tokens, s.reasoning_tokens) for s in sent]
-        else:  # openai-v2 2.4b0 reports no cached tokens: an upper bound, marked
-            assert not any(c.cached_known for c in calls) and not ep.cost.cached_known
-        ref = reference_dollars(sent, prices, cached_reported)
+            assert [c.reasoning_tokens for c in calls] == [s.reasoning_tokens for s in sent]
+        ref = reference_dollars(sent, prices, True)
         assert episode_dollars(ep, prices=prices) == pytest.approx(ref, rel=1e-12)
         total += ref
     assert report.cost["total_dollars"] == pytest.approx(total, rel=1e-12)
@@ -116,5 +115,14 @@ def test_run_suite_capture_otel_equals_what_the_server_sent(stack, server, expor
         for ep in eps:
             off = offline[(ep.task_id, ep.meta["trial"])]
             assert off.trajectory == ep.trajectory and off.output == ep.output
-            assert off.cost.calls == ep.cost.calls and off.run.seed == ep.run.seed
-            assert episode_dollars(off, prices=prices) == episode_dollars(ep, prices=prices)
+            assert off.run.seed == ep.run.seed
+            if cached_reported:
+                assert off.cost.calls == ep.cost.calls
+                assert episode_dollars(off, prices=prices) == episode_dollars(ep, prices=prices)
+            else:  # no cached count on the spans: full input rates, an upper bound, marked
+                assert [(c.model, c.input_tokens, c.output_tokens) for c in ep.cost.calls] == \
+                    [(c.model, c.input_tokens, c.output_tokens) for c in off.cost.calls]
+                assert not any(c.cached_known for c in off.cost.calls)
+                sent = server.sent[f"{ep.task_id}.{ep.run.seed}"]
+                assert episode_dollars(off, prices=prices) == \
+                    pytest.approx(reference_dollars(sent, prices, False), rel=1e-12)

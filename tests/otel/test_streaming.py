@@ -38,12 +38,12 @@ def srv():
         yield s
 
 
-def _sent_dollars(sent: list, prices: dict, cached_reported: bool = True) -> float:
+def _sent_dollars(sent: list, prices: dict) -> float:
     """What the server's replies cost at the catalog's rates (independent of ek_agents.cost)."""
     usd = 0.0
     for s in sent:
         p = prices[s.model]
-        read = s.cached_input_tokens if cached_reported else 0
+        read = s.cached_input_tokens
         write_rate = p.cache_write if p.cache_write is not None else p.input
         usd += ((s.input_tokens - read - s.cache_write_tokens) * p.input + read * p.cached_input
                 + s.cache_write_tokens * write_rate + s.output_tokens * p.output)
@@ -94,12 +94,14 @@ def test_openai_sdk_streams_under_openai_v2_billed_from_the_last_chunk(srv, pric
     total = 0.0
     for marker, sent in srv.sent.items():
         assert all(s.stream and s.usage_sent for s in sent)
-        total += _sent_dollars(sent, prices, cached_reported=False)  # openai-v2: no cached count
+        total += _sent_dollars(sent, prices)  # the cached counts read from the last chunks
     assert sum(b.calls for b in srv.ledger.values()) == 8
     assert report.cost["input_tokens"] == sum(b.input_tokens for b in srv.ledger.values())
     assert report.cost["output_tokens"] == sum(b.output_tokens for b in srv.ledger.values())
+    assert report.cost["cached_input_tokens"] == sum(b.cached_input_tokens
+                                                     for b in srv.ledger.values())
     assert report.cost["total_dollars"] == pytest.approx(total, rel=1e-12)
-    assert report.cost["upper_bound"] and "capture" not in report.cost
+    assert not report.cost["upper_bound"] and "capture" not in report.cost
 
     srv.sent.clear()
     _, quiet = run(_openai_streaming_agent(False), TASKS[:2], k=1, seed=200, prices=prices)
