@@ -18,7 +18,7 @@ from ek_agents.base import ModelCall
 from ek_agents.cli import main
 from ek_agents.cost import dollars
 from ek_agents.prices import load_prices
-from ek_agents.errors import BridgeError
+from ek_agents.errors import BridgeError, RunMismatch
 from ek_agents.monitor import WindowOptions, run_window
 from ek_agents.store import Store
 from ek_agents_examples.otel import traffic
@@ -149,8 +149,10 @@ def test_shrunk_file_and_nothing_usable(day, tmp_path):
     assert w.counts.shrunk_files == 1 and w.episodes == 0
     bad = tmp_path / "bad.jsonl"
     bad.write_text("garbage\n{\"x\": 1}\n")
+    with pytest.raises(RunMismatch, match="window 'a' of series 't'.* a window of series 's'"):
+        run_window(str(bad), "t", store=store, window_id="a", options=OPTS)  # a run's id
     with pytest.raises(BridgeError, match="nothing usable"):
-        run_window(str(bad), "t", store=store, window_id="a", options=OPTS)
+        run_window(str(bad), "t", store=store, window_id="c", options=OPTS)
 
 
 def test_judge_sample_labels_loop_and_commands(day, tmp_path, prices, capsys):
@@ -327,7 +329,7 @@ def test_several_judges_combine_as_estimate_quality_does(day, tmp_path):
     right = sum(r.right for r in day["requests"][:12])
     assert sum(w.verdicts.values()) == right < 12
     mean = run_window(str(log), "mean", store=Store(str(tmp_path / "s")), judges=[costly, cheap],
-                      window_id="a", options=WindowOptions(slice_attr=traffic.ROUTE_ATTR,
+                      window_id="b", options=WindowOptions(slice_attr=traffic.ROUTE_ATTR,
                                                            combine="mean"))
     assert all(mean.verdicts.values())  # (0 + 1) / 2 >= 0.5: every episode passes
 
