@@ -47,8 +47,8 @@ from ..records.segments import (RunSegments, SegmentWriter, iter_segments, new_w
                                 segment_line_doc)
 from ..records.stagecache import EpisodesRef, write_doc, write_tasks
 from ..scoring.facades import estimate_quality
-from ..stages.windowrun import (WINDOW_SOURCE, episode_digest, judge_sample, trial_key,
-                                verdict_cache_key, window_documents, window_trial)
+from ..stages.windowrun import (WINDOW_SOURCE, WindowFigures, episode_digest, judge_sample,
+                                trial_key, verdict_cache_key, window_documents, window_trial)
 from ..store import Store, open_store
 from ..store.sources import monitor_key
 from .ingest import IngestCounts, Ledger, episodes_of_traces, read_new_traces
@@ -69,9 +69,10 @@ class WindowOptions(BaseModel):
     seed: int = 0
 
 
-class WindowRecord(BaseModel):
+class WindowRecord(WindowFigures):
     """The series' index entry of a window: enough to recompute its rate and alert without
-    reading a trace (the window's run holds its documents)."""
+    reading a trace (the window's run holds its documents); its figures
+    (:class:`~ek_agents.stages.windowrun.WindowFigures`) are those of the run's documents."""
 
     schema_version: int = 1
     window_id: str
@@ -80,23 +81,13 @@ class WindowRecord(BaseModel):
     source: str
     options: WindowOptions
     counts: IngestCounts
-    episodes: int
     episodes_digest: str = ""
     """sha256 of the run's episodes document (the episodes' index)."""
-    slices: dict[str, dict[str, int]] = Field(default_factory=dict)
-    """``{slice: {traces, judged, passed}}``."""
     verdicts: dict[str, bool] = Field(default_factory=dict)
     """The combined verdict of each judged episode, by ``task_id/trial``."""
     judges: list[str] = Field(default_factory=list)
     judge_calls: int = 0
     judge_cached: int = 0
-    agent_dollars: Optional[float] = None
-    dollars_per_trace: Optional[float] = None
-    dollars_var: Optional[float] = None
-    agent_per_model: dict[str, dict[str, float]] = Field(default_factory=dict)
-    agent_tokens: dict[str, int] = Field(default_factory=dict)
-    evaluation_dollars: Optional[float] = None
-    evaluation_per_model: dict[str, dict[str, float]] = Field(default_factory=dict)
     reused: bool = False
     """True when this call found the window recorded and returned it as stored (then
     ``judge_calls`` and ``judge_cached`` are this call's: 0)."""
@@ -334,10 +325,9 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
     refs["report"] = write_doc(st, wid, "report", docs["report"])
     rec = WindowRecord(
         window_id=wid, series=series, created=_dt.datetime.now(_dt.timezone.utc).isoformat(),
-        source=str(source), options=opts, counts=c, episodes=fig.episodes,
-        episodes_digest=ep_ref.sha256, slices=fig.slices, verdicts=verdicts, judges=idents,
-        judge_calls=counter[0], judge_cached=counter[1],
-        **fig.model_dump(exclude={"episodes", "slices"}))
+        source=str(source), options=opts, counts=c, episodes_digest=ep_ref.sha256,
+        verdicts=verdicts, judges=idents, judge_calls=counter[0], judge_cached=counter[1],
+        **fig.model_dump())
     st.write_json(rec_key, rec.model_dump(mode="json"))
     record_run(st, wid, refs=refs,
                inputs=RunInputs(k=1, seed=opts.seed, graded_by=GradedBy(
