@@ -420,6 +420,15 @@ def test_a_window_is_a_run_with_its_documents_and_manifest(window, tmp_path, cap
     # re-run: reused as stored, no episode made, no judge called
     again = run_window(str(log), "prod", store=store, judges=[judge], window_id="w1", options=WOPTS)
     assert again.reused and again.new_episodes == 0 and again.judge_calls == 0 and judge.calls == 8
+    # stopped before its manifest (the ledger had not moved): no window; the next run removes
+    # what the stopped one stored and reads the traces again (the verdicts are cached)
+    store.delete("runs/w1/manifest.json")
+    store.write_json("monitor/prod/ledger.json", {"schema_version": 1})
+    again = run_window(str(log), "prod", store=store, judges=[judge], window_id="w1", options=WOPTS)
+    assert not again.reused and again.episodes == 25 and again.judge_cached == 8
+    segs = RunSegments.load(store, "w1")
+    assert len(segs.writers) == 1 and len(segs.pairs()) == 25 and judge.calls == 8
+    assert audit(store, "w1").passed
     # a window id that is the id of a run of another kind is refused, naming both
     doc = store.read_json("runs/w1/manifest.json")
     store.write_json("runs/agent1/manifest.json", {**doc, "run_id": "agent1", "source": {}})
