@@ -312,8 +312,9 @@ def ingest_otlp_ungraded(a: argparse.Namespace) -> int:
 
 
 def audit_window_cmd(a: argparse.Namespace) -> int:
-    """``audit WINDOW --series NAME``: recompute a window from its stored episodes, verdicts
-    and labels (exit 1 when something does not match)."""
+    """``audit WINDOW --series NAME``: the audit of the window's run (``audit WINDOW`` alone
+    does that much: its stored episodes, verdicts and labels recomputed), and the series' index
+    entry of the window compared with the run (exit 1 when something does not match)."""
     from .errors import AuditFailed  # noqa: PLC0415
     from .monitor.audit import audit_window  # noqa: PLC0415
 

@@ -265,7 +265,8 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
     rec_key = monitor_key(series, "windows", f"{wid}.json")
     led_key, next_key = monitor_key(series, "ledger.json"), monitor_key(series, "ledgers",
                                                                          f"{wid}.json")
-    if window_manifest(st, series, wid) is not None:
+    if window_manifest(st, series, wid) is not None or (
+            st.exists(rec_key) and wid in load_ledger(st, series).windows):  # stored with no run
         return _reused(st, series, wid)  # this run read nothing and called no judge
     RunSegments.load(st, wid).remove_all()  # what a window stopped before its manifest stored
     idents = [judge_identity(j) for j in judges]
