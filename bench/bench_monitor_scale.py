@@ -110,7 +110,8 @@ def main(argv: list | None = None) -> int:
     folder.mkdir()
     n = _replicate(_record(a.recorded), a.traces, folder)
     size = sum(f.stat().st_size for f in folder.iterdir())
-    # fill the verdict cache once (series "warm"), then copy it to the measured series
+    # fill the verdict cache once (series "warm", window "warm": a window is the run of its id),
+    # then copy it to the measured series
     from ek_agents.monitor import WindowOptions, run_window
     from ek_agents.store import Store
 
@@ -121,7 +122,7 @@ def main(argv: list | None = None) -> int:
             return 0.0 if "unsure" in str(output) else 1.0
 
     st = Store(str(tmp / "store"))
-    run_window(str(folder), "warm", store=st, judges=[Judge()], window_id="w1",
+    run_window(str(folder), "warm", store=st, judges=[Judge()], window_id="warm",
                options=WindowOptions(slice_attr="app.route"))
     for key in st.list("monitor/warm/verdicts"):
         st.write_bytes(key.replace("monitor/warm/", "monitor/hot/"), st.read_bytes(key))

@@ -6,8 +6,9 @@ re-evaluates the series (:func:`ek_agents.monitor.evaluate_series`); it prints t
 sentence (traces, judged traces, labels; raw and corrected success; dollars per corrected
 success; agent dollars per model; the evaluation cost on a line of its own) or, with ``--json``,
 the window's report (``cost.agent_dollars``, ``cost.per_model``, ``cost.evaluation_dollars``,
-...). Exit 1 on an alert, with the reason on stderr. ``label WINDOW FILE --series NAME`` stores
-a window's labels and re-evaluates (exit 1 when the window then alerts).
+...). Exit 1 on an alert, with the reason on stderr. ``label WINDOW FILE`` stores a window's
+labels with its run (``--series``: default the series its run names) and re-evaluates the
+series (exit 1 when the window then alerts).
 
 The library modules are imported inside the commands, for the reason :mod:`ek_agents.cli`'s
 docstring measures (``ek-agents --help`` should not pay for them: the monitor package pulls
@@ -89,7 +90,8 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("label", help="store a monitor window's labels (the filled plan-labels file)")
     p.add_argument("window_id", type=name_arg("window id"))
     p.add_argument("file", help="the labels file (JSONL: task_id, trial, gold)")
-    p.add_argument("--series", required=True, type=name_arg("series name"))
+    p.add_argument("--series", default=None, type=name_arg("series name"),
+                   help="the window's series (default: the one its run names)")
     p.add_argument("--html", default=None, metavar="PATH",
                    help="write the series as an HTML page (path or fsspec URL)")
     store_arg(p)
@@ -193,10 +195,25 @@ def _cmd_monitor(a: argparse.Namespace) -> int:
     return 0
 
 
+def _series_of_window(st: Any, window_id: str) -> str:
+    """The series a window's run names (its manifest's ``source``); InvalidInput when the run
+    of that id is not a monitor window."""
+    from .records.documents import read_manifest  # noqa: PLC0415
+    from .stages.windowrun import WINDOW_SOURCE  # noqa: PLC0415
+
+    src = read_manifest(st, window_id).source
+    if src.get("kind") != WINDOW_SOURCE:
+        raise InvalidInput(f"run {window_id!r} is not a monitor window (its source is "
+                           f"{src.get('kind') or 'an agent'!r}); give a window id of "
+                           "`ek-agents monitor`")
+    return str(src.get("series"))
+
+
 def _cmd_label(a: argparse.Namespace) -> int:
     from .monitor import store_window_labels  # noqa: PLC0415
 
     st = _store(a.store)
+    a.series = a.series or _series_of_window(st, a.window_id)
     labs = store_window_labels(st, a.series, a.window_id, a.file)
     row = _evaluate(a, st, a.window_id)
     print(f"stored {len(labs.labels)} labels with window {a.window_id!r} (digest "
@@ -295,8 +312,9 @@ def ingest_otlp_ungraded(a: argparse.Namespace) -> int:
 
 
 def audit_window_cmd(a: argparse.Namespace) -> int:
-    """``audit WINDOW --series NAME``: recompute a window from its stored episodes, verdicts
-    and labels (exit 1 when something does not match)."""
+    """``audit WINDOW --series NAME``: the audit of the window's run (``audit WINDOW`` alone
+    does that much: its stored episodes, verdicts and labels recomputed), and the series' index
+    entry of the window compared with the run (exit 1 when something does not match)."""
     from .errors import AuditFailed  # noqa: PLC0415
     from .monitor.audit import audit_window  # noqa: PLC0415
 

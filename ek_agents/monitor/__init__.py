@@ -3,8 +3,9 @@ series with an alert.
 
 - :mod:`.ingest` -- incremental reading of OTLP/JSON files against a ledger (file identity and
   offsets, trace ids), episodes from complete traces (grouped, tasks, slices);
-- :mod:`.window` -- one window: judge (a sample stratified by slice; verdicts cached by episode
-  digest and judge identity), bill the agent and -- apart -- the judges, record it;
+- :mod:`.window` -- one window: its episodes stored as they come (the window is a run: its
+  segments and documents, ``stages.windowrun``), judged (a sample stratified by slice; verdicts
+  cached by episode digest and judge identity), the agent and -- apart -- the judges billed;
 - :mod:`.series` -- labels per window, each window's corrected rate and the alert.
 
 May import everything below ``runs`` and ``runs`` itself (see ``ek_agents.layers``).
@@ -19,8 +20,9 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
                      "episodes_of_traces", "DEFAULT_SLICE"], "ingest"),
     **dict.fromkeys(["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
-                     "window_episodes", "episode_digest", "judge_identity", "new_window_id",
-                     "cost_by_model"],
+                     "window_episodes", "iter_window_episodes", "episode_digest",
+                     "judge_identity", "new_window_id", "cost_by_model", "new_episodes",
+                     "NewEpisodes", "window_manifest", "WINDOW_SOURCE"],
                     "window"),
     **dict.fromkeys(["SeriesOptions", "SeriesRow", "evaluate_series", "store_window_labels",
                      "window_labels", "window_sentence", "plan_window_labels", "window_report",
@@ -40,8 +42,11 @@ if TYPE_CHECKING:
                          store_window_labels as store_window_labels,
                          window_labels as window_labels, window_markdown as window_markdown,
                          window_report as window_report, window_sentence as window_sentence)
-    from .window import (WindowOptions as WindowOptions, WindowRecord as WindowRecord,
+    from .window import (WINDOW_SOURCE as WINDOW_SOURCE, NewEpisodes as NewEpisodes,
+                         WindowOptions as WindowOptions, WindowRecord as WindowRecord,
                          cost_by_model as cost_by_model, episode_digest as episode_digest,
+                         iter_window_episodes as iter_window_episodes,
+                         new_episodes as new_episodes, window_manifest as window_manifest,
                          judge_identity as judge_identity, load_ledger as load_ledger,
                          load_window as load_window, new_window_id as new_window_id,
                          run_window as run_window, window_episodes as window_episodes)

@@ -1,11 +1,12 @@
-"""Audit a monitor window: recompute it from what is stored, and say what does not match.
+"""Audit a monitor window: its run recomputed, and the series' index entry against it.
 
-:func:`audit_window` reads the window's episodes (verified against the digest its record holds),
-recomputes each episode's slice, the model calls and tokens per model, the combined verdict of
-every judged episode from the verdict cache (by episode digest and judge identity), the slice
-counts the rate is made of, and the labels (their digest checked by
-:func:`~ek_agents.labels.labels_of_doc`); then the series row from those. Nothing is read from a
-trace file and no judge is called.
+A window is a run (``stages.windowrun``), so :func:`audit_window` is first the audit of that run
+(:func:`ek_agents.stages.audit.audit`: every artifact's sha256, every episode read again from
+the segments, the judged sample drawn again, each verdict from the verdict cache, the labels,
+the documents made again and compared); then the series' index entry of the window
+(:class:`~ek_agents.monitor.window.WindowRecord`, what the series' rates and alert are
+computed from) is compared with what the run's documents say. Nothing is read from a trace
+file and no judge is called.
 """
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..errors import EkAgentsError
+from ..errors import ArtifactNotFound, EkAgentsError
+from ..records.documents import read_run_doc
+from ..stages.audit import audit, differences
 from ..store import open_store
-from ..store.sources import monitor_key
 from .series import window_labels
-from .window import cost_by_model, episode_digest, load_window, window_episodes
+from .window import load_window, window_manifest
 
 __all__ = ["WindowAudit", "audit_window"]
 
@@ -30,6 +32,7 @@ class WindowAudit(BaseModel):
     episodes: int
     judged: int
     labels: int
+    checks: int = 0
     problems: list[str] = Field(default_factory=list)
 
     @property
@@ -41,52 +44,31 @@ class WindowAudit(BaseModel):
 def audit_window(store: Any, series: str, window_id: str) -> WindowAudit:
     """Recompute a stored window (see the module docstring)."""
     st = open_store(store)
+    if window_manifest(st, series, window_id) is None:
+        raise ArtifactNotFound(f"window {window_id!r} of series {series!r} has no run in store "
+                               f"{st.url!r}")
     rec = load_window(st, series, window_id)
-    problems: list[str] = []
-    try:
-        eps = window_episodes(st, series, window_id)
-    except EkAgentsError as exc:
-        return WindowAudit(window_id=window_id, series=series, episodes=0, judged=0, labels=0,
-                           problems=[str(exc)])
-    if len(eps) != rec.episodes:
-        problems.append(f"{len(eps)} episodes stored, the record says {rec.episodes}")
-    table, _ = cost_by_model(eps, None)
-    for model, row in table.items():
-        rec_row = rec.agent_per_model.get(model, {})
-        for k in ("calls", "input_tokens", "output_tokens", "cached_input_tokens"):
-            if rec_row.get(k) != row[k]:
-                problems.append(f"model {model}: {k} {row[k]} recomputed, {rec_row.get(k)} recorded")
-    if set(table) != set(rec.agent_per_model):
-        problems.append(f"models {sorted(table)} recomputed, {sorted(rec.agent_per_model)} recorded")
-    caches = []
-    for ident in rec.judges:
-        key = monitor_key(series, "verdicts", f"{ident[:32]}.json")
-        caches.append(st.read_json(key) if st.exists(key) else {})
-    slices: dict[str, dict[str, int]] = {}
-    for ep in eps:
-        s = slices.setdefault(ep.meta.get("slice", "all"), {"traces": 0, "judged": 0, "passed": 0})
-        s["traces"] += 1
-        key = f"{ep.task_id}/{ep.meta.get('trial', 0)}"
-        if key not in rec.verdicts:
-            continue
-        d = episode_digest(ep)
-        scores = [c[d][0] for c in caches if d in c]
-        if not scores:
-            problems.append(f"episode {key}: judged, but no cached verdict of its judges")
-            continue
-        ok = (sum(scores) / len(scores) >= 0.5 if rec.options.combine == "mean"
-              else all(x > 0 for x in scores))
-        if ok != rec.verdicts[key]:
-            problems.append(f"episode {key}: verdict {ok} recomputed, {rec.verdicts[key]} recorded")
-        s["judged"] += 1
-        s["passed"] += ok
-    if slices != rec.slices:
-        problems.append(f"slice counts {slices} recomputed, {rec.slices} recorded")
+    got = audit(st, window_id)
+    problems = list(got.problems)
+    labels = 0
     try:
         labs = window_labels(st, series, window_id)
+        labels = 0 if labs is None else len(labs.labels)
+        report = read_run_doc(st, window_manifest(st, series, window_id), "report")
+        cost, mon = report.get("cost") or {}, (report.get("detail") or {}).get("monitor") or {}
+        index = {"episodes": rec.episodes, "judged": sum(s["judged"] for s in rec.slices.values()),
+                 "slices": {s: v["traces"] for s, v in rec.slices.items()},
+                 "agent_dollars": rec.agent_dollars, "per_model": rec.agent_per_model,
+                 "evaluation_dollars": rec.evaluation_dollars,
+                 "passed": sum(s["passed"] for s in rec.slices.values())}
+        run = {"episodes": mon.get("episodes"), "judged": report.get("n_trials"),
+               "slices": {s: v.get("traces") for s, v in (report.get("per_slice") or {}).items()},
+               "agent_dollars": cost.get("total_dollars"), "per_model": cost.get("per_model"),
+               "evaluation_dollars": cost.get("evaluation_dollars"),
+               "passed": report.get("n_success")}
+        problems += [f"series index {d}" for d in differences(index, run, "window")]
     except EkAgentsError as exc:
-        labs = None
         problems.append(str(exc))
-    return WindowAudit(window_id=window_id, series=series, episodes=len(eps),
-                       judged=sum(s["judged"] for s in slices.values()),
-                       labels=0 if labs is None else len(labs.labels), problems=problems)
+    return WindowAudit(window_id=window_id, series=series, episodes=rec.episodes,
+                       judged=sum(s["judged"] for s in rec.slices.values()), labels=labels,
+                       checks=len(got.checked), problems=problems)

@@ -23,12 +23,15 @@ from ..adapters.judge_endpoint import DEFAULT_RUBRIC, EndpointJudge
 from ..errors import InvalidInput
 from ..labels import LabelError, Labels, labels_doc, labels_of_doc, read_labels
 from ..prices import load_prices
+from ..records.documents import read_run_doc
+from ..records.manifest import RunManifest
+from ..records.stagecache import write_doc
 from ..stats.windowrates import (LabelTable, SliceCounts, WindowPoint, stratified_judge_rate,
                                  window_alert, window_rate)
-from ..store import Store, open_store, write_url
+from ..store import Store, open_store, run_key, write_url
 from ..store.sources import monitor_key
-from .window import (WindowOptions, WindowRecord, load_ledger, load_window, run_window,
-                     window_episodes)
+from .window import (WindowOptions, WindowRecord, iter_window_episodes, load_ledger, load_window,
+                     run_window, window_manifest)
 
 __all__ = ["SeriesOptions", "SeriesRow", "evaluate_series", "store_window_labels",
            "window_labels", "window_sentence", "plan_window_labels", "window_report",
@@ -71,15 +74,17 @@ class SeriesRow(BaseModel):
     sentence: str = ""
 
 
-def _labels_key(series: str, window_id: str) -> str:
-    return monitor_key(series, "labels", f"{window_id}.json")
-
-
 def store_window_labels(store: Any, series: str, window_id: str, source: Any) -> Labels:
-    """Read a labels file for a stored window and store it with the window (a run document,
-    digest-checked when read back). Every label must name a judged episode of the window."""
+    """Read a labels file for a stored window and store it with the window: the ``labels``
+    document of the window's run, listed (with its digest) in the run's manifest, whose
+    ``inputs.labels`` records the labels' digest; what the audit checks. Every label must name
+    a judged episode of the window."""
     st = open_store(store)
     rec = load_window(st, series, window_id)
+    manifest = window_manifest(st, series, window_id)
+    if manifest is None:
+        raise LabelError(f"labels for window {window_id!r}: the window's run is not recorded in "
+                         f"store {st.url!r}; run `ek-agents monitor` for it first")
     labs = read_labels(source)
     unknown = [f"{x.task_id}/{x.trial}" for x in labs.labels
                if f"{x.task_id}/{x.trial}" not in rec.verdicts]
@@ -87,16 +92,21 @@ def store_window_labels(store: Any, series: str, window_id: str, source: Any) ->
         raise LabelError(f"labels for window {window_id!r}: {len(unknown)} label(s) name no judged "
                          f"trace of the window (first: {unknown[0]!r}); label the lines "
                          "`ek-agents plan-labels` wrote for this window")
-    st.write_json(_labels_key(series, window_id), labels_doc(labs))
+    ref = write_doc(st, window_id, "labels", labels_doc(labs))
+    doc = manifest.to_dict()
+    doc["artifacts"] = {**doc["artifacts"], ref.key: ref.sha256}
+    doc["inputs"] = {**doc["inputs"], "labels": labs.digest}
+    st.write_manifest(window_id, RunManifest.from_dict(doc))
     return labs
 
 
 def window_labels(st: Store, series: str, window_id: str) -> Optional[Labels]:
-    """The labels stored with a window (None when it has none yet)."""
-    key = _labels_key(series, window_id)
-    if not st.exists(key):
+    """The labels stored with a window (None when it has none yet), verified against the
+    window's manifest (DigestMismatch when they changed after they were stored)."""
+    manifest = window_manifest(st, series, window_id)
+    if manifest is None or run_key(window_id, "labels") not in manifest.artifacts:
         return None
-    return labels_of_doc(st.read_json(key), where=key)
+    return labels_of_doc(read_run_doc(st, manifest, "labels"), where=run_key(window_id, "labels"))
 
 
 def _table(rec: WindowRecord, labs: Optional[Labels]) -> LabelTable:
@@ -204,7 +214,7 @@ def plan_window_labels(store: Any, series: str, window_id: str, n: int, *, seed:
     st = open_store(store)
     rec = load_window(st, series, window_id)
     by: dict[str, list] = {}
-    for ep in window_episodes(st, series, window_id):
+    for ep in iter_window_episodes(st, series, window_id):
         if f"{ep.task_id}/{ep.meta.get('trial', 0)}" in rec.verdicts:
             by.setdefault(ep.meta.get("slice", "all"), []).append(ep)
     if not by:

@@ -1,43 +1,61 @@
-"""One monitor window: new traces in, judged (a sample stratified by slice), billed, recorded.
+"""One monitor window: new traces in, judged (a sample stratified by slice), billed, recorded as
+a run.
 
-:func:`run_window` reads what the series' ledger has not consumed
-(:func:`~ek_agents.monitor.ingest.read_new_traces`), makes episodes of it, judges them (every
-episode, or ``judge_sample`` of them allocated to the slices in proportion to their traces, at
-least one each, seeded by the window), bills the agent's model calls and -- apart -- the
-judges' own calls (the **evaluation cost**), and stores the window record
-(``monitor/<series>/windows/<id>.json``), its episodes and the ledger. Verdicts are cached by
-(episode digest, judge identity) in ``monitor/<series>/verdicts/<judge>.json``: a verdict
-already paid for is never asked again (and the record counts what was reused).
+:func:`run_window` takes the episodes of what the series' ledger has not consumed from one
+stream (:func:`new_episodes`), stores each in the run's segments as it comes
+(``records.segments``; the run id is the window id) and keeps only a light row of it
+(``stages.windowrun.WindowTrial``: key, slice, digest, the output and request the judge reads,
+its calls, tokens and dollars per model). Once the stream is exhausted it judges the rows
+(every one, or ``judge_sample`` of them allocated to the slices in proportion to their
+traces, at least one each, seeded by the window), bills the agent's model calls and -- apart --
+the judges' own calls (the **evaluation cost**), and records the run: the documents of
+``stages.windowrun`` (tasks, the episodes' index, the verdicts as ``graded``, the report),
+the prices it billed at, and the manifest (``source``: ``{"kind": "monitor-window", "series",
+"window", "path"}``), so that ``ek-agents report``, ``audit`` and ``export`` work on it. The
+series keeps its index of windows (:class:`WindowRecord`,
+``monitor/<series>/windows/<id>.json``) and its ledger. Verdicts are cached by (episode
+digest, judge identity) in ``monitor/<series>/verdicts/<judge>.json``: a verdict already paid
+for is never asked again (and the record counts what was reused).
 
 Re-running a window id that is recorded returns the record as stored (``reused=True``): no
-trace read, no episode made, no judge called. Several judges combine as
-:func:`~ek_agents.scoring.facades.estimate_quality` combines signals (``combine="min"``: every
-judge must pass, a FAIL stops the costlier judges; ``"mean"``: the mean score >= 0.5).
+trace read, no episode made, no judge called. A window id that is already the id of another
+run (not a window, or a window of another series) is refused (RunMismatch naming both).
+Several judges combine as :func:`~ek_agents.scoring.facades.estimate_quality` combines
+signals (``combine="min"``: every judge must pass, a FAIL stops the costlier judges;
+``"mean"``: the mean score >= 0.5).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import hashlib
-import math
-import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
-from ..base import Cost, Episode
+from ..base import Episode
 from ..bridge.otel import gc_paused
 from ..core import canonical_json
 from ..cost import cost_by_model
-from ..errors import BridgeError, InvalidInput
+from ..errors import ArtifactNotFound, BridgeError, DigestMismatch, IntegrityError, InvalidInput, RunMismatch
 from ..identity.agentid import agent_identity
+from ..labels import GradedBy
+from ..records.documents import prices_doc, read_manifest, record_run
+from ..records.manifest import RunInputs, RunManifest
+from ..records.segments import (RunSegments, SegmentWriter, iter_segments, new_writer_name,
+                                segment_line_doc)
+from ..records.stagecache import EpisodesRef, write_doc, write_tasks
 from ..scoring.facades import estimate_quality
+from ..stages.windowrun import (WINDOW_SOURCE, WindowFigures, episode_digest, judge_sample,
+                                trial_key, verdict_cache_key, window_documents, window_trial)
 from ..store import Store, open_store
 from ..store.sources import monitor_key
 from .ingest import IngestCounts, Ledger, episodes_of_traces, read_new_traces
 
 __all__ = ["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
-           "window_episodes", "episode_digest", "judge_identity", "new_window_id", "cost_by_model"]
+           "window_episodes", "iter_window_episodes", "episode_digest", "judge_identity", "new_window_id", "cost_by_model",
+           "new_episodes", "NewEpisodes", "window_manifest", "WINDOW_SOURCE"]
 
 
 class WindowOptions(BaseModel):
@@ -51,8 +69,10 @@ class WindowOptions(BaseModel):
     seed: int = 0
 
 
-class WindowRecord(BaseModel):
-    """What a window stored: enough to recompute its rate and alert without reading a trace."""
+class WindowRecord(WindowFigures):
+    """The series' index entry of a window: enough to recompute its rate and alert without
+    reading a trace (the window's run holds its documents); its figures
+    (:class:`~ek_agents.stages.windowrun.WindowFigures`) are those of the run's documents."""
 
     schema_version: int = 1
     window_id: str
@@ -61,22 +81,13 @@ class WindowRecord(BaseModel):
     source: str
     options: WindowOptions
     counts: IngestCounts
-    episodes: int
     episodes_digest: str = ""
-    slices: dict[str, dict[str, int]] = Field(default_factory=dict)
-    """``{slice: {traces, judged, passed}}``."""
+    """sha256 of the run's episodes document (the episodes' index)."""
     verdicts: dict[str, bool] = Field(default_factory=dict)
     """The combined verdict of each judged episode, by ``task_id/trial``."""
     judges: list[str] = Field(default_factory=list)
     judge_calls: int = 0
     judge_cached: int = 0
-    agent_dollars: Optional[float] = None
-    dollars_per_trace: Optional[float] = None
-    dollars_var: Optional[float] = None
-    agent_per_model: dict[str, dict[str, float]] = Field(default_factory=dict)
-    agent_tokens: dict[str, int] = Field(default_factory=dict)
-    evaluation_dollars: Optional[float] = None
-    evaluation_per_model: dict[str, dict[str, float]] = Field(default_factory=dict)
     reused: bool = False
     """True when this call found the window recorded and returned it as stored (then
     ``judge_calls`` and ``judge_cached`` are this call's: 0)."""
@@ -90,14 +101,6 @@ class WindowRecord(BaseModel):
 def new_window_id() -> str:
     """A window id from the UTC time: ``w20261207T064100Z``."""
     return _dt.datetime.now(_dt.timezone.utc).strftime("w%Y%m%dT%H%M%SZ")
-
-
-def episode_digest(ep: Episode) -> str:
-    """sha256 of what a judge reads of an episode (its output and steps) and which trace it is."""
-    doc = {"output": ep.output, "steps": [s.to_dict() if hasattr(s, "to_dict") else repr(s)
-                                          for s in ep.trajectory.steps],
-           "group": (ep.meta or {}).get("group")}
-    return hashlib.sha256(canonical_json(doc)).hexdigest()
 
 
 def judge_identity(judge: Any) -> str:
@@ -114,10 +117,6 @@ def judge_identity(judge: Any) -> str:
     return hashlib.sha256(canonical_json(a.to_dict())).hexdigest()
 
 
-def _key(ep: Episode) -> str:
-    return f"{ep.task_id}/{(ep.meta or {}).get('trial', 0)}"
-
-
 def load_ledger(store: Store, series: str) -> Ledger:
     """The series' ledger (empty for a new series)."""
     key = monitor_key(series, "ledger.json")
@@ -125,42 +124,88 @@ def load_ledger(store: Store, series: str) -> Ledger:
 
 
 def load_window(store: Store, series: str, window_id: str) -> WindowRecord:
-    """A stored window record."""
+    """A stored window record (the series' index entry)."""
     return WindowRecord.model_validate(store.read_json(monitor_key(series, "windows",
                                                                    f"{window_id}.json")))
 
 
+def window_manifest(store: Store, series: str, window_id: str) -> Optional[RunManifest]:
+    """The manifest of the window's run (None when no run of that id is recorded); RunMismatch
+    when the run of that id is not a window of ``series``."""
+    try:
+        manifest = read_manifest(store, window_id)
+    except ArtifactNotFound:
+        return None
+    src = manifest.source
+    if src.get("kind") != WINDOW_SOURCE or src.get("series") != series:
+        what = (f"a window of series {src.get('series')!r}" if src.get("kind") == WINDOW_SOURCE
+                else f"a run of source {src.get('kind') or 'an agent'!r}")
+        raise RunMismatch(f"window {window_id!r} of series {series!r}: store {store.url!r} holds "
+                          f"run {window_id!r}, {what}, and a window is the run of its id; give "
+                          "the window another id (--window-id)")
+    return manifest
+
+
+def iter_window_episodes(store: Store, series: str, window_id: str) -> Iterator[Episode]:
+    """A stored window's episodes, a segment at a time, each segment and index checked against
+    the run's manifest (DigestMismatch when one changed after the window)."""
+    manifest = window_manifest(store, series, window_id)
+    if manifest is None:
+        raise ArtifactNotFound(f"window {window_id!r} of series {series!r} has no run in store "
+                               f"{store.url!r}; run `ek-agents monitor` for it first")
+    segs = RunSegments.load(store, window_id)
+    for key, sha in segs.read_sha256.items():
+        if manifest.artifacts.get(key) != sha:
+            raise DigestMismatch(f"window {window_id!r}: segment index {key} is not the one its "
+                                 f"manifest lists (changed after the window); run `ek-agents "
+                                 f"audit {window_id}`")
+    for _, entry in segs.entries:
+        if manifest.artifacts.get(entry.key) != entry.sha256:
+            raise DigestMismatch(f"window {window_id!r}: segment {entry.key} is not listed in its "
+                                 f"manifest; run `ek-agents audit {window_id}`")
+    for trials in iter_segments(store, segs):
+        for t in trials:
+            yield Episode.from_dict(segment_line_doc(t))
+
+
 def window_episodes(store: Store, series: str, window_id: str) -> list[Episode]:
-    """A stored window's episodes (verified against the record's digest)."""
-    rec = load_window(store, series, window_id)
-    key = monitor_key(series, "windows", f"{window_id}.episodes.jsonl")
-    data = store.read_bytes(key)
-    if hashlib.sha256(data).hexdigest() != rec.episodes_digest:
-        raise BridgeError(f"window {window_id!r}: its episodes do not hash to the digest its "
-                          "record holds (changed after the window); re-run it as a new window")
-    return [Episode.from_json(line) for line in data.decode().splitlines() if line.strip()]
+    """A stored window's episodes (its run's segments, verified: :func:`iter_window_episodes`)."""
+    return list(iter_window_episodes(store, series, window_id))
 
 
-def _sample(episodes: list, n: Optional[int], seed: int, window_id: str) -> list:
-    if n is None or n >= len(episodes):
-        return list(episodes)
-    by: dict[str, list] = {}
-    for ep in episodes:
-        by.setdefault(ep.meta["slice"], []).append(ep)
-    if n < len(by):
-        raise InvalidInput(f"judge_sample={n} is fewer than the window's {len(by)} slices; judge "
-                           "at least one trace of each slice")
-    total = len(episodes)
-    alloc = {s: max(1, math.floor(n * len(v) / total)) for s, v in by.items()}
-    for s in sorted(by, key=lambda s: -(n * len(by[s]) / total) % 1):
-        if sum(alloc.values()) >= n:
-            break
-        if alloc[s] < len(by[s]):
-            alloc[s] += 1
-    rng = random.Random(f"{seed}/{window_id}")
-    out = []
-    for s in sorted(by):
-        out.extend(rng.sample(by[s], min(alloc[s], len(by[s]))))
+@dataclasses.dataclass
+class NewEpisodes:
+    """The episodes of a window's new traces, as one stream; once it is exhausted, ``counts``
+    (what reading found and set aside) and ``ledger`` (the series' ledger after the window)."""
+
+    stream: Any
+    counts: Optional[IngestCounts] = None
+    ledger: Optional[Ledger] = None
+
+    def __iter__(self) -> Iterator[Episode]:
+        return iter(self.stream)
+
+
+def new_episodes(source: Any, ledger: Ledger, options: WindowOptions) -> NewEpisodes:
+    """The window's one source of episodes: those of the complete traces of ``source`` that
+    ``ledger`` has not consumed (``ingest.read_new_traces`` and ``ingest.episodes_of_traces``),
+    handed out one at a time and dropped as they go."""
+    out = NewEpisodes(stream=None)
+
+    def stream() -> Iterator[Episode]:
+        opts = options
+        batch = read_new_traces(source, ledger, attrs=(None if opts.group_by == "trace"
+                                                       else opts.group_by,
+                                                       opts.task_attr, opts.slice_attr))
+        made = episodes_of_traces(batch, group_by=opts.group_by, task_attr=opts.task_attr,
+                                  slice_attr=opts.slice_attr, where=str(source))
+        batch.traces.clear()  # the spans live on in the episodes only
+        out.counts, out.ledger = batch.counts, batch.ledger
+        made.reverse()
+        while made:
+            yield made.pop()
+
+    out.stream = stream()
     return out
 
 
@@ -191,6 +236,23 @@ class _Cached:
         return score
 
 
+def _reused(st: Store, series: str, wid: str) -> WindowRecord:
+    """A recorded window as stored; the ledger moved if the run stopped before it did."""
+    led_key, next_key = monitor_key(series, "ledger.json"), monitor_key(series, "ledgers",
+                                                                         f"{wid}.json")
+    try:
+        rec = load_window(st, series, wid)
+    except ArtifactNotFound:
+        raise IntegrityError(f"window {wid!r} of series {series!r}: its run is recorded but the "
+                             f"series' index entry {monitor_key(series, 'windows', wid + '.json')} "
+                             "is missing (removed after the window); restore it, or record the "
+                             "traces as a new window") from None
+    if st.exists(next_key):  # recorded, but stopped before the ledger moved: move it now
+        st.write_json(led_key, st.read_json(next_key))
+        st.delete(next_key)
+    return rec.model_copy(update={"reused": True, "judge_calls": 0, "judge_cached": 0})
+
+
 def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[Any] = (),
                prices: Optional[Mapping] = None, window_id: Optional[str] = None,
                options: Optional[WindowOptions] = None) -> WindowRecord:
@@ -203,77 +265,81 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
     rec_key = monitor_key(series, "windows", f"{wid}.json")
     led_key, next_key = monitor_key(series, "ledger.json"), monitor_key(series, "ledgers",
                                                                          f"{wid}.json")
-    if st.exists(rec_key):
-        rec = load_window(st, series, wid)  # this run read nothing and called no judge
-        if st.exists(next_key):  # recorded, but stopped before the ledger moved: move it now
-            st.write_json(led_key, st.read_json(next_key))
-            st.delete(next_key)
-        return rec.model_copy(update={"reused": True, "judge_calls": 0, "judge_cached": 0})
-    ledger = load_ledger(st, series)
-    with gc_paused():  # millions of containers, no cycles: collections would walk them all
-        batch = read_new_traces(source, ledger, attrs=(None if opts.group_by == "trace"
-                                                       else opts.group_by,
-                                                       opts.task_attr, opts.slice_attr))
-        episodes = episodes_of_traces(batch, group_by=opts.group_by, task_attr=opts.task_attr,
-                                      slice_attr=opts.slice_attr, where=str(source))
-    batch.traces.clear()  # the spans live on in the episodes only: freed before they are written
-    c = batch.counts
-    if not episodes and (c.bad_lines or c.no_model_call) and not c.pending_traces:
+    if window_manifest(st, series, wid) is not None or (
+            st.exists(rec_key) and wid in load_ledger(st, series).windows):  # stored with no run
+        return _reused(st, series, wid)  # this run read nothing and called no judge
+    RunSegments.load(st, wid).remove_all()  # what a window stopped before its manifest stored
+    idents = [judge_identity(j) for j in judges]
+    got = new_episodes(source, load_ledger(st, series), opts)
+    writer = SegmentWriter(st, wid, writer=new_writer_name())
+    rows = []
+    with gc_paused():  # many small containers, no cycles: collections would walk them all
+        for ep in got:
+            writer.add((ep.task_id, ep.meta["trial"]), ep.to_json().encode("ascii"))
+            rows.append(window_trial(ep, prices))
+        writer.flush()
+    c, ledger = got.counts, got.ledger
+    if not rows and (c.bad_lines or c.no_model_call) and not c.pending_traces:
         raise BridgeError(f"{source!r}: nothing usable in the window: {c.bad_lines} bad lines, "
                           f"{c.no_model_call} traces without a model call, {c.files} files; "
                           "check that the source holds OTLP/JSON GenAI spans")
-    idents = [judge_identity(j) for j in judges]
-    slices: dict[str, dict[str, int]] = {}
-    for ep in episodes:
-        slices.setdefault(ep.meta["slice"], {"traces": 0, "judged": 0, "passed": 0})["traces"] += 1
     verdicts: dict[str, bool] = {}
+    eval_calls: dict[str, list] = {}
     judge_calls: list = []
     counter = [0, 0]
-    caches = {}
-    if judges and episodes:
+    if judges and rows:
+        caches = {}
         for ident in idents:
-            key = monitor_key(series, "verdicts", f"{ident[:32]}.json")
+            key = verdict_cache_key(series, ident)
             caches[ident] = st.read_json(key) if st.exists(key) else {}
         wrapped = [_Cached(j, i, caches[i], judge_calls, counter) for j, i in zip(judges, idents)]
-        for ep in _sample(episodes, opts.judge_sample, opts.seed, wid):
-            d = episode_digest(ep)
+        for r in judge_sample(rows, opts.judge_sample, opts.seed, wid):
             for w in wrapped:
-                w.digest, w.input = d, (ep.meta or {}).get("input")
-            est = estimate_quality(ep.output, wrapped, combine=opts.combine)["estimate"]
-            ok = est >= 0.5 if opts.combine == "mean" else est > 0.0
-            verdicts[_key(ep)] = ok
-            row = slices[ep.meta["slice"]]
-            row["judged"] += 1
-            row["passed"] += ok
+                w.digest, w.input = r.digest, r.input
+            before = len(judge_calls)
+            est = estimate_quality(r.output, wrapped, combine=opts.combine)["estimate"]
+            key = trial_key(r.task_id, r.trial)
+            verdicts[key] = est >= 0.5 if opts.combine == "mean" else est > 0.0
+            if len(judge_calls) > before:
+                eval_calls[key] = [call.to_dict() for call in judge_calls[before:]]
         for ident in idents:
-            st.write_json(monitor_key(series, "verdicts", f"{ident[:32]}.json"), caches[ident])
-    agent_table, per_ep = cost_by_model(episodes, prices)
-    judge_ep = Episode("judge", cost=Cost.of_calls(judge_calls)) if judge_calls else None
-    eval_table, eval_per = cost_by_model([judge_ep] if judge_ep else [], prices)
-    lines = "".join(ep.to_json() + "\n" for ep in episodes).encode()
-    n_priced = len(per_ep)
-    mean = math.fsum(per_ep) / n_priced if n_priced else None
-    var = (math.fsum((x - mean) ** 2 for x in per_ep) / (n_priced - 1) / n_priced
-           if n_priced > 1 else None)
+            st.write_json(verdict_cache_key(series, ident), caches[ident])
+    docs, fig = window_documents(rows, series=series, window_id=wid, verdicts=verdicts,
+                                 evaluation_calls=eval_calls, judges=idents, combine=opts.combine,
+                                 judge_sample_n=opts.judge_sample, priced=prices is not None,
+                                 prices=prices)
+    rows.clear()
+    # the ledger after this window is written first under the window's name, then the run's
+    # documents, the series' index entry and -- last of the run -- its manifest, then the
+    # ledger moves: a run stopped before its manifest leaves no window (its segments are
+    # removed and its traces read again by the next run), one stopped after it a window whose
+    # re-run moves the ledger; never a window whose traces the next window reads again
+    ledger.windows.append(wid)
+    st.write_json(next_key, ledger.model_dump(mode="json"))
+    refs: dict = {"tasks": write_tasks(st, wid, docs["tasks"])}
+    if prices is not None:
+        refs["prices"] = write_doc(st, wid, "prices", prices_doc(prices))
+    ep_ref = write_doc(st, wid, "episodes", docs["episodes"])
+    refs["episodes"] = EpisodesRef(stage=ep_ref.stage, key=ep_ref.key, sha256=ep_ref.sha256,
+                                   trials={e.key: e.sha256 for e in writer.index.segments})
+    refs["graded"] = write_doc(st, wid, "graded", docs["graded"])
+    refs["report"] = write_doc(st, wid, "report", docs["report"])
     rec = WindowRecord(
         window_id=wid, series=series, created=_dt.datetime.now(_dt.timezone.utc).isoformat(),
-        source=str(source), options=opts, counts=c, episodes=len(episodes),
-        episodes_digest=hashlib.sha256(lines).hexdigest(), slices=slices, verdicts=verdicts,
-        judges=idents, judge_calls=counter[0], judge_cached=counter[1],
-        agent_dollars=math.fsum(per_ep) if prices is not None else None,
-        dollars_per_trace=mean, dollars_var=var, agent_per_model=agent_table,
-        agent_tokens={k: int(sum(r[k] for r in agent_table.values()))
-                      for k in ("input_tokens", "output_tokens", "cached_input_tokens")},
-        evaluation_dollars=(math.fsum(eval_per) if prices is not None else None) if judges else None,
-        evaluation_per_model=eval_table)
-    # the ledger after this window is written first under the window's name, then the
-    # window, then the ledger moves: a run stopped in between leaves either no window (the
-    # traces are read again by the next run) or a window whose re-run moves the ledger, never
-    # a window whose traces the next window reads again
-    batch.ledger.windows.append(wid)
-    st.write_json(next_key, batch.ledger.model_dump(mode="json"))
-    st.write_bytes(monitor_key(series, "windows", f"{wid}.episodes.jsonl"), lines)
+        source=str(source), options=opts, counts=c, episodes_digest=ep_ref.sha256,
+        verdicts=verdicts, judges=idents, judge_calls=counter[0], judge_cached=counter[1],
+        **fig.model_dump())
     st.write_json(rec_key, rec.model_dump(mode="json"))
-    st.write_json(led_key, batch.ledger.model_dump(mode="json"))
+    record_run(st, wid, refs=refs,
+               inputs=RunInputs(k=1, seed=opts.seed, graded_by=GradedBy(
+                   kind="judge", name="monitor-window:" + ",".join(i[:12] for i in idents),
+                   digest=hashlib.sha256(",".join(idents).encode()).hexdigest()) if idents
+                   else None),
+               source={"kind": WINDOW_SOURCE, "series": series, "window": wid,
+                       "path": str(source)},
+               parameters={**opts.model_dump(mode="json"), "judges": idents,
+                           "priced": prices is not None},
+               orchestrator={"orchestrator": "none", "runner": "ek_agents.monitor"})
+    st.write_json(led_key, ledger.model_dump(mode="json"))
     st.delete(next_key)
     return rec

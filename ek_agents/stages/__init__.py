@@ -4,7 +4,7 @@
 documents and their store-backed ``run_*`` steps; ``streaming`` a run's report from a stream
 of trials with per-task state; ``audit`` (and ``_streamaudit`` for a run streamed from its
 segments) the recomputation of a stored run; ``labelrun`` the labels and judge-correction
-stages over a stored run.
+stages over a stored run; ``windowrun`` a monitor window's documents and their audit.
 
 May import: ``records``, ``identity`` and the layers below them (see ``ek_agents.layers``).
 """

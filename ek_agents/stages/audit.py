@@ -8,6 +8,8 @@ figure by figure with what was recorded. Each problem names the artifact or the 
 recorded by ``harness.run_suite`` with an input it cannot store (a callable ``check``, custom
 ``metrics``, a single ``price``: ``records.documents.UNSTORED`` or the metric names in its manifest's
 inputs) gets a problem saying which figures cannot be recomputed; the rest is still compared.
+A monitor window (manifest source ``monitor-window``) is recomputed by
+:func:`ek_agents.stages.windowrun.audit_window_run`.
 
 >>> from ek_agents.store import Store
 >>> audit(Store("memory://ek-audit-doctest"), "no-such-run")
@@ -40,6 +42,7 @@ from . import evaluate as stages
 from .labelrun import labels_stage
 from ..records.segments import stored_pair
 from ._streamaudit import STREAMED, audit_streamed, segment_episodes
+from .windowrun import WINDOW_SOURCE, audit_window_run
 
 __all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
 
@@ -144,7 +147,11 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
     except EkAgentsError as exc:  # not JSON, or a wrong shape: a damaged manifest
         problems.append(f"manifest {key} is damaged: {exc}")
         manifest = None
-    if manifest is not None and manifest.parameters.get("layout") == STREAMED:
+    if manifest is not None and manifest.source.get("kind") == WINDOW_SOURCE:  # a monitor window
+        seen, _ = _check_bytes(store, run_id, manifest, checked, problems)
+        audit_window_run(store, run_id, manifest, seen, checked, problems,
+                         compare=lambda a, b, what: _limited(differences(a, b, what)))
+    elif manifest is not None and manifest.parameters.get("layout") == STREAMED:
         seen, _ = _check_bytes(store, run_id, manifest, checked, problems)
         audit_streamed(store, run_id, manifest, seen, checked, problems, deep=deep,
                        compare=lambda a, b, what: _limited(differences(a, b, what)))

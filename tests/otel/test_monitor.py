@@ -3,7 +3,7 @@ application span carrying the route) against the local server: incremental inges
 input, billing, the judge sample, the labels loop, the commands, and end to end three windows
 through `ek-agents monitor` with a judge on the server's judge endpoint (sensitivity
 0.95, specificity 0.9; broken on the third window: the alert), labels between windows and a
-re-run."""
+re-run; a window as a run (its documents, manifest and audit)."""
 from __future__ import annotations
 
 import gzip
@@ -18,8 +18,11 @@ from ek_agents.base import ModelCall
 from ek_agents.cli import main
 from ek_agents.cost import dollars
 from ek_agents.prices import load_prices
-from ek_agents.errors import BridgeError
-from ek_agents.monitor import WindowOptions, run_window
+from ek_agents.errors import BridgeError, RunMismatch
+from ek_agents.records.documents import read_manifest
+from ek_agents.records.segments import RunSegments, decode_segment, encode_segment
+from ek_agents.stages.audit import audit
+from ek_agents.monitor import WindowOptions, plan_window_labels, run_window
 from ek_agents.store import Store
 from ek_agents_examples.otel import traffic
 
@@ -149,8 +152,10 @@ def test_shrunk_file_and_nothing_usable(day, tmp_path):
     assert w.counts.shrunk_files == 1 and w.episodes == 0
     bad = tmp_path / "bad.jsonl"
     bad.write_text("garbage\n{\"x\": 1}\n")
+    with pytest.raises(RunMismatch, match="window 'a' of series 't'.* a window of series 's'"):
+        run_window(str(bad), "t", store=store, window_id="a", options=OPTS)  # a run's id
     with pytest.raises(BridgeError, match="nothing usable"):
-        run_window(str(bad), "t", store=store, window_id="a", options=OPTS)
+        run_window(str(bad), "t", store=store, window_id="c", options=OPTS)
 
 
 def test_judge_sample_labels_loop_and_commands(day, tmp_path, prices, capsys):
@@ -327,7 +332,7 @@ def test_several_judges_combine_as_estimate_quality_does(day, tmp_path):
     right = sum(r.right for r in day["requests"][:12])
     assert sum(w.verdicts.values()) == right < 12
     mean = run_window(str(log), "mean", store=Store(str(tmp_path / "s")), judges=[costly, cheap],
-                      window_id="a", options=WindowOptions(slice_attr=traffic.ROUTE_ATTR,
+                      window_id="b", options=WindowOptions(slice_attr=traffic.ROUTE_ATTR,
                                                            combine="mean"))
     assert all(mean.verdicts.values())  # (0 + 1) / 2 >= 0.5: every episode passes
 
@@ -366,3 +371,115 @@ def test_an_fsspec_source_and_store(day):
     again = run_window("memory://ek-monitor-src/otel/*.zst", "m", store="memory://ek-monitor-store",
                        window_id="2", options=OPTS)
     assert again.episodes == 0 and again.counts.files == 1
+
+
+# --------------------------------------------------------------------------- a window is a run
+# Its episodes in the run's segments, its stage documents and manifest (source
+# ``monitor-window``), its labels a run document, and ``ek-agents audit WINDOW`` recomputing it
+# from the stored episodes, the verdict cache and the labels.
+
+WOPTS = WindowOptions(slice_attr=traffic.ROUTE_ATTR, judge_sample=8)
+
+
+@pytest.fixture()
+def window(day, tmp_path):
+    from ek_agents.prices import load_prices
+
+    log = tmp_path / "otel.jsonl"
+    _write(log, traffic.otlp_lines(day["first"] + day["second"], batch=4))
+    store = Store(str(tmp_path / "s"))
+    judge = Judge()
+    rec = run_window(str(log), "prod", store=store, judges=[judge], window_id="w1",
+                     options=WOPTS, prices=load_prices(_prices_path()))
+    return store, rec, judge, log
+
+
+def test_a_window_is_a_run_with_its_documents_and_manifest(window, tmp_path, capsys):
+    store, rec, judge, log = window
+    m = read_manifest(store, "w1")
+    assert m.source == {"kind": "monitor-window", "series": "prod", "window": "w1",
+                        "path": str(log)}
+    segs = RunSegments.load(store, "w1")
+    assert len(segs.pairs()) == rec.episodes == 25
+    for key in [*segs.digests(), *(f"runs/w1/{n}.json" for n in
+                                   ("tasks", "episodes", "graded", "report", "prices"))]:
+        assert m.artifacts[key] == store.digest(key)
+    assert not store.list("monitor/prod/labels") and not any(
+        k.endswith(".episodes.jsonl") for k in store.list("monitor/prod/windows"))
+    graded = store.read_json("runs/w1/graded.json")["episodes"]
+    verdicts = {f"{g['task_id']}/{g['meta']['trial']}": g["success"] for g in graded}
+    assert {k: v for k, v in verdicts.items() if v is not None} == rec.verdicts
+    assert sum(v is None for v in verdicts.values()) == 25 - 8  # not judged: success unknown
+    report = store.read_json("runs/w1/report.json")
+    assert (report["n_trials"], report["n_success"]) == (8, sum(rec.verdicts.values()))
+    assert report["cost"]["total_dollars"] == pytest.approx(rec.agent_dollars, rel=1e-12)
+    assert m.results["total_dollars"] == pytest.approx(rec.agent_dollars, rel=1e-12)
+    # the regular commands work on it
+    assert main(["report", "w1", "--store", str(tmp_path / "s")]) == 0
+    assert "w1" in capsys.readouterr().out
+    # re-run: reused as stored, no episode made, no judge called
+    again = run_window(str(log), "prod", store=store, judges=[judge], window_id="w1", options=WOPTS)
+    assert again.reused and again.new_episodes == 0 and again.judge_calls == 0 and judge.calls == 8
+    # stopped before its manifest (the ledger had not moved): no window; the next run removes
+    # what the stopped one stored and reads the traces again (the verdicts are cached)
+    store.delete("runs/w1/manifest.json")
+    store.write_json("monitor/prod/ledger.json", {"schema_version": 1})
+    again = run_window(str(log), "prod", store=store, judges=[judge], window_id="w1", options=WOPTS)
+    assert not again.reused and again.episodes == 25 and again.judge_cached == 8
+    segs = RunSegments.load(store, "w1")
+    assert len(segs.writers) == 1 and len(segs.pairs()) == 25 and judge.calls == 8
+    assert audit(store, "w1").passed
+    # a window id that is the id of a run of another kind is refused, naming both
+    doc = store.read_json("runs/w1/manifest.json")
+    store.write_json("runs/agent1/manifest.json", {**doc, "run_id": "agent1", "source": {}})
+    with pytest.raises(RunMismatch, match="window 'agent1' of series 'prod'.*a run of source"):
+        run_window(str(log), "prod", store=store, judges=[judge], window_id="agent1", options=WOPTS)
+
+
+def test_audit_window_finds_a_tampered_trial_verdict_cache_or_labels(window, tmp_path, capsys):
+    store, rec, judge, _ = window
+    url = str(tmp_path / "s")
+    rows = plan_window_labels(store, "prod", "w1", 5, path=str(tmp_path / "labels.jsonl"))
+    (tmp_path / "labels.jsonl").write_text("".join(
+        json.dumps(dict(r, gold="[truth:PASS]" in r["input"])) + "\n" for r in rows))
+    assert main(["label", "w1", str(tmp_path / "labels.jsonl"), "--store", url]) in (0, 1)
+    m = read_manifest(store, "w1")
+    assert store.digest("runs/w1/labels.json") == m.artifacts["runs/w1/labels.json"]
+    assert m.inputs.labels is not None
+    capsys.readouterr()
+    assert main(["audit", "w1", "--store", url]) == 0  # no --series: the run's audit
+    assert "audit passed" in capsys.readouterr().out
+    assert main(["audit", "w1", "--series", "prod", "--store", url]) == 0
+    capsys.readouterr()
+
+    # a trial changed in its segment (re-compressed, so that only its digest betrays it)
+    (_, entry), = RunSegments.load(store, "w1").entries
+    data = store.read_bytes(entry.key)
+    lines = decode_segment(data, entry.key)
+    lines[3] = lines[3].replace(b'"output":"', b'"output":"(edited) ')
+    store.write_bytes(entry.key, encode_segment(lines))
+    got = audit(store, "w1")
+    assert not got.passed and any(entry.key in p and "hash to" in p for p in got.problems)
+    assert main(["audit", "w1", "--store", url]) == 1
+    store.write_bytes(entry.key, data)
+    assert audit(store, "w1").passed
+
+    # the verdict cache turned around: the recorded verdicts no longer recompute
+    key = "monitor/prod/verdicts/" + rec.judges[0][:32] + ".json"
+    cache = store.read_json(key)
+    store.write_json(key, {d: [1.0 - v[0], v[1]] for d, v in cache.items()})
+    got = audit(store, "w1")
+    assert any("graded.episodes" in p and "success" in p for p in got.problems)
+    assert main(["audit", "w1", "--store", url]) == 1
+    store.write_json(key, cache)
+
+    # a label flipped in the stored labels document
+    labels = store.read_bytes("runs/w1/labels.json")
+    doc = json.loads(labels)
+    doc["labels"][0][2] = not doc["labels"][0][2]
+    store.write_json("runs/w1/labels.json", doc)
+    got = audit(store, "w1")
+    assert any("runs/w1/labels.json" in p for p in got.problems)
+    assert main(["audit", "w1", "--store", url]) == 1
+    store.write_bytes("runs/w1/labels.json", labels)
+    assert main(["audit", "w1", "--store", url]) == 0
