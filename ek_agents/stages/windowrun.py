@@ -217,7 +217,8 @@ def window_documents(rows: Iterable[WindowTrial], *, series: str, window_id: str
         "success_ci_method": "wilson",
         "per_slice": {s: {**rate(v["passed"], v["judged"]), "traces": v["traces"]}
                       for s, v in sorted(slices.items())},
-        "cost": {"total_dollars": figures.agent_dollars, "cost_per_success": None,
+        "cost": {"total_dollars": figures.agent_dollars,
+                 "cost_per_success": _per_judged_success(figures.dollars_per_trace, passed, judged),
                  "per_model": agent, "tokens": figures.agent_tokens,
                  "dollars_per_trace": figures.dollars_per_trace,
                  "dollars_var": figures.dollars_var,
@@ -227,11 +228,21 @@ def window_documents(rows: Iterable[WindowTrial], *, series: str, window_id: str
             "series": series, "window": window_id, "episodes": len(ordered), "judged": judged,
             "judges": list(judges), "combine": combine, "judge_sample": judge_sample_n,
             "success": "the judges' raw verdicts on the judged episodes; unknown on the rest; "
-                       "the label-corrected rate is the series' (ek-agents monitor)"}}}
+                       "cost per success at that rate; the label-corrected figures are the "
+                       "series' (ek-agents monitor)"}}}
     docs = {"tasks": tasks, "episodes": {"schema_version": 1, "layout": "segments",
                                          "episodes": index},
             "graded": {"schema_version": 1, "episodes": graded}, "report": finite(report)}
     return docs, figures
+
+
+def _per_judged_success(per_trace: Optional[float], passed: int, judged: int) -> Optional[float]:
+    """Dollars per success at the judges' raw rate: the mean dollars of a trace over the share
+    of judged traces that passed (``inf`` when none passed; None when the dollars or the
+    verdicts are unknown). The label-corrected figure is the series'."""
+    if per_trace is None or not judged:
+        return None
+    return per_trace * judged / passed if passed else math.inf
 
 
 # --------------------------------------------------------------------------- the audit
