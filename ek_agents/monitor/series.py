@@ -132,9 +132,10 @@ def window_sentence(row: SeriesRow) -> str:
             f"[{pct(row.corrected_ci[0])}, {pct(row.corrected_ci[1])}]{cps}{ev}")
 
 
-def evaluate_series(store: Any, series: str, options: Optional[SeriesOptions] = None
-                    ) -> list[SeriesRow]:
-    """Every window's row, in the order the windows ran (and ``series.json`` rewritten)."""
+def evaluate_series(store: Any, series: str, options: Optional[SeriesOptions] = None, *,
+                    record: bool = True) -> list[SeriesRow]:
+    """Every window's row, in the order the windows ran (and, with ``record``, ``series.json``
+    rewritten; a reader such as a window's report passes ``record=False`` and writes nothing)."""
     st = open_store(store)
     opts = options or SeriesOptions()
     ledger = load_ledger(st, series)
@@ -197,6 +198,8 @@ def evaluate_series(store: Any, series: str, options: Optional[SeriesOptions] = 
         order.append(wid)
         row.sentence = window_sentence(row)
         rows.append(row)
+    if not record:
+        return rows
     st.write_json(monitor_key(series, "series.json"),
                   {"schema_version": 1, "series": series, "options": opts.model_dump(mode="json"),
                    "rows": [r.model_dump(mode="json") for r in rows]})

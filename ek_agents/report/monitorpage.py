@@ -176,7 +176,7 @@ def window_series_rows(store: Any, series: str, window_id: str) -> list[SeriesRo
     st = open_store(store)
     key = monitor_key(series, "series.json")
     opts = SeriesOptions.model_validate(st.read_json(key)["options"]) if st.exists(key) else None
-    rows = evaluate_series(st, series, opts)
+    rows = evaluate_series(st, series, opts, record=False)  # a report reads; it writes nothing
     ids = [r.window_id for r in rows]
     if window_id not in ids:
         raise ArtifactNotFound(f"window {window_id!r} is not a window of series {series!r} in "

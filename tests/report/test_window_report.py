@@ -153,7 +153,10 @@ def test_a_judge_graded_runs_trials_show_the_judges_verdicts(tmp_path, prices_pa
 
 
 def test_the_window_section_draws_the_series_up_to_the_window(series_store):
+    st = Store(series_store)
+    before = {k: st.read_bytes(k) for k in st.list("monitor/prod")}
     d2 = window_series_section(series_store, "prod", "d2")
+    assert {k: st.read_bytes(k) for k in st.list("monitor/prod")} == before  # a report writes nothing
     assert d2.count("<svg") == 3 and d2.count('class="this-window"') == 4  # 3 plots + its row
     assert 'data-window="d2"' in d2 and ">d3<" not in d2  # nothing after the window
     # its sentence: its traces, all judged and labeled, and the labels of d1 and d2 it rests on
