@@ -454,7 +454,7 @@ def _cmd_gate(a: argparse.Namespace) -> int:
 
 
 def _cmd_plan(a: argparse.Namespace) -> int:  # plan-labels and plan
-    if getattr(a, "series", None):
+    if a.command == "plan-labels" and monitorcli.for_window(a):
         return monitorcli.plan_window_labels_cmd(a)
     from .stages.labelrun import plan_labels_lines, plan_run
 

@@ -1,5 +1,5 @@
 """The ``ek-agents monitor`` and ``ek-agents label`` commands (registered by :mod:`ek_agents.cli`),
-and ``plan-labels --series`` on a monitor window.
+and ``plan-labels`` on a monitor window.
 
 ``monitor SOURCE --series NAME`` runs one window (:func:`ek_agents.monitor.run_window`) and
 re-evaluates the series (:func:`ek_agents.monitor.evaluate_series`); it prints the window's
@@ -209,6 +209,25 @@ def _series_of_window(st: Any, window_id: str) -> str:
     return str(src.get("series"))
 
 
+def for_window(a: argparse.Namespace) -> bool:
+    """Whether ``plan-labels RUN_ID`` is about a monitor window: ``--series`` given, or the
+    run's manifest names a window (then ``a.series`` is set to its series)."""
+    if getattr(a, "series", None):
+        return True
+    from .records.documents import read_manifest  # noqa: PLC0415
+    from .stages.windowrun import WINDOW_SOURCE  # noqa: PLC0415
+    from .store import run_key  # noqa: PLC0415
+
+    st = _store(a.store)
+    if a.run_id is None or not st.exists(run_key(a.run_id, "manifest")):
+        return False  # not a stored run: the run path says so
+    src = read_manifest(st, a.run_id).source
+    if src.get("kind") != WINDOW_SOURCE:
+        return False
+    a.series = str(src.get("series"))
+    return True
+
+
 def _cmd_label(a: argparse.Namespace) -> int:
     from .monitor import store_window_labels  # noqa: PLC0415
 
@@ -227,7 +246,7 @@ def _cmd_label(a: argparse.Namespace) -> int:
 
 
 def plan_window_labels_cmd(a: argparse.Namespace) -> int:
-    """``plan-labels WINDOW --series NAME --n N``: the labels file of a monitor window, and
+    """``plan-labels WINDOW [--series NAME] --n N``: the labels file of a monitor window, and
     beside it (``.html``) the page a person fills it in on."""
     from .monitor import plan_window_labels  # noqa: PLC0415
 
@@ -241,8 +260,7 @@ def plan_window_labels_cmd(a: argparse.Namespace) -> int:
     slices = sorted({str(r["slice"]) for r in rows})
     print(f"wrote {len(rows)} traces to label ({len(slices)} slices: {', '.join(slices)}) to "
           f"{path} (and the page {page}: label in a browser, save the file); fill gold "
-          f"true/false on each line, then `ek-agents label {a.run_id} {path} --series "
-          f"{a.series}`")
+          f"true/false on each line, then `ek-agents label {a.run_id} {path}`")
     for r in rows:
         print(f"  {r['task_id']} [{r['slice']}] input: {str(r['input'])[:60]!r} output: "
               f"{str(r['output'])[:60]!r}")
