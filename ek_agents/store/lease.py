@@ -38,6 +38,10 @@ class Lease:
     """The holder's process id."""
     acquired_at: float = 0.0
     """When it was taken (seconds since the epoch, UTC)."""
+    at: str = ""
+    """The store key of the lease document when it is not the run's own
+    (:func:`lease_key`): a lease guarding something shared by runs, such as a monitored
+    series' ledger."""
 
     def describe(self) -> str:
         """``pid 123 on host h since 2026-01-31T03:00:00Z``."""
@@ -83,22 +87,24 @@ def _lease_doc(lease: Lease) -> bytes:
                            "pid": lease.pid, "acquired_at": lease.acquired_at})
 
 
-def read_lease(store: "Store", run_id: str) -> Optional[Lease]:
-    """The lease held on ``run_id`` (None when nobody writes it)."""
+def read_lease(store: "Store", run_id: str, *, at: str = "") -> Optional[Lease]:
+    """The lease held on ``run_id`` (None when nobody writes it); ``at``: the key of a lease
+    that is not the run's own (see :attr:`Lease.at`)."""
     try:
-        doc = store.read_json(lease_key(run_id))
+        doc = store.read_json(at or lease_key(run_id))
     except ArtifactNotFound:
         return None
     except IntegrityError:  # a lease file that is not one: treat as held by an unknown writer
-        return Lease(run_id=run_id, token="?")
+        return Lease(run_id=run_id, token="?", at=at)
     try:
-        return Lease(**{f: doc[f] for f in ("run_id", "token", "host", "pid", "acquired_at")})
+        return Lease(**{f: doc[f] for f in ("run_id", "token", "host", "pid", "acquired_at")},
+                     at=at)
     except (KeyError, TypeError, InvalidInput):
-        return Lease(run_id=run_id, token="?")
+        return Lease(run_id=run_id, token="?", at=at)
 
 
 def acquire_lease(store: "Store", run_id: str, *, wait_s: float = 0.0,
-                  force: bool = False, poll_s: float = 0.2) -> Lease:
+                  force: bool = False, poll_s: float = 0.2, at: str = "") -> Lease:
     """Take the writer lease of ``run_id``, or raise :class:`~ek_agents.errors.RunInUse`
     naming its holder.
 
@@ -106,27 +112,30 @@ def acquire_lease(store: "Store", run_id: str, *, wait_s: float = 0.0,
     first removes any lease there (explicitly asked: ``--break-lease``). A lease whose holder
     provably writes nothing any more (:meth:`Lease.orphaned`: a dead process of this host, or
     this process after a run whose release failed in an outage) is taken over without asking;
-    one of another host is only ever broken explicitly.
+    one of another host is only ever broken explicitly. ``at`` takes the lease at that key
+    instead of the run's own (:attr:`Lease.at`), on behalf of ``run_id``.
     """
     lease = Lease(run_id=validate_name(run_id, what="run id"), token=uuid.uuid4().hex,
-                  host=socket.gethostname(), pid=os.getpid(), acquired_at=time.time())
-    key = lease_key(run_id)
+                  host=socket.gethostname(), pid=os.getpid(), acquired_at=time.time(), at=at)
+    key = at or lease_key(run_id)
+    what = f"run {run_id!r}" if not at else f"{at!r}"
     if force:
-        break_lease(store, run_id)
+        break_lease(store, run_id, at=at)
     deadline = time.monotonic() + max(0.0, float(wait_s))
     while True:
         if store.write_if_absent(key, _lease_doc(lease)):
             _HELD.add(lease.token)
             return lease
-        holder = read_lease(store, run_id)
+        holder = read_lease(store, run_id, at=at)
         if holder is None:  # released between our attempt and the read: try again
             continue
         if holder.orphaned():
-            break_lease(store, run_id)
+            break_lease(store, run_id, at=at)
             continue
         if time.monotonic() >= deadline:
             stale = " (its process is gone: pass --break-lease / break_lease=True)" if holder.is_stale() else ""
-            raise RunInUse(f"run {run_id!r} is being written by another process: "
+            by = f" (for run {holder.run_id!r})" if at else ""
+            raise RunInUse(f"{what} is being written by another process{by}: "
                            f"{holder.describe()}{stale}; wait for it (--wait-lease SECONDS), use "
                            "another run id, or break a stale lease explicitly (--break-lease)")
         time.sleep(poll_s)
@@ -138,17 +147,18 @@ def release_lease(store: "Store", lease: Lease) -> bool:
     host takes it over (:func:`acquire_lease`)."""
     _HELD.discard(lease.token)
     try:
-        held = read_lease(store, lease.run_id)
+        held = read_lease(store, lease.run_id, at=lease.at)
         if held is None or held.token != lease.token:
             return False
-        return store.delete(lease_key(lease.run_id))
+        return store.delete(lease.at or lease_key(lease.run_id))
     except StoreError:
         return False
 
 
-def break_lease(store: "Store", run_id: str) -> Optional[Lease]:
-    """Remove ``run_id``'s lease whoever holds it (for a holder that died); the broken lease."""
-    held = read_lease(store, run_id)
+def break_lease(store: "Store", run_id: str, *, at: str = "") -> Optional[Lease]:
+    """Remove ``run_id``'s lease (or the one at ``at``) whoever holds it (for a holder that
+    died); the broken lease."""
+    held = read_lease(store, run_id, at=at)
     if held is not None:
-        store.delete(lease_key(run_id))
+        store.delete(at or lease_key(run_id))
     return held

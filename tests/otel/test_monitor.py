@@ -18,12 +18,12 @@ from ek_agents.base import ModelCall
 from ek_agents.cli import main
 from ek_agents.cost import dollars
 from ek_agents.prices import load_prices
-from ek_agents.errors import BridgeError, RunMismatch
+from ek_agents.errors import BridgeError, RunInUse, RunMismatch
 from ek_agents.records.documents import read_manifest
 from ek_agents.records.segments import RunSegments, decode_segment, encode_segment
 from ek_agents.stages.audit import audit
 from ek_agents.monitor import WindowOptions, plan_window_labels, run_window
-from ek_agents.store import Store
+from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_examples.otel import traffic
 
 OPTS = WindowOptions(slice_attr=traffic.ROUTE_ATTR)
@@ -148,8 +148,19 @@ def test_shrunk_file_and_nothing_usable(day, tmp_path):
     assert store.read_json("monitor/s/ledger.json") == moved
     assert not store.exists("monitor/s/ledgers/a.json")
     _write(log, lines[:2])
+    # another process monitoring the series (or writing run "b") holds its lease: refused,
+    # nothing read, the ledger unmoved
+    for at in ("monitor/s/lease.json", ""):
+        held = acquire_lease(store, "other", at=at) if at else acquire_lease(store, "b")
+        with pytest.raises(RunInUse, match="lease.json' is being written.*run 'other'" if at
+                           else "run 'b' is being written"):
+            run_window(str(log), "s", store=store, window_id="b", options=OPTS)
+        release_lease(store, held)
+        assert store.read_json("monitor/s/ledger.json") == moved
+    assert not store.exists("monitor/s/lease.json")
     w = run_window(str(log), "s", store=store, window_id="b", options=OPTS)
     assert w.counts.shrunk_files == 1 and w.episodes == 0
+    assert not store.exists("monitor/s/lease.json") and not store.exists("runs/b/lease.json")
     bad = tmp_path / "bad.jsonl"
     bad.write_text("garbage\n{\"x\": 1}\n")
     with pytest.raises(RunMismatch, match="window 'a' of series 't'.* a window of series 's'"):
