@@ -33,7 +33,7 @@ from ..errors import BridgeError
 from ..parsing import parse_json
 
 __all__ = ["RawSpan", "Ingest", "MAX_ATTRIBUTE_CHARS", "KEPT_PREFIXES", "kept", "spans_from_otlp", "spans_of_document",
-           "spans_from_sdk", "span_from_sdk", "hex_id"]
+           "spans_from_sdk", "span_from_sdk", "hex_id", "KeyPrefix"]
 
 #: A string attribute longer than this is cut (and counted): 1 MiB of text.
 MAX_ATTRIBUTE_CHARS = 1 << 20
@@ -63,6 +63,37 @@ class RawSpan:
     error: Optional[str] = None       # the status message when the status is ERROR
     scope: str = ""
     events: tuple = ()                # ((name, attrs), ...) of GenAI events only
+
+
+class KeyPrefix:
+    """Whether a span's attributes hold a key starting with one of ``prefixes``
+    (:meth:`any_in`). The keys seen are remembered, with and without (up to a few thousand),
+    so for a span whose keys were seen before the answer is a pass or two in C (a reader asks
+    it of every span, and spans repeat the same few dozen keys).
+
+    >>> ek = KeyPrefix("ek."); ek.any_in({"gen_ai.system": 1}), ek.any_in({"ek.trial": 0})
+    (False, True)
+    """
+
+    __slots__ = ("prefixes", "with_", "without")
+
+    def __init__(self, prefixes: Any) -> None:
+        self.prefixes = prefixes
+        self.with_: set = set()
+        self.without: set = set()
+
+    def any_in(self, attrs: Mapping) -> bool:
+        """Whether some key of ``attrs`` starts with one of the prefixes."""
+        if not self.with_.isdisjoint(attrs):
+            return True
+        if self.without.issuperset(attrs):
+            return False
+        if len(self.without) + len(self.with_) > 4096:
+            self.with_.clear()
+            self.without.clear()
+        for k in attrs:
+            (self.with_ if k.startswith(self.prefixes) else self.without).add(k)
+        return not self.with_.isdisjoint(attrs)
 
 
 @dataclasses.dataclass

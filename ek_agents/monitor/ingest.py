@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Optional
 
@@ -50,7 +49,7 @@ from ..bridge.otel import (Ingest, RawSpan, gc_paused, spans_from_otlp, spans_of
                            trace_parts)
 from ..core import Provenance
 from ..errors import BridgeError, InvalidInput
-from ..parsing import fast_json_lines
+from ..parsing import fast_json_lines, parse_json
 from ..store.sources import SourceFile, iter_source, list_sources
 
 __all__ = ["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
@@ -389,9 +388,10 @@ def _request_text(spans: list) -> Optional[str]:
         raw = s.attrs.get("gen_ai.input.messages")
         if not isinstance(raw, str):
             continue
-        try:
-            msgs = json.loads(raw)
-        except ValueError:
+        try:  # (orjson where it reads the text as the standard library would)
+            msgs = parse_json(raw, where="gen_ai.input.messages", error=BridgeError,
+                              nonfinite="allow")
+        except BridgeError:
             continue
         for m in msgs if isinstance(msgs, list) else []:
             if isinstance(m, dict) and m.get("role") == "user":
