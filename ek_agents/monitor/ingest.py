@@ -47,7 +47,7 @@ from pydantic import BaseModel, Field
 from ..base import Episode, Trajectory
 from ..bridge.otel import (Ingest, RawSpan, gc_paused, spans_from_otlp, spans_of_document,
                            trace_parts)
-from ..core import Provenance
+from ..core import Provenance, construct
 from ..errors import BridgeError, InvalidInput
 from ..parsing import fast_json_lines, parse_json
 from ..store.sources import SourceFile, iter_source, list_sources
@@ -448,8 +448,11 @@ def _episode(key: str, spans: list, counts: IngestCounts, per_task: dict,
             "group": key, "traces": sorted({s.trace_id for s in spans}),
             "otel": dict(parts.stats)}
     lat = (end - start) / 1e9 if end > start else None
-    return Episode(task, Trajectory(parts.steps), output=parts.output,
-                   cost=parts.cost(latency_s=lat),
-                   provenance=Provenance(source=where, locator=f"group {key}",
-                                         meta={"format": "otlp-json"}),
-                   meta=meta)
+    # every value made above has its field's type (a str task, Steps, a Cost, a str source):
+    # built without validating it again (a window builds one per trace)
+    return construct(Episode, task_id=str(task), trajectory=construct(Trajectory,
+                                                                      steps=tuple(parts.steps)),
+                     output=parts.output, cost=parts.cost(latency_s=lat),
+                     provenance=construct(Provenance, source=str(where), locator=f"group {key}",
+                                          meta={"format": "otlp-json"}),
+                     meta=meta)
