@@ -122,35 +122,32 @@ def iter_source(url: str, start: int = 0, *, block: Optional[int] = None) -> Ite
 
 
 def _decompressed(url: str, raw: Iterator[bytes]) -> Iterator[bytes]:
-    if url.endswith(".gz"):
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        for chunk in raw:
-            while chunk:
-                try:
-                    out = d.decompress(chunk)
-                except zlib.error as exc:
-                    raise InvalidInput(f"{url!r}: not a readable gzip file ({exc}); "
-                                       "re-export it") from None
-                if out:
-                    yield out
-                chunk = b""
-                if d.eof:  # concatenated members (rotated appends): the next one, if any
-                    rest = d.unused_data
-                    if rest[:2] != b"\x1f\x8b":
-                        break
-                    d, chunk = zlib.decompressobj(16 + zlib.MAX_WBITS), rest
-        return
-    import zstandard  # noqa: PLC0415 -- optional codec, imported only for .zst sources
+    gz = url.endswith(".gz")
+    if gz:
+        codec, error = "gzip", zlib.error
 
-    d = zstandard.ZstdDecompressor().decompressobj()
+        def new() -> Any:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    else:
+        import zstandard  # noqa: PLC0415 -- optional codec, imported only for .zst sources
+
+        codec, error = "zstandard", zstandard.ZstdError
+
+        def new() -> Any:
+            return zstandard.ZstdDecompressor().decompressobj()
+    d = new()
     for chunk in raw:
-        try:
-            out = d.decompress(chunk)
-        except zstandard.ZstdError as exc:
-            raise InvalidInput(f"{url!r}: not a readable zstandard file ({exc}); re-export "
-                               "it") from None
-        if out:
-            yield out
+        while chunk:
+            try:
+                out = d.decompress(chunk)
+            except error as exc:
+                raise InvalidInput(f"{url!r}: not a readable {codec} file ({exc}); re-export "
+                                   "it") from None
+            if out:
+                yield out
+            chunk = b""
+            if gz and d.eof and d.unused_data[:2] == b"\x1f\x8b":  # concatenated members
+                d, chunk = new(), d.unused_data  # (rotated appends): the next one
 
 
 def series_prefix(series: str) -> str:
