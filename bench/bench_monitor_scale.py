@@ -1,16 +1,22 @@
 """The monitor at volume: one window of many traces against parsing the same files with orjson.
 
-``python -m bench.bench_monitor_scale [--traces 100000]`` records a few dozen real traces (the
-pydantic-ai agent of ``ek_agents_examples.otel`` under its own instrumentation, against the
-local server), replicates their OTLP/JSON lines with fresh trace and span ids up to
-``--traces`` traces (10 files), then measures, in one run and each in a fresh process:
+``python -m bench.bench_monitor_scale [--traces 100000] [--stage window|read]`` records a few
+dozen real traces (the pydantic-ai agent of ``ek_agents_examples.otel`` under its own
+instrumentation, against the local server), replicates their OTLP/JSON lines with fresh trace
+and span ids up to ``--traces`` traces (10 files), then measures, in one run and each in a
+fresh process (``bench.children``):
 
 - the baseline: ``orjson.loads`` of every line of the files;
-- the monitor: one window over the files with every verdict already cached (the verdict cache
-  of the same traces copied from another series), the series evaluated and the report made --
-  ingest, grouping, cached verdicts and report; with its peak RSS.
+- ``--stage window`` (the default): one window over the files with every verdict already
+  cached (the verdict cache of the same traces copied from another series), the series
+  evaluated and the report made -- ingest, grouping, cached verdicts and report; with its
+  peak RSS;
+- ``--stage read``: the reader's part alone -- the episodes of the files streamed
+  (``iter_new_episodes``: ingest and grouping) and billed per model (``cost_by_model``), each
+  episode dropped once billed (nothing stored); with its peak RSS, and the same again
+  serialising each episode (``Episode.to_json``, what a window stores).
 
-Printed: both walls, the ratio (target <= 3) and the monitor's peak RSS (target <= 1 GB).
+Printed: the walls, the ratios to orjson (target <= 3) and the peak RSS (target <= 1 GB).
 """
 from __future__ import annotations
 
@@ -18,41 +24,83 @@ import argparse
 import json
 import os
 import random
-import subprocess
+import resource
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.children import child_main, run_child_of
+
 __all__ = ["main"]
 
-_CHILD = r"""
-import json, resource, sys, time
-mode, folder, store = sys.argv[1:4]
-t0 = time.perf_counter()
-if mode == "orjson":
+_run = run_child_of("bench.bench_monitor_scale")
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _done(t0: float, c0: float, **got: object) -> dict:
+    """The child's wall and CPU seconds since ``t0`` / ``c0`` and its peak RSS: the CPU time
+    is printed beside the wall, as the wall of a shared machine moves with its load."""
+    return {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+            "rss_mb": _rss_mb(), **got}
+
+
+def _orjson_child(folder: str) -> dict:
     import orjson
-    from pathlib import Path
+
+    t0, c0 = time.perf_counter(), time.process_time()
     n = 0
     for f in sorted(Path(folder).iterdir()):
         for line in f.read_bytes().splitlines():
             if line.strip():
                 orjson.loads(line)
                 n += 1
-else:
+    return _done(t0, c0, n=n)
+
+
+def _read_child(folder: str, serialise: bool) -> dict:
+    """The streamed episodes of ``folder`` billed per model (and serialised), none kept."""
+    from ek_agents.cost import cost_by_model
+    from ek_agents.monitor.ingest import Ledger, iter_new_episodes
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    stream = iter_new_episodes(folder, Ledger(), slice_attr="app.route", where=folder)
+    size = [0, 0]
+
+    def each():
+        for ep in stream:
+            size[0] += 1
+            if serialise:
+                size[1] += len(ep.to_json()) + 1
+            yield ep
+
+    table, _ = cost_by_model(each(), None)
+    assert stream.counts.traces == size[0], (stream.counts, size)
+    return _done(t0, c0, n=size[0], calls=sum(r["calls"] for r in table.values()),
+                 bytes=size[1])
+
+
+def _window_child(folder: str, store: str) -> dict:
     from ek_agents.monitor import WindowOptions, monitor_window
 
     class Judge:
         identity = "bench-judge"
-        def __call__(self, output):
+
+        def __call__(self, output: object) -> float:
             raise AssertionError("every verdict is cached")
-    _, _, rep = monitor_window(folder, mode, store=store, judges=[Judge()],
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    _, _, rep = monitor_window(folder, "hot", store=store, judges=[Judge()],
                                window_id="w1", options=WindowOptions(slice_attr="app.route"))
-    n = rep["episodes"]
     assert rep["judge_calls"] == 0, rep["judge_calls"]
-print(json.dumps({"wall": time.perf_counter() - t0, "n": n,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+    return _done(t0, c0, n=rep["episodes"])
+
+
+CHILDREN = {"orjson": _orjson_child, "read": _read_child, "window": _window_child}
 
 
 def _record(n_requests: int) -> list:
@@ -80,38 +128,27 @@ def _replicate(docs: list, n_traces: int, folder: Path, files: int = 10) -> int:
                 spans = traces[made % len(traces)]
                 tid = "%032x" % rng.getrandbits(128)
                 ids = {sp["spanId"]: "%016x" % rng.getrandbits(64) for _, _, sp in spans}
-                resource = spans[0][0].get("resource", {})
+                res = spans[0][0].get("resource", {})
                 scopes: dict = {}
                 for _, ss, sp in spans:
                     new = dict(sp, traceId=tid, spanId=ids[sp["spanId"]])
                     if sp.get("parentSpanId"):
                         new["parentSpanId"] = ids.get(sp["parentSpanId"], sp["parentSpanId"])
                     scopes.setdefault(json.dumps(ss.get("scope", {})), []).append(new)
-                doc = {"resourceSpans": [{"resource": resource, "scopeSpans": [
+                doc = {"resourceSpans": [{"resource": res, "scopeSpans": [
                     {"scope": json.loads(k), "spans": v} for k, v in scopes.items()]}]}
                 out.write(json.dumps(doc) + "\n")
                 made += 1
     return made
 
 
-def _child(mode: str, folder: Path, store: Path) -> dict:
-    got = subprocess.run([sys.executable, "-c", _CHILD, mode, str(folder), str(store)],
-                         capture_output=True, text=True, check=True)
-    return json.loads(got.stdout.strip().splitlines()[-1])
+def _s(got: dict) -> str:
+    return f"{got['wall']:.2f} s ({got['cpu']:.2f} s CPU)"
 
 
-def main(argv: list | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--traces", type=int, default=100_000)
-    ap.add_argument("--recorded", type=int, default=40)
-    a = ap.parse_args(argv)
-    tmp = Path(tempfile.mkdtemp(prefix="ek-monitor-scale-"))
-    folder = tmp / "otel"
-    folder.mkdir()
-    n = _replicate(_record(a.recorded), a.traces, folder)
-    size = sum(f.stat().st_size for f in folder.iterdir())
-    # fill the verdict cache once (series "warm", window "warm": a window is the run of its id),
-    # then copy it to the measured series
+def _warm(folder: Path, tmp: Path) -> None:
+    """Fill the verdict cache once (series "warm", window "warm": a window is the run of its id),
+    then copy it to the measured series."""
     from ek_agents.monitor import WindowOptions, run_window
     from ek_agents.store import Store
 
@@ -126,15 +163,58 @@ def main(argv: list | None = None) -> int:
                options=WindowOptions(slice_attr="app.route"))
     for key in st.list("monitor/warm/verdicts"):
         st.write_bytes(key.replace("monitor/warm/", "monitor/hot/"), st.read_bytes(key))
-    base = _child("orjson", folder, tmp / "store")
-    mon = _child("hot", folder, tmp / "store")
+
+
+def main(argv: list | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=int, default=100_000)
+    ap.add_argument("--recorded", type=int, default=40)
+    ap.add_argument("--stage", choices=("window", "read"), default="window")
+    ap.add_argument("--keep", action="store_true", help="keep the trace files (their folder "
+                    "is printed) for another run's --folder")
+    ap.add_argument("--folder", help="trace files an earlier --keep run made (not recorded "
+                    "again; --traces is then what they hold)")
+    a = ap.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="ek-monitor-scale-"))
+    try:
+        return _measure(a, tmp)
+    finally:
+        if a.keep:
+            print(f"(kept {tmp})")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure(a: argparse.Namespace, tmp: Path) -> int:
+    if a.folder:
+        folder = Path(a.folder)
+        n = sum(1 for f in folder.iterdir() for _ in open(f, "rb"))
+    else:
+        folder = tmp / "otel"
+        folder.mkdir()
+        n = _replicate(_record(a.recorded), a.traces, folder)
+    size = sum(f.stat().st_size for f in folder.iterdir())
+    head = f"{n} traces in {len(os.listdir(folder))} files ({size / 1e6:.0f} MB)"
+    if a.stage == "read":
+        base = _run("orjson", [str(folder)])
+        got = _run("read", [str(folder), False])
+        ser = _run("read", [str(folder), True])
+        r1, r2 = got["wall"] / base["wall"], ser["wall"] / base["wall"]
+        print(f"{head}: orjson parse {_s(base)}; streamed episodes billed per model (ingest, "
+              f"grouping, cost) {_s(got)} = x{r1:.2f} (CPU x{got['cpu'] / base['cpu']:.2f}), "
+              f"peak RSS {got['rss_mb']:.0f} MB; the same serialised ({ser['bytes'] / 1e6:.0f} "
+              f"MB of episodes) {_s(ser)} = x{r2:.2f} (CPU x{ser['cpu'] / base['cpu']:.2f}), "
+              f"peak RSS {ser['rss_mb']:.0f} MB (targets: x3 for the whole window, 1024 MB)")
+        return 0 if r1 <= 3 and got["rss_mb"] <= 1024 else 1
+    _warm(folder, tmp)
+    base = _run("orjson", [str(folder)])
+    mon = _run("window", [str(folder), str(tmp / "store")])
     ratio = mon["wall"] / base["wall"]
-    print(f"{n} traces in {len(os.listdir(folder))} files ({size / 1e6:.0f} MB): orjson parse "
-          f"{base['wall']:.2f} s; monitor window (ingest, grouping, cached verdicts, report) "
-          f"{mon['wall']:.2f} s = x{ratio:.2f} (target <= 3); peak RSS {mon['rss_mb']:.0f} MB "
-          f"(target <= 1024)")
+    print(f"{head}: orjson parse {_s(base)}; monitor window (ingest, grouping, cached "
+          f"verdicts, report) {_s(mon)} = x{ratio:.2f} (target <= 3; CPU "
+          f"x{mon['cpu'] / base['cpu']:.2f}); peak RSS {mon['rss_mb']:.0f} MB (target <= 1024)")
     return 0 if ratio <= 3 and mon["rss_mb"] <= 1024 else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    child_main(CHILDREN, lambda: sys.exit(main()))

@@ -33,7 +33,7 @@ from ..errors import BridgeError
 from ..parsing import parse_json
 
 __all__ = ["RawSpan", "Ingest", "MAX_ATTRIBUTE_CHARS", "KEPT_PREFIXES", "kept", "spans_from_otlp", "spans_of_document",
-           "spans_from_sdk", "span_from_sdk", "hex_id"]
+           "spans_from_sdk", "span_from_sdk", "hex_id", "KeyPrefix"]
 
 #: A string attribute longer than this is cut (and counted): 1 MiB of text.
 MAX_ATTRIBUTE_CHARS = 1 << 20
@@ -63,6 +63,37 @@ class RawSpan:
     error: Optional[str] = None       # the status message when the status is ERROR
     scope: str = ""
     events: tuple = ()                # ((name, attrs), ...) of GenAI events only
+
+
+class KeyPrefix:
+    """Whether a span's attributes hold a key starting with one of ``prefixes``
+    (:meth:`any_in`). The keys seen are remembered, with and without (up to a few thousand),
+    so for a span whose keys were seen before the answer is a pass or two in C (a reader asks
+    it of every span, and spans repeat the same few dozen keys).
+
+    >>> ek = KeyPrefix("ek."); ek.any_in({"gen_ai.system": 1}), ek.any_in({"ek.trial": 0})
+    (False, True)
+    """
+
+    __slots__ = ("prefixes", "with_", "without")
+
+    def __init__(self, prefixes: Any) -> None:
+        self.prefixes = prefixes
+        self.with_: set = set()
+        self.without: set = set()
+
+    def any_in(self, attrs: Mapping) -> bool:
+        """Whether some key of ``attrs`` starts with one of the prefixes."""
+        if not self.with_.isdisjoint(attrs):
+            return True
+        if self.without.issuperset(attrs):
+            return False
+        if len(self.without) + len(self.with_) > 4096:
+            self.with_.clear()
+            self.without.clear()
+        for k in attrs:
+            (self.with_ if k.startswith(self.prefixes) else self.without).add(k)
+        return not self.with_.isdisjoint(attrs)
 
 
 @dataclasses.dataclass
@@ -162,6 +193,40 @@ def _value(v: Any, where: str, ing: Ingest, depth: int = 0) -> Any:
 
 def _attributes(items: Any, where: str, ing: Ingest, extra: Optional[str], depth: int = 0,
                 keep_all: bool = False) -> dict:
+    if keep_all or type(items) is not list:
+        return _attributes_checked(items, where, ing, extra, depth, keep_all)
+    out: dict = {}
+    keep = _kept_cache(extra)
+    for kv in items:  # the plain shape, read with the fewest steps (most of a read's time)
+        try:
+            key = kv["key"]
+            k = keep[key]
+        except (KeyError, TypeError):  # a key not decided yet, or not the plain shape
+            out.update(_attributes_checked([kv], where, ing, extra, depth))
+            continue
+        if not k:
+            continue
+        v = kv.get("value", {})
+        x = v.get("stringValue") if type(v) is dict and len(v) == 1 else None
+        out[key] = x if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS else \
+            _attribute_value(v, key, where, ing, depth)
+    return out
+
+
+def _attribute_value(v: Any, key: str, where: str, ing: Ingest, depth: int) -> Any:
+    """One attribute's value: the common scalars read without the checks' calls."""
+    if type(v) is dict and len(v) == 1:
+        x = v.get("stringValue")
+        if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS:
+            return x
+        x = v.get("intValue")
+        if type(x) is str and 0 < len(x) < 20 and x.isdigit() and x.isascii():
+            return int(x)
+    return _value(v, f"{where} attribute {key!r}", ing, depth)
+
+
+def _attributes_checked(items: Any, where: str, ing: Ingest, extra: Optional[str],
+                        depth: int = 0, keep_all: bool = False) -> dict:
     if items is None:
         return {}
     if not isinstance(items, list):
@@ -181,17 +246,7 @@ def _attributes(items: Any, where: str, ing: Ingest, extra: Optional[str], depth
                 k = keep[key] = kept(key, extra)
             if not k:
                 continue
-        v = kv.get("value", {})
-        if type(v) is dict and len(v) == 1:  # the common scalars, read without the checks' calls
-            x = v.get("stringValue")
-            if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS:
-                out[key] = x
-                continue
-            x = v.get("intValue")
-            if type(x) is str and 0 < len(x) < 20 and x.isdigit() and x.isascii():
-                out[key] = int(x)
-                continue
-        out[key] = _value(v, f"{where} attribute {key!r}", ing, depth)
+        out[key] = _attribute_value(kv.get("value", {}), key, where, ing, depth)
     return out
 
 

@@ -73,7 +73,6 @@ What is read (current and older GenAI semantic conventions, and OpenInference's 
 from __future__ import annotations
 
 import json
-import operator
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
@@ -83,8 +82,8 @@ from ..core import Provenance, construct
 from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
 from ._io import gc_paused, read_bytes, url_of
-from ._otlp import (MAX_ATTRIBUTE_CHARS, Ingest, RawSpan, span_from_sdk, spans_from_otlp,
-                    spans_from_sdk, spans_of_document)
+from ._otlp import (MAX_ATTRIBUTE_CHARS, Ingest, KeyPrefix, RawSpan, span_from_sdk,
+                    spans_from_otlp, spans_from_sdk, spans_of_document)
 from .otelcalls import (INPUT_KEYS, LLM_OPS, count_unbilled, has_usage, model_call, span_failed,
                         span_str)
 
@@ -352,7 +351,7 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
                                      stats)
     ek = {}
     for s in by_id.values():
-        if any(map(_IS_EK, s.attrs)):  # (most spans carry none: one pass in C)
+        if _EK.any_in(s.attrs):  # (most spans carry none: one pass in C)
             for k, v in s.attrs.items():
                 if k.startswith("ek."):
                     ek.setdefault(k, v)
@@ -368,8 +367,8 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
     return TraceParts(tuple(tools), calls, output, has_output, stats, ek)
 
 
-#: ``key.startswith("ek.")`` as a C callable (map/any over a span's keys stay out of Python).
-_IS_EK = operator.methodcaller("startswith", "ek.")
+#: Whether a span's attributes hold an ``ek.*`` key.
+_EK = KeyPrefix("ek.")
 
 
 def _tool_name(s: RawSpan) -> str:

@@ -3,13 +3,12 @@ spells (the keys below, first found wins), and the calls that reported none (fai
 usage is unknown). What is read is listed in :mod:`ek_agents.bridge.otel`'s docstring."""
 from __future__ import annotations
 
-import operator
 from typing import Any, NamedTuple, Optional
 
 from ..base import ModelCall
 from ..core import construct
 from ..errors import BridgeError
-from ._otlp import RawSpan
+from ._otlp import KeyPrefix, RawSpan
 
 __all__ = ["LLM_OPS", "is_model_call", "INPUT_KEYS", "OUTPUT_KEYS", "CACHED_KEYS", "WRITE_KEYS", "REASONING_KEYS",
            "count_attr", "span_str", "has_usage", "span_failed", "model_call", "count_unbilled"]
@@ -48,6 +47,11 @@ def is_model_call(attrs: Any) -> bool:
 def count_attr(s: RawSpan, keys: tuple) -> Optional[int]:
     """The first of ``keys`` the span carries, as a non-negative int (None: none carried);
     BridgeError naming the span and the attribute when it is not one."""
+    got = _KEY_SETS.get(keys)
+    if got is None:
+        got = _KEY_SETS[keys] = frozenset(keys)
+    if got.isdisjoint(s.attrs):  # (most spans carry none of most lists: one pass in C)
+        return None
     for k in keys:
         if k in s.attrs:
             v = s.attrs[k]
@@ -60,6 +64,10 @@ def count_attr(s: RawSpan, keys: tuple) -> Optional[int]:
                                   f"integer, got {v!r:.60}; the producer wrote a bad token count")
             return v if type(v) is int else int(v)  # an int subclass (an IntEnum) as a plain int
     return None
+
+
+#: The keys of each list :func:`count_attr` is asked about, as a set.
+_KEY_SETS: dict = {}
 
 
 def span_str(s: RawSpan, *keys: str) -> Optional[str]:
@@ -80,20 +88,20 @@ class _Usage(NamedTuple):
     details: bool
 
 
-#: Whether an attribute key is a usage detail, as a C callable (map/any over a span's keys).
-_IS_DETAIL = operator.methodcaller("startswith", ("gen_ai.usage.details.",
-                                                 "llm.token_count.prompt_details."))
+#: Whether a span's attributes hold a usage detail.
+_DETAILS = KeyPrefix(("gen_ai.usage.details.", "llm.token_count.prompt_details."))
+_USAGE_KEYS = frozenset(INPUT_KEYS + OUTPUT_KEYS)
 
 
 def _usage(s: RawSpan) -> _Usage:
-    details = any(map(_IS_DETAIL, s.attrs))
+    details = _DETAILS.any_in(s.attrs)
     return _Usage(count_attr(s, INPUT_KEYS) or 0, count_attr(s, OUTPUT_KEYS) or 0, count_attr(s, CACHED_KEYS),
                   count_attr(s, WRITE_KEYS), count_attr(s, REASONING_KEYS) or 0, details)
 
 
 def has_usage(s: RawSpan) -> bool:
     """The span reports the call's token usage (an input or output count)."""
-    return any(k in s.attrs for k in INPUT_KEYS) or any(k in s.attrs for k in OUTPUT_KEYS)
+    return not _USAGE_KEYS.isdisjoint(s.attrs)
 
 
 def span_failed(s: RawSpan) -> bool:

@@ -18,7 +18,8 @@ from ..lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
-                     "episodes_of_traces", "DEFAULT_SLICE"], "ingest"),
+                     "episodes_of_traces", "iter_new_episodes", "EpisodeStream",
+                     "DEFAULT_SLICE"], "ingest"),
     **dict.fromkeys(["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
                      "window_episodes", "iter_window_episodes", "episode_digest",
                      "judge_identity", "new_window_id", "cost_by_model", "new_episodes",
@@ -32,7 +33,8 @@ __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:
-    from .ingest import (DEFAULT_SLICE as DEFAULT_SLICE, FileMark as FileMark,
+    from .ingest import (DEFAULT_SLICE as DEFAULT_SLICE, EpisodeStream as EpisodeStream,
+                         FileMark as FileMark, iter_new_episodes as iter_new_episodes,
                          IngestCounts as IngestCounts, Ledger as Ledger,
                          TraceBatch as TraceBatch, episodes_of_traces as episodes_of_traces,
                          read_new_traces as read_new_traces)

@@ -16,30 +16,51 @@ then it waits (``pending_traces``). A line not ending in a newline is not read y
 may be in the middle of it). Bad input is counted, never fatal while something is usable:
 lines that are not OTLP/JSON (``bad_lines``, counted once, when first passed), traces with no
 model call (``no_model_call``, with the instrumentation scopes of their spans), a file that
-shrank below what was read (``shrunk_files``: nothing is re-read of it). Compressed files
-(``.gz``, ``.zst``) are read whole and decompressed; offsets count decompressed bytes.
+shrank below what was read (``shrunk_files``: nothing is re-read of it). Files are read a block
+of lines at a time (:func:`~ek_agents.store.sources.iter_source`, ``SOURCE_BLOCK`` bytes), a
+plain file from where the window resumes, a compressed one (``.gz``, ``.zst``) decompressed as
+it is read; offsets count decompressed bytes.
+
+Two readers share this reading. :func:`read_new_traces` holds every span until the end of the
+input, then takes the traces whose root has ended (:func:`episodes_of_traces` makes their
+episodes). :func:`iter_new_episodes` makes the episodes as it reads: with ``group_by="trace"`` a
+trace is taken once the block of lines holding its ended root has been read, its episode made
+and its spans freed, so memory holds the traces in flight, not the window; a span of that
+trace coming later in the input is a late span (counted in ``late_spans``, as in the next
+window), where :func:`read_new_traces` would have added it to the episode -- the same episodes
+whenever a trace's spans come no later than the block of its root, as exporters write them
+(children end, and are exported, before their parent). With a grouping attribute the stream
+holds every trace to the end of the input (a group gathers traces from anywhere in it) and
+groups them as :func:`episodes_of_traces` does. Lines are parsed up to orjson's nesting limit
+(:data:`READ_DEPTH`): the reader reads a span's fields and attribute values a few levels deep
+only.
 """
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
 from ..base import Episode, Trajectory
-from ..bridge.otel import Ingest, RawSpan, spans_from_otlp, spans_of_document, trace_parts
-from ..core import Provenance
+from ..bridge.otel import (Ingest, RawSpan, gc_paused, spans_from_otlp, spans_of_document,
+                           trace_parts)
+from ..core import Provenance, construct
 from ..errors import BridgeError, InvalidInput
-from ..parsing import fast_json_lines
-from ..store.sources import SourceFile, list_sources, read_source
+from ..parsing import fast_json_lines, parse_json
+from ..store.sources import SourceFile, iter_source, list_sources
 
 __all__ = ["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
-           "episodes_of_traces", "DEFAULT_SLICE"]
+           "episodes_of_traces", "iter_new_episodes", "EpisodeStream", "DEFAULT_SLICE",
+           "READ_DEPTH"]
 
 #: The slice of an episode whose traces carry no slice attribute.
 DEFAULT_SLICE = "all"
+#: The nesting a trace line may have (orjson's own limit): the reader reads what it keeps of
+#: a span at most a few levels deep (attribute values: 8), so a line is not walked for depth.
+READ_DEPTH = 1024
 
 
 class FileMark(BaseModel):
@@ -89,87 +110,265 @@ class TraceBatch(BaseModel):
     counts: IngestCounts
 
 
-def _identity(data: bytes) -> Optional[str]:
-    nl = data.find(b"\n")
-    return None if nl < 0 else hashlib.sha256(data[:nl]).hexdigest()
-
-
 def _attrs_wanted(*attrs: Optional[str]) -> Any:
     got = frozenset(a for a in attrs if a)
     return got or None
 
 
-def read_new_traces(source: Any, ledger: Ledger, *, attrs: Sequence[Optional[str]] = (),
-                    files: Optional[Iterable[SourceFile]] = None) -> TraceBatch:
-    """The traces of ``source`` not consumed before (see the module docstring); ``attrs`` are
-    the span attributes to keep beyond the GenAI ones (grouping, task and slice). The ledger
-    returned is a new one (the caller stores it once the window is recorded)."""
-    led = ledger.model_copy(deep=True)
-    counts = IngestCounts()
-    keep = _attrs_wanted(*attrs)
-    ing = Ingest()
-    spans_of: dict[str, dict[str, RawSpan]] = {}
-    first_at: dict[str, dict[str, int]] = {}   # trace -> {file identity: first line offset}
-    seen_ids: set = set()
-    listed = list(files) if files is not None else list_sources(source)
-    for f in listed:
-        counts.files += 1
-        data = b""  # the previous file's bytes go before the next file's come (one file at a time)
-        data = read_source(f.url)
-        ident = _identity(data)
-        if ident is None:
-            counts.files_waiting += 1  # not one complete line yet
-            continue
-        if ident in seen_ids:
-            counts.duplicate_files += 1
-            continue
-        seen_ids.add(ident)
-        mark = led.files.get(ident)
-        if mark is None:
-            mark = led.files[ident] = FileMark(url=f.url)
-            counts.new_files += 1
-        mark.url = f.url
-        end = data.rfind(b"\n") + 1
-        if end < mark.read_to:
-            counts.shrunk_files += 1
-            continue
+def _identity(url: str) -> tuple[Optional[str], list]:
+    """The file's identity (sha256 of its first line; None before a complete line) and the
+    blocks read to find it (the start of the file, for a reader that starts at 0)."""
+    got: list = []
+    for block in iter_source(url):
+        got.append(block)
+        nl = block.find(b"\n")
+        if nl >= 0:
+            head = b"".join(got[:-1]) + block[:nl] if len(got) > 1 else block[:nl]
+            return hashlib.sha256(head).hexdigest(), got
+    return None, got
+
+
+def _is_root(s: RawSpan) -> bool:
+    return s.parent_id is None and s.end_ns > 0
+
+
+class _Scan:
+    """One window's read of a source: the ledger after it, the counts, and the spans of the
+    traces not yet complete (see the module docstring). :meth:`read` goes through the files;
+    with ``stream`` it yields, after each block of lines, the traces whose root ended in it."""
+
+    def __init__(self, source: Any, ledger: Ledger, attrs: Sequence[Optional[str]],
+                 files: Optional[Iterable[SourceFile]]) -> None:
+        self.led = ledger.model_copy(deep=True)
+        self.counts = IngestCounts()
+        self.keep = _attrs_wanted(*attrs)
+        self.ing = Ingest()
+        self.spans_of: dict[str, dict[str, RawSpan]] = {}
+        self.first_at: dict[str, dict[str, int]] = {}  # trace -> {file identity: first line}
+        self.listed = list(files) if files is not None else list_sources(source)
+
+    def read(self, stream: bool) -> Iterator[list]:
+        counts, seen_ids = self.counts, set()
+        for f in self.listed:
+            counts.files += 1
+            ident, head = _identity(f.url)
+            if ident is None:
+                counts.files_waiting += 1  # not one complete line yet
+                continue
+            if ident in seen_ids:
+                counts.duplicate_files += 1
+                continue
+            seen_ids.add(ident)
+            mark = self.led.files.get(ident)
+            if mark is None:
+                mark = self.led.files[ident] = FileMark(url=f.url)
+                counts.new_files += 1
+            mark.url = f.url
+            yield from self._file(f.url, ident, mark, head, stream)
+
+    def _file(self, url: str, ident: str, mark: FileMark, head: list, stream: bool
+              ) -> Iterator[list]:
         start, high = mark.resume_at, mark.read_to
-        counts.bytes_read += end - high
-        for at, line, ok, doc in fast_json_lines(data, start, end):
+        # from the byte before `start` (the newline ending the line before): whether the
+        # file still reaches `high` (a newline at high - 1 or later) is then seen in the bytes
+        base = start - 1 if start > 0 else 0
+        blocks = iter(head) if base == 0 else iter_source(url, base)
+        lo = start - base
+        held: list = []  # lines read before the file is known to reach `high` (not shrunk)
+        buf = b""
+        for chunk in itertools.chain(blocks, iter_source(url, sum(map(len, head)))
+                                     if base == 0 else ()):
+            buf = buf + chunk if buf else chunk
+            cut = buf.rfind(b"\n") + 1
+            if not cut:
+                continue
+            got = self._lines(url, ident, buf, lo, cut, base, high)
+            if base + cut < high:
+                held.extend(got)
+            else:
+                if held:
+                    got, held = held + got, []
+                rooted = self._take(got, ident, high)
+                if stream and rooted:
+                    yield rooted
+            buf, base, lo = buf[cut:], base + cut, 0
+        if base < high:  # the file ends (its complete lines) before what was read of it
+            self.counts.shrunk_files += 1
+            return
+        self.counts.bytes_read += base - high
+        mark.read_to = mark.resume_at = base
+
+    def _lines(self, url: str, ident: str, buf: bytes, lo: int, cut: int, base: int,
+               high: int) -> list:
+        """``(offset, spans)`` of the lines of ``buf[lo:cut]`` (``buf`` starts at ``base``);
+        a bad line is counted when first passed (at or after ``high``)."""
+        out, ing, keep = [], self.ing, self.keep
+        for at, line, ok, doc in fast_json_lines(buf, lo, cut, max_depth=READ_DEPTH):
+            at += base
             try:
                 if ok:  # what spans_from_otlp reads of the line, parsed once
-                    got = list(spans_of_document(doc, f"{f.url}@{at}", ing=ing, group_attr=keep))
+                    got = list(spans_of_document(doc, f"{url}@{at}", ing=ing, group_attr=keep))
                 else:
-                    got = list(spans_from_otlp(line.decode("utf-8"), f"{f.url}@{at}", ing=ing,
+                    got = list(spans_from_otlp(line.decode("utf-8"), f"{url}@{at}", ing=ing,
                                                group_attr=keep))
             except (BridgeError, UnicodeDecodeError):
                 if at >= high:
-                    counts.bad_lines += 1
+                    self.counts.bad_lines += 1
                 continue
+            out.append((at, got))
+        return out
+
+    def _take(self, lines: list, ident: str, high: int) -> list:
+        """Keep the spans of ``lines`` (of traces not consumed); the ids of the traces one of
+        whose spans is an ended root, in order of those spans."""
+        counts, consumed = self.counts, self.led.consumed
+        spans_of, first_at = self.spans_of, self.first_at
+        rooted = []
+        for at, got in lines:
+            new = at >= high
             for s in got:
-                if s.trace_id in led.consumed:
-                    if at >= high:
+                tid = s.trace_id
+                if tid in consumed:
+                    if new:
                         counts.late_spans += 1
                     continue
-                if at >= high:
+                if new:
                     counts.spans += 1
-                spans_of.setdefault(s.trace_id, {})[s.span_id] = s
-                first_at.setdefault(s.trace_id, {}).setdefault(ident, at)
-        mark.read_to = end
-        mark.resume_at = end
-    counts.truncated_attributes = ing.truncated
-    complete: dict[str, list] = {}
-    for tid, by_span in spans_of.items():
-        if any(s.parent_id is None and s.end_ns > 0 for s in by_span.values()):
-            complete[tid] = list(by_span.values())
-        else:
-            counts.pending_traces += 1
-            for ident, at in first_at[tid].items():  # every file holding its spans waits
-                m = led.files[ident]
+                by_span = spans_of.get(tid)
+                if by_span is None:
+                    by_span = spans_of[tid] = {}
+                    first_at[tid] = {ident: at}
+                elif ident not in first_at[tid]:
+                    first_at[tid][ident] = at
+                by_span[s.span_id] = s
+                if s.parent_id is None and s.end_ns > 0:
+                    rooted.append(tid)
+        return rooted
+
+    def complete(self, tids: Iterable[str]) -> list:
+        """``(trace id, spans)`` of the traces of ``tids`` whose root has ended, taken out of
+        the pending ones and consumed, in order of their first span (then id)."""
+        out = []
+        for tid in dict.fromkeys(tids):
+            by_span = self.spans_of.get(tid)
+            if by_span is not None and any(map(_is_root, by_span.values())):
+                del self.spans_of[tid], self.first_at[tid]
+                spans = list(by_span.values())
+                out.append((min(s.start_ns for s in spans), tid, spans))
+        out.sort(key=lambda t: (t[0], t[1]))
+        self.counts.traces += len(out)
+        self.led.consumed.update(t[1] for t in out)
+        return [(tid, spans) for _, tid, spans in out]
+
+    def finish(self) -> None:
+        """The traces left waiting: counted, and every file holding their spans resumes at
+        their first line next window."""
+        self.counts.truncated_attributes = self.ing.truncated
+        self.counts.pending_traces += len(self.spans_of)
+        for tid in self.spans_of:
+            for ident, at in self.first_at[tid].items():
+                m = self.led.files[ident]
                 m.resume_at = min(m.resume_at, at)
-    counts.traces = len(complete)
-    led.consumed.update(complete)
-    return TraceBatch(traces=complete, ledger=led, counts=counts)
+
+
+def read_new_traces(source: Any, ledger: Ledger, *, attrs: Sequence[Optional[str]] = (),
+                    files: Optional[Iterable[SourceFile]] = None) -> TraceBatch:
+    """The traces of ``source`` not consumed before (see the module docstring); ``attrs`` are
+    the span attributes to keep beyond the GenAI ones (grouping, task and slice). Every span is
+    held until the end of the input, then the traces whose root has ended are complete. The
+    ledger returned is a new one (the caller stores it once the window is recorded)."""
+    scan = _Scan(source, ledger, attrs, files)
+    for _ in scan.read(stream=False):
+        pass
+    complete = dict(scan.complete(list(scan.spans_of)))
+    scan.finish()
+    return TraceBatch(traces=complete, ledger=scan.led, counts=scan.counts)
+
+
+class EpisodeStream:
+    """The episodes of a window's new traces, made as they are read (see
+    :func:`iter_new_episodes`); once exhausted, :attr:`counts` and :attr:`ledger`."""
+
+    def __init__(self, source: Any, ledger: Ledger, *, group_by: str, task_attr: Optional[str],
+                 slice_attr: Optional[str], where: str,
+                 files: Optional[Iterable[SourceFile]] = None) -> None:
+        if not isinstance(group_by, str) or not group_by:
+            raise InvalidInput(f"group_by must be 'trace' or a span attribute name, got {group_by!r}")
+        self.group_by, self.task_attr, self.slice_attr, self.where = (group_by, task_attr,
+                                                                      slice_attr, where)
+        self._scan = _Scan(source, ledger, (None if group_by == "trace" else group_by,
+                                            task_attr, slice_attr), files)
+        self._state = "new"
+
+    def __iter__(self) -> Iterator[Episode]:
+        if self._state != "new":
+            raise InvalidInput("an episode stream is read once; call iter_new_episodes again")
+        self._state = "reading"
+        return self._episodes()
+
+    def _episodes(self) -> Iterator[Episode]:
+        scan, per_task = self._scan, {}
+        where = self.where
+        if self.group_by == "trace":
+            for rooted in scan.read(stream=True):
+                with gc_paused():  # many containers, no cycles (see gc_paused)
+                    made = [_episode(tid, spans, scan.counts, per_task, self.task_attr,
+                                     self.slice_attr, where)
+                            for tid, spans in scan.complete(rooted)]
+                yield from (ep for ep in made if ep is not None)
+            with gc_paused():
+                made = [_episode(tid, spans, scan.counts, per_task, self.task_attr,
+                                 self.slice_attr, where)
+                        for tid, spans in scan.complete(list(scan.spans_of))]
+            yield from (ep for ep in made if ep is not None)
+        else:
+            with gc_paused():
+                for _ in scan.read(stream=False):
+                    pass
+                batch = TraceBatch(traces=dict(scan.complete(list(scan.spans_of))),
+                                   ledger=scan.led, counts=scan.counts)
+                made = episodes_of_traces(batch, group_by=self.group_by,
+                                          task_attr=self.task_attr, slice_attr=self.slice_attr,
+                                          where=where)
+                batch.traces.clear()
+            yield from made
+        scan.finish()
+        self._state = "done"
+
+    def _done(self, what: str) -> None:
+        if self._state != "done":
+            raise InvalidInput(f"the stream's {what} is known once every episode has been read; "
+                               "read the stream to its end first")
+
+    @property
+    def counts(self) -> IngestCounts:
+        """What the read found, skipped and set aside (once the stream is exhausted)."""
+        self._done("counts")
+        return self._scan.counts
+
+    @property
+    def ledger(self) -> Ledger:
+        """The ledger after this read (once the stream is exhausted); the caller stores it once
+        the window is recorded."""
+        self._done("ledger")
+        return self._scan.led
+
+
+def iter_new_episodes(source: Any, ledger: Ledger, *, group_by: str = "trace",
+                      task_attr: Optional[str] = None, slice_attr: Optional[str] = None,
+                      where: str = "otlp", files: Optional[Iterable[SourceFile]] = None
+                      ) -> EpisodeStream:
+    """The episodes of the traces of ``source`` not consumed before, made as they are read
+    (see the module docstring): an iterable of :class:`~ek_agents.base.Episode` (read once)
+    that, exhausted, gives ``.counts`` and ``.ledger`` -- what :func:`read_new_traces` and
+    :func:`episodes_of_traces` give. With ``group_by="trace"`` each trace's episode is made,
+    and its spans freed, after the block of lines holding its ended root; episodes come block
+    by block, each block's in order of their first span, and the traces still waiting at the
+    end of the input last. With a grouping attribute every trace is held to the end of the
+    input (a group may gather traces from anywhere in it), then grouped as
+    :func:`episodes_of_traces` groups them."""
+    return EpisodeStream(source, ledger, group_by=group_by, task_attr=task_attr,
+                         slice_attr=slice_attr, where=where, files=files)
 
 
 def _value_of(spans: list, attr: Optional[str]) -> Optional[str]:
@@ -189,9 +388,10 @@ def _request_text(spans: list) -> Optional[str]:
         raw = s.attrs.get("gen_ai.input.messages")
         if not isinstance(raw, str):
             continue
-        try:
-            msgs = json.loads(raw)
-        except ValueError:
+        try:  # (orjson where it reads the text as the standard library would)
+            msgs = parse_json(raw, where="gen_ai.input.messages", error=BridgeError,
+                              nonfinite="allow")
+        except BridgeError:
             continue
         for m in msgs if isinstance(msgs, list) else []:
             if isinstance(m, dict) and m.get("role") == "user":
@@ -220,26 +420,39 @@ def episodes_of_traces(batch: TraceBatch, *, group_by: str = "trace",
     rows = []
     per_task: dict[str, int] = {}
     for key, spans in sorted(groups.items(), key=lambda kv: (min(s.start_ns for s in kv[1]), kv[0])):
-        parts = trace_parts(spans, where=f"{where} group {key!r}")
-        if not parts.calls:
-            batch.counts.no_model_call += 1
-            for s in spans:
-                name = s.scope or "(no scope)"
-                batch.counts.unknown_scopes[name] = batch.counts.unknown_scopes.get(name, 0) + 1
-            continue
-        task = _value_of(spans, task_attr) or key
-        trial = per_task.get(task, 0)
-        per_task[task] = trial + 1
-        start = min(s.start_ns for s in spans)
-        end = max(s.end_ns for s in spans)
-        meta = {"trial": trial, "slice": _value_of(spans, slice_attr) or DEFAULT_SLICE,
-                "input": _request_text(spans),
-                "group": key, "traces": sorted({s.trace_id for s in spans}),
-                "otel": dict(parts.stats)}
-        lat = (end - start) / 1e9 if end > start else None
-        rows.append(Episode(task, Trajectory(parts.steps), output=parts.output,
-                            cost=parts.cost(latency_s=lat),
-                            provenance=Provenance(source=where, locator=f"group {key}",
-                                                  meta={"format": "otlp-json"}),
-                            meta=meta))
+        ep = _episode(key, spans, batch.counts, per_task, task_attr, slice_attr, where)
+        if ep is not None:
+            rows.append(ep)
     return rows
+
+
+def _episode(key: str, spans: list, counts: IngestCounts, per_task: dict,
+             task_attr: Optional[str], slice_attr: Optional[str], where: str
+             ) -> Optional[Episode]:
+    """The episode of one group of spans (None without a model call: counted, with the
+    scopes of its spans); ``per_task`` numbers the trials of each task in the order made."""
+    parts = trace_parts(spans, where=f"{where} group {key!r}")
+    if not parts.calls:
+        counts.no_model_call += 1
+        for s in spans:
+            name = s.scope or "(no scope)"
+            counts.unknown_scopes[name] = counts.unknown_scopes.get(name, 0) + 1
+        return None
+    task = _value_of(spans, task_attr) or key
+    trial = per_task.get(task, 0)
+    per_task[task] = trial + 1
+    start = min(s.start_ns for s in spans)
+    end = max(s.end_ns for s in spans)
+    meta = {"trial": trial, "slice": _value_of(spans, slice_attr) or DEFAULT_SLICE,
+            "input": _request_text(spans),
+            "group": key, "traces": sorted({s.trace_id for s in spans}),
+            "otel": dict(parts.stats)}
+    lat = (end - start) / 1e9 if end > start else None
+    # every value made above has its field's type (a str task, Steps, a Cost, a str source):
+    # built without validating it again (a window builds one per trace)
+    return construct(Episode, task_id=str(task), trajectory=construct(Trajectory,
+                                                                      steps=tuple(parts.steps)),
+                     output=parts.output, cost=parts.cost(latency_s=lat),
+                     provenance=construct(Provenance, source=str(where), locator=f"group {key}",
+                                          meta={"format": "otlp-json"}),
+                     meta=meta)

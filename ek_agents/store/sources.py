@@ -2,8 +2,11 @@
 keys of a monitored series in the store.
 
 :func:`list_sources` expands a source into its files (sorted by name; a folder's files at any
-depth; a glob as fsspec expands it), each with its size; :func:`read_source` reads one file's
-bytes, decompressing ``.gz`` (gzip) and ``.zst`` (zstandard) by their suffix. Errors are typed:
+depth; a glob as fsspec expands it), each with its size; :func:`iter_source` reads one file's
+bytes a block at a time (from an offset: a plain file is seeked, a compressed one decompressed
+and skipped), decompressing ``.gz`` (gzip, concatenated members too) and ``.zst`` (zstandard)
+by their suffix as it goes, so a reader never holds more than a block of a big file;
+:func:`read_source` joins them. Errors are typed:
 a source naming nothing raises :class:`~ek_agents.errors.ArtifactNotFound`, a corrupt compressed
 file :class:`~ek_agents.errors.InvalidInput` naming it.
 
@@ -16,21 +19,23 @@ A series' layout under the store root::
 """
 from __future__ import annotations
 
-import gzip
 import os
 import zlib
-from typing import Any, NamedTuple, Union
+from collections.abc import Iterator
+from typing import Any, NamedTuple, Optional, Union
 
 from ..errors import ArtifactNotFound, InvalidInput
 from . import open_url, read_url
 from .faults import retrying
 from .keys import validate_name
 
-__all__ = ["SourceFile", "list_sources", "read_source", "monitor_key", "series_prefix",
-           "COMPRESSED_SUFFIXES"]
+__all__ = ["SourceFile", "list_sources", "read_source", "iter_source", "monitor_key",
+           "series_prefix", "COMPRESSED_SUFFIXES", "SOURCE_BLOCK"]
 
 #: Suffixes read through a decompressor.
 COMPRESSED_SUFFIXES = (".gz", ".zst")
+#: Bytes read (and, compressed, decompressed) per block of :func:`iter_source`.
+SOURCE_BLOCK = 8 << 20
 
 
 class SourceFile(NamedTuple):
@@ -87,25 +92,62 @@ def list_sources(source: Union[str, os.PathLike]) -> list[SourceFile]:
 def read_source(url: str) -> bytes:
     """The bytes of one source file, decompressed when its name ends in ``.gz`` or ``.zst``. A
     compressed file cut short (still being written) yields what decompresses of it."""
-    raw = read_url(url, what="trace file")
-    if url.endswith(".gz"):
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            out = d.decompress(raw)
-        except zlib.error as exc:
-            raise InvalidInput(f"{url!r}: not a readable gzip file ({exc}); re-export it") from None
-        if d.unused_data and raw[len(raw) - len(d.unused_data):][:2] == b"\x1f\x8b":
-            out += gzip.decompress(d.unused_data)  # concatenated members (rotated appends)
-        return out
-    if url.endswith(".zst"):
+    return b"".join(iter_source(url))
+
+
+def iter_source(url: str, start: int = 0, *, block: Optional[int] = None) -> Iterator[bytes]:
+    """The (decompressed) bytes of one source file from offset ``start`` on, about ``block``
+    bytes at a time: what :func:`read_source` returns from ``start``, never all of it at once.
+    A compressed file cut short (still being written) yields what decompresses of it; a
+    corrupt one raises :class:`~ek_agents.errors.InvalidInput` naming it."""
+    block = block or SOURCE_BLOCK
+    fs, path, settings = _fs(url)
+    try:
+        f = retrying(fs, settings, fs.open, path, "rb", what=f"open trace file {url!r}")
+    except FileNotFoundError:
+        raise ArtifactNotFound(f"no such trace file: {url!r} (check the path or URL)") from None
+    with f:
+        if not url.endswith(COMPRESSED_SUFFIXES):
+            if start:
+                f.seek(start)
+            yield from iter(lambda: f.read(block), b"")
+            return
+        skip = start
+        for out in _decompressed(url, iter(lambda: f.read(block), b"")):
+            if skip >= len(out):
+                skip -= len(out)
+                continue
+            yield out[skip:] if skip else out
+            skip = 0
+
+
+def _decompressed(url: str, raw: Iterator[bytes]) -> Iterator[bytes]:
+    gz = url.endswith(".gz")
+    if gz:
+        codec, error = "gzip", zlib.error
+
+        def new() -> Any:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    else:
         import zstandard  # noqa: PLC0415 -- optional codec, imported only for .zst sources
 
-        try:
-            return zstandard.ZstdDecompressor().decompressobj().decompress(raw)
-        except zstandard.ZstdError as exc:
-            raise InvalidInput(f"{url!r}: not a readable zstandard file ({exc}); re-export "
-                               "it") from None
-    return raw
+        codec, error = "zstandard", zstandard.ZstdError
+
+        def new() -> Any:
+            return zstandard.ZstdDecompressor().decompressobj()
+    d = new()
+    for chunk in raw:
+        while chunk:
+            try:
+                out = d.decompress(chunk)
+            except error as exc:
+                raise InvalidInput(f"{url!r}: not a readable {codec} file ({exc}); re-export "
+                                   "it") from None
+            if out:
+                yield out
+            chunk = b""
+            if gz and d.eof and d.unused_data[:2] == b"\x1f\x8b":  # concatenated members
+                d, chunk = new(), d.unused_data  # (rotated appends): the next one
 
 
 def series_prefix(series: str) -> str:
