@@ -23,7 +23,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
                      "window_episodes", "iter_window_episodes", "episode_digest",
                      "judge_identity", "new_window_id", "cost_by_model", "new_episodes",
-                     "NewEpisodes", "window_manifest", "WINDOW_SOURCE"],
+                     "window_manifest", "WINDOW_SOURCE"],
                     "window"),
     **dict.fromkeys(["SeriesOptions", "SeriesRow", "evaluate_series", "store_window_labels",
                      "window_labels", "window_sentence", "plan_window_labels", "window_report",
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
                          store_window_labels as store_window_labels,
                          window_labels as window_labels, window_markdown as window_markdown,
                          window_report as window_report, window_sentence as window_sentence)
-    from .window import (WINDOW_SOURCE as WINDOW_SOURCE, NewEpisodes as NewEpisodes,
+    from .window import (WINDOW_SOURCE as WINDOW_SOURCE,
                          WindowOptions as WindowOptions, WindowRecord as WindowRecord,
                          cost_by_model as cost_by_model, episode_digest as episode_digest,
                          iter_window_episodes as iter_window_episodes,

@@ -26,7 +26,6 @@ signals (``combine="min"``: every judge must pass, a FAIL stops the costlier jud
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,11 +50,11 @@ from ..stages.windowrun import (WINDOW_SOURCE, WindowFigures, episode_digest, ju
                                 trial_key, verdict_cache_key, window_documents, window_trial)
 from ..store import Store, acquire_lease, open_store, release_lease
 from ..store.sources import monitor_key
-from .ingest import IngestCounts, Ledger, episodes_of_traces, read_new_traces
+from .ingest import EpisodeStream, IngestCounts, Ledger, iter_new_episodes
 
 __all__ = ["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
            "window_episodes", "iter_window_episodes", "episode_digest", "judge_identity", "new_window_id", "cost_by_model",
-           "new_episodes", "NewEpisodes", "window_manifest", "WINDOW_SOURCE"]
+           "new_episodes", "window_manifest", "WINDOW_SOURCE"]
 
 
 class WindowOptions(BaseModel):
@@ -173,40 +172,14 @@ def window_episodes(store: Store, series: str, window_id: str) -> list[Episode]:
     return list(iter_window_episodes(store, series, window_id))
 
 
-@dataclasses.dataclass
-class NewEpisodes:
-    """The episodes of a window's new traces, as one stream; once it is exhausted, ``counts``
-    (what reading found and set aside) and ``ledger`` (the series' ledger after the window)."""
-
-    stream: Any
-    counts: Optional[IngestCounts] = None
-    ledger: Optional[Ledger] = None
-
-    def __iter__(self) -> Iterator[Episode]:
-        return iter(self.stream)
-
-
-def new_episodes(source: Any, ledger: Ledger, options: WindowOptions) -> NewEpisodes:
+def new_episodes(source: Any, ledger: Ledger, options: WindowOptions) -> EpisodeStream:
     """The window's one source of episodes: those of the complete traces of ``source`` that
-    ``ledger`` has not consumed (``ingest.read_new_traces`` and ``ingest.episodes_of_traces``),
-    handed out one at a time and dropped as they go."""
-    out = NewEpisodes(stream=None)
-
-    def stream() -> Iterator[Episode]:
-        opts = options
-        batch = read_new_traces(source, ledger, attrs=(None if opts.group_by == "trace"
-                                                       else opts.group_by,
-                                                       opts.task_attr, opts.slice_attr))
-        made = episodes_of_traces(batch, group_by=opts.group_by, task_attr=opts.task_attr,
-                                  slice_attr=opts.slice_attr, where=str(source))
-        batch.traces.clear()  # the spans live on in the episodes only
-        out.counts, out.ledger = batch.counts, batch.ledger
-        made.reverse()
-        while made:
-            yield made.pop()
-
-    out.stream = stream()
-    return out
+    ``ledger`` has not consumed, made as their traces complete and handed out one at a time
+    (:func:`~ek_agents.monitor.ingest.iter_new_episodes`); once the stream is exhausted, its
+    ``counts`` and ``ledger`` (the series' ledger after the window)."""
+    return iter_new_episodes(source, ledger, group_by=options.group_by,
+                             task_attr=options.task_attr, slice_attr=options.slice_attr,
+                             where=str(source))
 
 
 class _Cached:
