@@ -207,22 +207,17 @@ def _attributes(items: Any, where: str, ing: Ingest, extra: Optional[str], depth
         if not k:
             continue
         v = kv.get("value", {})
-        x = v.get("stringValue") if type(v) is dict and len(v) == 1 else None
-        out[key] = x if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS else \
-            _attribute_value(v, key, where, ing, depth)
+        if type(v) is dict and len(v) == 1:  # the common scalars, read without the checks' calls
+            x = v.get("stringValue")
+            if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS:
+                out[key] = x
+                continue
+            x = v.get("intValue")
+            if type(x) is str and 0 < len(x) < 20 and x.isdigit() and x.isascii():
+                out[key] = int(x)
+                continue
+        out[key] = _value(v, f"{where} attribute {key!r}", ing, depth)
     return out
-
-
-def _attribute_value(v: Any, key: str, where: str, ing: Ingest, depth: int) -> Any:
-    """One attribute's value: the common scalars read without the checks' calls."""
-    if type(v) is dict and len(v) == 1:
-        x = v.get("stringValue")
-        if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS:
-            return x
-        x = v.get("intValue")
-        if type(x) is str and 0 < len(x) < 20 and x.isdigit() and x.isascii():
-            return int(x)
-    return _value(v, f"{where} attribute {key!r}", ing, depth)
 
 
 def _attributes_checked(items: Any, where: str, ing: Ingest, extra: Optional[str],
@@ -246,7 +241,7 @@ def _attributes_checked(items: Any, where: str, ing: Ingest, extra: Optional[str
                 k = keep[key] = kept(key, extra)
             if not k:
                 continue
-        out[key] = _attribute_value(kv.get("value", {}), key, where, ing, depth)
+        out[key] = _value(kv.get("value", {}), f"{where} attribute {key!r}", ing, depth)
     return out
 
 
