@@ -147,6 +147,14 @@ def _int(v: Any, where: str) -> int:
     raise BridgeError(f"{where}: expected an integer (a number or a string of digits), got {v!r:.60}")
 
 
+def _time(v: Any, at: str, what: str) -> int:
+    """:func:`_int` of a span's time (OTLP/JSON's int64 string read first; the place named
+    only when it is wrong)."""
+    if type(v) is str and 0 < len(v) < 20 and v.isdigit() and v.isascii():
+        return int(v)
+    return _int(v, f"{at} {what}")
+
+
 def _value(v: Any, where: str, ing: Ingest, depth: int = 0) -> Any:
     if not isinstance(v, Mapping):
         raise BridgeError(f"{where}: an attribute value must be an object like "
@@ -371,8 +379,8 @@ def _otlp_span(sp: Any, where: str, ing: Ingest, scope: str, group_attr: Optiona
             events.append((ev["name"], _attributes(ev.get("attributes"), at, ing, None, keep_all=True)))
     return RawSpan(trace_id=trace_id, span_id=span_id,
                    parent_id=hex_id(sp.get("parentSpanId"), 8, at, "parentSpanId"), name=name,
-                   start_ns=_int(sp.get("startTimeUnixNano", 0), f"{at} startTimeUnixNano"),
-                   end_ns=_int(sp.get("endTimeUnixNano", 0), f"{at} endTimeUnixNano"),
+                   start_ns=_time(sp.get("startTimeUnixNano", 0), at, "startTimeUnixNano"),
+                   end_ns=_time(sp.get("endTimeUnixNano", 0), at, "endTimeUnixNano"),
                    attrs=_attributes(sp.get("attributes"), at, ing, group_attr), error=error,
                    scope=scope, events=tuple(events))
 
