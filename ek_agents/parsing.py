@@ -327,33 +327,45 @@ def fast_json_lines(data: bytes, start: int = 0, end: Optional[int] = None, *,
     """``(offset, line, ok, document)`` for each non-blank line of ``data[start:end]``: ``ok``
     when orjson read the line to what :func:`parse_json` returns for it (``document``), else the
     line is for :func:`parse_json`, which decides and words any refusal. The scan for integers
-    orjson would read otherwise runs once over the whole span (a line holds such a run only if
-    the span does), not once per line."""
+    orjson would read otherwise runs once over the whole span, and only the lines holding one
+    of the runs it finds are checked again (a line holds such a run only if the span does)."""
     end = len(data) if end is None else end
     if _ORJSON is None:
         _orjson()  # (measures _ORJSON_DEPTH)
-    each = not _ORJSON_DEPTH or _span_may_hold_big_int(data, start, end)
-    pos = start
+    runs = _big_int_runs(data, start, end) if _ORJSON_DEPTH else None
+    k, pos = 0, start
     while pos < end:
         nl = data.find(b"\n", pos, end)
         nl = end if nl < 0 else nl
         line, at, pos = data[pos:nl], pos, nl + 1
         if not line.strip():
             continue
+        if runs is not None:
+            while k < len(runs) and runs[k] < at:
+                k += 1
         if len(line) > MAX_BYTES:
             yield at, line, False, None
+        elif runs is None or (k < len(runs) and runs[k] < nl):
+            yield (at, line) + _fast_loads(line, max_depth)
         else:
-            yield (at, line) + (_fast_loads(line, max_depth) if each else _loads_bounded(line, max_depth))
+            yield (at, line) + _loads_bounded(line, max_depth)
 
 
-def _span_may_hold_big_int(data: bytes, start: int, end: int) -> bool:
-    """:func:`_may_hold_big_int` of ``data[start:end]``, a chunk at a time (no copy of it all)."""
+def _big_int_runs(data: bytes, start: int, end: int) -> list:
+    """The offsets in ``data[start:end]`` of the runs :func:`_may_hold_big_int` looks for (the
+    first digit of >= 20, or the '-' before >= 19), sorted; a chunk at a time (no copy of it
+    all), each chunk with the 20 bytes before it, the span's first byte read as after a space."""
+    hits = set()
     for s in range(start, end, _CHUNK):
-        nums = (b" " + data[s:min(s + _CHUNK, end)] if s == start
-                else data[s - 20:min(s + _CHUNK, end)]).translate(_NUMBERS)
-        if _BIG_POSITIVE in nums or _BIG_NEGATIVE in nums:
-            return True
-    return False
+        base, chunk = ((start - 1, b" " + data[s:min(s + _CHUNK, end)]) if s == start
+                       else (s - 20, data[s - 20:min(s + _CHUNK, end)]))
+        nums = chunk.translate(_NUMBERS)
+        for pattern, skip in ((_BIG_POSITIVE, 1), (_BIG_NEGATIVE, 0)):
+            i = nums.find(pattern)
+            while i >= 0:
+                hits.add(base + i + skip)
+                i = nums.find(pattern, i + 1)
+    return sorted(hits)
 
 
 def parse_json_lines(data: Any, *, where: str, error: type = InvalidInput,

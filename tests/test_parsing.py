@@ -257,3 +257,24 @@ def test_json_lines_fast_path_reads_each_line_as_parse_json_does_or_leaves_it_to
     # without the long integer in the span, the other lines are read by orjson alone
     rest = data.replace(lines[2] + b"\n", b"")
     assert [ok for *_, ok, _ in fast_json_lines(rest)] == [True, False, False, False, True, True, False]
+
+
+def test_json_lines_send_exactly_the_lines_holding_a_long_integer_to_parse_json(monkeypatch):
+    from ek_agents import parsing
+    from ek_agents.parsing import fast_json_lines
+
+    monkeypatch.setattr(parsing, "_CHUNK", 64)  # runs cut across chunks too
+    rng = random.Random(7)
+    lines = []
+    for i in range(300):
+        n = rng.choice([18, 19, 20, 25])
+        num = rng.choice(["", "-", "0."]) + "".join(rng.choice("123456789") for _ in range(n))
+        lines.append(b'{"i": %d, "pad": "%s", "v": %s}' % (i, b"x" * rng.randrange(40),
+                                                         num.encode()))
+    data = b"\n".join(lines) + b"\n"
+    start = len(lines[0]) + 1  # a span starting after the first line
+    for at, line, ok, doc in fast_json_lines(data, start):
+        want = parse_json(line, where="l", nonfinite="allow")
+        assert ok == (not parsing._may_hold_big_int(line))
+        if ok:
+            assert doc == want and type(doc["v"]) is type(want["v"])

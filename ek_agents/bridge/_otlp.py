@@ -147,6 +147,14 @@ def _int(v: Any, where: str) -> int:
     raise BridgeError(f"{where}: expected an integer (a number or a string of digits), got {v!r:.60}")
 
 
+def _time(v: Any, at: str, what: str) -> int:
+    """:func:`_int` of a span's time (OTLP/JSON's int64 string read first; the place named
+    only when it is wrong)."""
+    if type(v) is str and 0 < len(v) < 20 and v.isdigit() and v.isascii():
+        return int(v)
+    return _int(v, f"{at} {what}")
+
+
 def _value(v: Any, where: str, ing: Ingest, depth: int = 0) -> Any:
     if not isinstance(v, Mapping):
         raise BridgeError(f"{where}: an attribute value must be an object like "
@@ -207,22 +215,17 @@ def _attributes(items: Any, where: str, ing: Ingest, extra: Optional[str], depth
         if not k:
             continue
         v = kv.get("value", {})
-        x = v.get("stringValue") if type(v) is dict and len(v) == 1 else None
-        out[key] = x if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS else \
-            _attribute_value(v, key, where, ing, depth)
+        if type(v) is dict and len(v) == 1:  # the common scalars, read without the checks' calls
+            x = v.get("stringValue")
+            if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS:
+                out[key] = x
+                continue
+            x = v.get("intValue")
+            if type(x) is str and 0 < len(x) < 20 and x.isdigit() and x.isascii():
+                out[key] = int(x)
+                continue
+        out[key] = _value(v, f"{where} attribute {key!r}", ing, depth)
     return out
-
-
-def _attribute_value(v: Any, key: str, where: str, ing: Ingest, depth: int) -> Any:
-    """One attribute's value: the common scalars read without the checks' calls."""
-    if type(v) is dict and len(v) == 1:
-        x = v.get("stringValue")
-        if type(x) is str and len(x) <= MAX_ATTRIBUTE_CHARS:
-            return x
-        x = v.get("intValue")
-        if type(x) is str and 0 < len(x) < 20 and x.isdigit() and x.isascii():
-            return int(x)
-    return _value(v, f"{where} attribute {key!r}", ing, depth)
 
 
 def _attributes_checked(items: Any, where: str, ing: Ingest, extra: Optional[str],
@@ -246,7 +249,7 @@ def _attributes_checked(items: Any, where: str, ing: Ingest, extra: Optional[str
                 k = keep[key] = kept(key, extra)
             if not k:
                 continue
-        out[key] = _attribute_value(kv.get("value", {}), key, where, ing, depth)
+        out[key] = _value(kv.get("value", {}), f"{where} attribute {key!r}", ing, depth)
     return out
 
 
@@ -376,8 +379,8 @@ def _otlp_span(sp: Any, where: str, ing: Ingest, scope: str, group_attr: Optiona
             events.append((ev["name"], _attributes(ev.get("attributes"), at, ing, None, keep_all=True)))
     return RawSpan(trace_id=trace_id, span_id=span_id,
                    parent_id=hex_id(sp.get("parentSpanId"), 8, at, "parentSpanId"), name=name,
-                   start_ns=_int(sp.get("startTimeUnixNano", 0), f"{at} startTimeUnixNano"),
-                   end_ns=_int(sp.get("endTimeUnixNano", 0), f"{at} endTimeUnixNano"),
+                   start_ns=_time(sp.get("startTimeUnixNano", 0), at, "startTimeUnixNano"),
+                   end_ns=_time(sp.get("endTimeUnixNano", 0), at, "endTimeUnixNano"),
                    attrs=_attributes(sp.get("attributes"), at, ing, group_attr), error=error,
                    scope=scope, events=tuple(events))
 

@@ -307,31 +307,36 @@ class EpisodeStream:
         return self._episodes()
 
     def _episodes(self) -> Iterator[Episode]:
-        scan, per_task = self._scan, {}
-        where = self.where
+        scan, per_task, where = self._scan, {}, self.where
+
+        def made(traces: list) -> list:
+            eps = (_episode(tid, spans, scan.counts, per_task, self.task_attr, self.slice_attr,
+                            where) for tid, spans in traces)
+            return [ep for ep in eps if ep is not None]
+
         if self.group_by == "trace":
-            for rooted in scan.read(stream=True):
-                with gc_paused():  # many containers, no cycles (see gc_paused)
-                    made = [_episode(tid, spans, scan.counts, per_task, self.task_attr,
-                                     self.slice_attr, where)
-                            for tid, spans in scan.complete(rooted)]
-                yield from (ep for ep in made if ep is not None)
-            with gc_paused():
-                made = [_episode(tid, spans, scan.counts, per_task, self.task_attr,
-                                 self.slice_attr, where)
-                        for tid, spans in scan.complete(list(scan.spans_of))]
-            yield from (ep for ep in made if ep is not None)
+            blocks = scan.read(stream=True)
+            while True:
+                # each block read and made into episodes with the collector paused (many
+                # containers, no cycles: see gc_paused); the consumer runs between blocks
+                # with the collector as it had it
+                with gc_paused():
+                    rooted = next(blocks, None)
+                    got = made(scan.complete(list(scan.spans_of) if rooted is None else rooted))
+                yield from got
+                if rooted is None:
+                    break
         else:
             with gc_paused():
                 for _ in scan.read(stream=False):
                     pass
                 batch = TraceBatch(traces=dict(scan.complete(list(scan.spans_of))),
                                    ledger=scan.led, counts=scan.counts)
-                made = episodes_of_traces(batch, group_by=self.group_by,
-                                          task_attr=self.task_attr, slice_attr=self.slice_attr,
-                                          where=where)
+                got = episodes_of_traces(batch, group_by=self.group_by,
+                                         task_attr=self.task_attr, slice_attr=self.slice_attr,
+                                         where=where)
                 batch.traces.clear()
-            yield from made
+            yield from got
         scan.finish()
         self._state = "done"
 
