@@ -171,6 +171,8 @@ def window_documents(rows: Iterable[WindowTrial], *, series: str, window_id: str
     slices: dict[str, dict[str, int]] = {}
     agent: dict = {}
     per_ep: list = []
+    slice_dollars: dict[str, list] = {}
+    slice_tasks: dict[str, set] = {}
     index, graded = [], []
     for r in ordered:
         key = trial_key(r.task_id, r.trial)
@@ -181,8 +183,10 @@ def window_documents(rows: Iterable[WindowTrial], *, series: str, window_id: str
             row["judged"] += 1
             row["passed"] += ok
         _add_tables(agent, r.per_model)
+        slice_tasks.setdefault(r.slice, set()).add(r.task_id)
         if r.dollars is not None:
             per_ep.append(r.dollars)
+            slice_dollars.setdefault(r.slice, []).append(r.dollars)
         index.append({"task_id": r.task_id, "meta": {"trial": r.trial, "slice": r.slice,
                                                       "digest": r.digest}})
         meta: dict = {"trial": r.trial}
@@ -215,7 +219,8 @@ def window_documents(rows: Iterable[WindowTrial], *, series: str, window_id: str
     report = {
         "k": 1, "n_tasks": len(tasks["tasks"]), **rate(passed, judged),
         "success_ci_method": "wilson",
-        "per_slice": {s: {**rate(v["passed"], v["judged"]), "traces": v["traces"]}
+        "per_slice": {s: {**rate(v["passed"], v["judged"]), "traces": v["traces"],
+                          "n_tasks": len(slice_tasks[s])}
                       for s, v in sorted(slices.items())},
         "cost": {"total_dollars": figures.agent_dollars,
                  "cost_per_success": _per_judged_success(figures.dollars_per_trace, passed, judged),
@@ -223,7 +228,14 @@ def window_documents(rows: Iterable[WindowTrial], *, series: str, window_id: str
                  "dollars_per_trace": figures.dollars_per_trace,
                  "dollars_var": figures.dollars_var,
                  "evaluation_dollars": figures.evaluation_dollars,
-                 "evaluation_per_model": eval_table},
+                 "evaluation_per_model": eval_table,
+                 "per_slice": {s: {"total_dollars": (math.fsum(slice_dollars.get(s, ()))
+                                                     if priced else None),
+                                   "cost_per_success": _per_judged_success(
+                                       math.fsum(slice_dollars[s]) / len(slice_dollars[s]),
+                                       v["passed"], v["judged"])
+                                   if priced and slice_dollars.get(s) else None}
+                               for s, v in sorted(slices.items())}},
         "detail": {"run": {}, "monitor": {
             "series": series, "window": window_id, "episodes": len(ordered), "judged": judged,
             "judges": list(judges), "combine": combine, "judge_sample": judge_sample_n,
