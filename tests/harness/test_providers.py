@@ -16,7 +16,7 @@ from ek_agents.cost import per_million
 from ek_agents.records import documents
 from ek_agents.execution.harness import run_suite, run_trials
 from ek_agents.execution.limits import RunLimits
-from ek_agents.execution.providers import EndpointLimiter, backoff_s, classify
+from ek_agents.execution.providers import DECREASE, EndpointLimiter, backoff_s, classify
 from ek_agents.store import open_store
 
 openai = pytest.importorskip("openai")
@@ -199,18 +199,21 @@ def test_endpoint_limiter_backs_off_on_429s_and_grows_back():
         fault = classify(rate_limited(retry_after="0"))
         await lim.release(held, fault)
         ep = lim.endpoints[fault.key]
-        assert ep.limit == 32
-        tickets = [await lim.acquire() for _ in range(32)]
-        assert ep.in_flight == 32
+        first = 64 * DECREASE
+        assert ep.limit == pytest.approx(first)
+        slots = int(first)
+        tickets = [await lim.acquire() for _ in range(slots)]
+        assert ep.in_flight == slots
         waiter = asyncio.ensure_future(lim.acquire())
         await asyncio.sleep(0.01)
-        assert not waiter.done()  # the 33rd waits for a slot
-        for t in tickets[:16]:
+        assert not waiter.done()  # the next one waits for a slot
+        for t in tickets[:slots // 2]:
             await lim.release(t, fault)  # one round of 429s: one decrease
-        assert ep.limit == 16
-        await lim.release(tickets[16], None)
-        for t in tickets[17:]:
+        second = first * DECREASE
+        assert ep.limit == pytest.approx(second)
+        for t in tickets[slots // 2:]:
             await lim.release(t, None)
         await lim.release(await waiter, None)
-        assert 16 < ep.limit < 18  # grows back by about one per limit's worth of successes
+        # grows back by about one per limit's worth of successes (slots // 2 + 1 of them)
+        assert second < ep.limit < second + (slots // 2 + 1) / second + 1e-9
     asyncio.run(go())
