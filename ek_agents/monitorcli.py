@@ -195,18 +195,24 @@ def _cmd_monitor(a: argparse.Namespace) -> int:
     return 0
 
 
-def _series_of_window(st: Any, window_id: str) -> str:
-    """The series a window's run names (its manifest's ``source``); InvalidInput when the run
-    of that id is not a monitor window."""
+def _window_series(st: Any, run_id: str) -> Optional[str]:
+    """The series of the monitor window ``run_id`` (its run's manifest ``source``); None when
+    the run is not a window."""
     from .records.documents import read_manifest  # noqa: PLC0415
-    from .stages.windowrun import WINDOW_SOURCE  # noqa: PLC0415
+    from .stages.windowrun import window_of  # noqa: PLC0415
 
-    src = read_manifest(st, window_id).source
-    if src.get("kind") != WINDOW_SOURCE:
-        raise InvalidInput(f"run {window_id!r} is not a monitor window (its source is "
-                           f"{src.get('kind') or 'an agent'!r}); give a window id of "
+    got = window_of(read_manifest(st, run_id).source)
+    return None if got is None else got[0]
+
+
+def _series_of_window(st: Any, window_id: str) -> str:
+    """The series a window's run names; InvalidInput when the run of that id is not a monitor
+    window."""
+    series = _window_series(st, window_id)
+    if series is None:
+        raise InvalidInput(f"run {window_id!r} is not a monitor window; give a window id of "
                            "`ek-agents monitor`")
-    return str(src.get("series"))
+    return series
 
 
 def for_window(a: argparse.Namespace) -> bool:
@@ -214,18 +220,13 @@ def for_window(a: argparse.Namespace) -> bool:
     run's manifest names a window (then ``a.series`` is set to its series)."""
     if getattr(a, "series", None):
         return True
-    from .records.documents import read_manifest  # noqa: PLC0415
-    from .stages.windowrun import WINDOW_SOURCE  # noqa: PLC0415
     from .store import run_key  # noqa: PLC0415
 
     st = _store(a.store)
     if a.run_id is None or not st.exists(run_key(a.run_id, "manifest")):
         return False  # not a stored run: the run path says so
-    src = read_manifest(st, a.run_id).source
-    if src.get("kind") != WINDOW_SOURCE:
-        return False
-    a.series = str(src.get("series"))
-    return True
+    a.series = _window_series(st, a.run_id)
+    return a.series is not None
 
 
 def _cmd_label(a: argparse.Namespace) -> int:

@@ -16,18 +16,15 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
-from ..errors import ArtifactNotFound, InvalidInput
+from ..errors import ArtifactNotFound
 from ..monitor import SeriesOptions, SeriesRow, evaluate_series
 from ..store import open_store
+from ..stages.windowrun import window_of
 from ..store.sources import monitor_key
 from .runsummary import fmt_count, fmt_dollars, fmt_interval, fmt_percent
 
 __all__ = ["series_page", "SERIES_PLOTS", "labeling_page", "window_series_rows",
-           "window_series_section", "window_series_markdown", "series_section_of", "RunSection",
-           "WINDOW_SOURCE_KIND"]
-
-#: The ``source.kind`` of a run that is a monitor window (its report draws its series).
-WINDOW_SOURCE_KIND = "monitor-window"
+           "window_series_section", "window_series_markdown", "series_section_of", "RunSection"]
 
 #: The plots a series page draws (each an ``<svg data-plot="...">``).
 SERIES_PLOTS = ("monitor-success", "monitor-cost-per-success", "monitor-dollars")
@@ -247,12 +244,10 @@ def series_section_of(store: Any, source: Mapping) -> Optional[RunSection]:
     """The *Series* section of a run's report when the run is a monitor window (its
     manifest's ``source``: ``{"kind": "monitor-window", "series": S, "window": W}``); None for
     any other run."""
-    if source.get("kind") != WINDOW_SOURCE_KIND:
+    got = window_of(source)
+    if got is None:
         return None
-    series, window = source.get("series"), source.get("window")
-    if not isinstance(series, str) or not isinstance(window, str) or not series or not window:
-        raise InvalidInput(f"a monitor-window run's source must name its series and window, got "
-                           f"{dict(source)!r}: record the window with `ek-agents monitor`")
+    series, window = got
     rs = window_series_rows(store, series, window)
     return RunSection(html=_section_html(series, window, rs),
                       markdown=window_series_markdown(series, window, rs))

@@ -42,7 +42,7 @@ from . import evaluate as stages
 from .labelrun import labels_stage
 from ..records.segments import stored_pair
 from ._streamaudit import STREAMED, audit_streamed, segment_episodes
-from .windowrun import WINDOW_SOURCE, audit_window_run
+from .windowrun import audit_window_run, window_of
 
 __all__ = ["AuditResult", "audit", "differences", "expected_status", "REQUIRED", "KNOWN"]
 
@@ -147,7 +147,7 @@ def audit(store: Any, run_id: Optional[str] = None, *, baseline: Optional[str] =
     except EkAgentsError as exc:  # not JSON, or a wrong shape: a damaged manifest
         problems.append(f"manifest {key} is damaged: {exc}")
         manifest = None
-    if manifest is not None and manifest.source.get("kind") == WINDOW_SOURCE:  # a monitor window
+    if manifest is not None and window_of(manifest.source) is not None:  # a monitor window
         seen, _ = _check_bytes(store, run_id, manifest, checked, problems)
         audit_window_run(store, run_id, manifest, seen, checked, problems,
                          compare=lambda a, b, what: _limited(differences(a, b, what)))

@@ -51,12 +51,24 @@ from ..store import parse_json, run_key, segment_index_prefix
 from ..store.sources import monitor_key
 from .judgerun import EVALUATION_CALLS
 
-__all__ = ["WINDOW_SOURCE", "WindowTrial", "WindowFigures", "episode_digest", "window_trial",
+__all__ = ["WINDOW_SOURCE", "window_of", "WindowTrial", "WindowFigures", "episode_digest", "window_trial",
            "judge_sample", "combined_verdict", "verdict_cache_key", "window_documents",
            "audit_window_run", "trial_key"]
 
 #: ``manifest.source["kind"]`` of a run that is a monitor window.
 WINDOW_SOURCE = "monitor-window"
+
+
+def window_of(source: Mapping) -> Optional[tuple[str, str]]:
+    """``(series, window id)`` of a run whose manifest ``source`` says it is a monitor window;
+    None for any other run; InvalidInput when it is a window's but names no series or window."""
+    if source.get("kind") != WINDOW_SOURCE:
+        return None
+    series, window = source.get("series"), source.get("window")
+    if not isinstance(series, str) or not isinstance(window, str) or not series or not window:
+        raise InvalidInput(f"a monitor-window run's source must name its series and window, got "
+                           f"{dict(source)!r}: record the window with `ek-agents monitor`")
+    return series, window
 
 
 class WindowTrial(NamedTuple):
