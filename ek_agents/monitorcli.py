@@ -273,7 +273,8 @@ def ingest_otlp_ungraded(a: argparse.Namespace) -> int:
     """``ingest otlp PATH`` with no grader (no ``--suite``, no ``--check``): what the traces
     cost -- dollars per model, tokens -- with success unknown (exit 0); with ``--judge-model``
     also the judge's raw pass rate and its own calls' dollars (the evaluation cost, apart)."""
-    from .monitor import Ledger, cost_by_model, episodes_of_traces, read_new_traces  # noqa: PLC0415
+    from .cost import cost_by_model  # noqa: PLC0415
+    from .monitor import Ledger, episodes_of_traces, read_new_traces  # noqa: PLC0415
     from .prices import load_prices  # noqa: PLC0415
 
     prices = load_prices(a.prices) if a.prices else None
@@ -295,11 +296,9 @@ def ingest_otlp_ungraded(a: argparse.Namespace) -> int:
             passed += reply.passed
             if reply.call is not None:
                 calls.append(reply.call)
-        from .base import Cost, Episode  # noqa: PLC0415
+        from .stages.judgerun import evaluation_cost  # noqa: PLC0415
 
-        eval_table, eval_per = cost_by_model([Episode("judge", cost=Cost.of_calls(calls))]
-                                             if calls else [], prices)
-        eval_dollars = sum(eval_per) if prices is not None else None
+        eval_table, eval_dollars = evaluation_cost(calls, prices)
     slices: dict = {}
     for ep in eps:
         slices[ep.meta["slice"]] = slices.get(ep.meta["slice"], 0) + 1

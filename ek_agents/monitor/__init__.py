@@ -22,7 +22,7 @@ _EXPORTS: dict[str, str] = {
                      "DEFAULT_SLICE"], "ingest"),
     **dict.fromkeys(["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
                      "window_episodes", "iter_window_episodes", "episode_digest",
-                     "judge_identity", "new_window_id", "cost_by_model", "new_episodes",
+                     "judge_identity", "new_window_id", "new_episodes",
                      "window_manifest", "WINDOW_SOURCE"],
                     "window"),
     **dict.fromkeys(["SeriesOptions", "SeriesRow", "evaluate_series", "store_window_labels",
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
                          window_report as window_report, window_sentence as window_sentence)
     from .window import (WINDOW_SOURCE as WINDOW_SOURCE,
                          WindowOptions as WindowOptions, WindowRecord as WindowRecord,
-                         cost_by_model as cost_by_model, episode_digest as episode_digest,
+                         episode_digest as episode_digest,
                          iter_window_episodes as iter_window_episodes,
                          new_episodes as new_episodes, window_manifest as window_manifest,
                          judge_identity as judge_identity, load_ledger as load_ledger,

@@ -36,7 +36,6 @@ from pydantic import BaseModel, Field
 from ..base import Episode
 from ..bridge.otel import gc_paused
 from ..core import canonical_json
-from ..cost import cost_by_model
 from ..errors import ArtifactNotFound, BridgeError, DigestMismatch, IntegrityError, InvalidInput, RunMismatch
 from ..identity.agentid import agent_identity
 from ..labels import GradedBy
@@ -53,7 +52,7 @@ from ..store.sources import monitor_key
 from .ingest import EpisodeStream, IngestCounts, Ledger, iter_new_episodes
 
 __all__ = ["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
-           "window_episodes", "iter_window_episodes", "episode_digest", "judge_identity", "new_window_id", "cost_by_model",
+           "window_episodes", "iter_window_episodes", "episode_digest", "judge_identity", "new_window_id",
            "new_episodes", "window_manifest", "WINDOW_SOURCE"]
 
 
@@ -288,7 +287,7 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
                 st.write_json(verdict_cache_key(series, ident), caches[ident])
         docs, fig = window_documents(rows, series=series, window_id=wid, verdicts=verdicts,
                                      evaluation_calls=eval_calls, judges=idents, combine=opts.combine,
-                                     judge_sample_n=opts.judge_sample, priced=prices is not None,
+                                     judge_sample_n=opts.judge_sample,
                                      prices=prices)
         rows.clear()
         # the ledger after this window is written first under the window's name, then the run's

@@ -35,6 +35,7 @@ from ..errors import InvalidInput
 from ..labels import GradedBy
 
 __all__ = ["JudgeSpec", "judge_spec", "run_judge", "judged_episodes", "with_evaluation_cost",
+           "evaluation_cost",
            "endpoint_judged", "verdict_problems", "EVALUATION_CALLS", "JUDGE_THREADS", "JUDGE_NAME"]
 
 #: The episode meta key holding the judge's calls on that episode (ModelCall dicts).
@@ -133,6 +134,15 @@ def judged_episodes(episodes: Sequence[Episode], tasks: Any, spec: JudgeSpec) ->
         return list(pool.map(one, episodes))
 
 
+def evaluation_cost(calls: Sequence[ModelCall], prices: Optional[Mapping]
+                    ) -> tuple[dict, Optional[float]]:
+    """The judges' own calls billed at their models' rates: ``(per-model table, dollars)``,
+    the dollars None without a price list (0.0 for no call)."""
+    table, per = cost_by_model([Episode("judge", cost=Cost.of_calls(calls))] if calls else [],
+                               prices)
+    return table, (math.fsum(per) if prices is not None else None)
+
+
 def with_evaluation_cost(report: dict, graded: Sequence[Episode], prices: Optional[Mapping]) -> dict:
     """``report`` with ``cost.evaluation_dollars`` and ``cost.evaluation_per_model`` when some
     graded episode carries the judge's calls (the report as is otherwise); dollars None
@@ -140,10 +150,9 @@ def with_evaluation_cost(report: dict, graded: Sequence[Episode], prices: Option
     calls = [ModelCall.from_dict(c) for ep in graded for c in (ep.meta or {}).get(EVALUATION_CALLS) or ()]
     if not calls:
         return report
-    table, per = cost_by_model([Episode("judge", cost=Cost.of_calls(calls))], prices)
+    table, dollars = evaluation_cost(calls, prices)
     cost = dict(report.get("cost") or {})
-    cost.update(evaluation_dollars=math.fsum(per) if prices is not None else None,
-                evaluation_per_model=table)
+    cost.update(evaluation_dollars=dollars, evaluation_per_model=table)
     return {**report, "cost": cost}
 
 

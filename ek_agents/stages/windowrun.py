@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, Optional
 
 from pydantic import BaseModel, Field
 
-from ..base import Cost, Episode, ModelCall
+from ..base import Episode, ModelCall
 from ..core import canonical_json
 from ..cost import cost_by_model
 from ..errors import EkAgentsError, InvalidInput
@@ -49,7 +49,7 @@ from ..records.segments import RunSegments, read_segment, segment_line_doc, stor
 from ..stats.intervals import wilson_interval
 from ..store import parse_json, run_key, segment_index_prefix
 from ..store.sources import monitor_key
-from .judgerun import EVALUATION_CALLS
+from .judgerun import EVALUATION_CALLS, evaluation_cost
 
 __all__ = ["WINDOW_SOURCE", "window_of", "WindowTrial", "WindowFigures", "episode_digest", "window_trial",
            "judge_sample", "combined_verdict", "verdict_cache_key", "window_documents",
@@ -175,7 +175,7 @@ def _add_tables(into: dict, table: Mapping) -> None:
 def window_documents(rows: Iterable[WindowTrial], *, series: str, window_id: str,
                      verdicts: Mapping[str, bool], evaluation_calls: Mapping[str, list],
                      judges: Sequence[str], combine: str, judge_sample_n: Optional[int],
-                     priced: bool, prices: Optional[Mapping]) -> tuple[dict, WindowFigures]:
+                     prices: Optional[Mapping]) -> tuple[dict, WindowFigures]:
     """``({tasks, episodes, graded, report}, figures)`` of a window (see the module
     docstring); ``rows`` are taken in ``(task_id, trial)`` order, so that the same rows give
     the same bytes whatever order they were read in."""
@@ -206,19 +206,18 @@ def window_documents(rows: Iterable[WindowTrial], *, series: str, window_id: str
             meta[EVALUATION_CALLS] = list(evaluation_calls[key])
         graded.append({"task_id": r.task_id, "meta": meta, "success": ok})
     calls = [ModelCall.from_dict(c) for k in sorted(evaluation_calls) for c in evaluation_calls[k]]
-    eval_table, eval_per = cost_by_model([Episode("judge", cost=Cost.of_calls(calls))]
-                                         if calls else [], prices)
+    eval_table, eval_dollars = evaluation_cost(calls, prices)
     n_priced = len(per_ep)
     mean = math.fsum(per_ep) / n_priced if n_priced else None
     figures = WindowFigures(
         episodes=len(ordered), slices=slices,
-        agent_dollars=math.fsum(per_ep) if priced else None, dollars_per_trace=mean,
+        agent_dollars=math.fsum(per_ep) if prices is not None else None, dollars_per_trace=mean,
         dollars_var=(math.fsum((x - mean) ** 2 for x in per_ep) / (n_priced - 1) / n_priced
                      if n_priced > 1 else None),
         agent_per_model=agent,
         agent_tokens={k: int(sum(r[k] for r in agent.values()))
                       for k in ("input_tokens", "output_tokens", "cached_input_tokens")},
-        evaluation_dollars=(math.fsum(eval_per) if priced else None) if judges else None,
+        evaluation_dollars=eval_dollars if judges else None,
         evaluation_per_model=eval_table)
     judged = sum(s["judged"] for s in slices.values())
     passed = sum(s["passed"] for s in slices.values())
@@ -242,11 +241,11 @@ def window_documents(rows: Iterable[WindowTrial], *, series: str, window_id: str
                  "evaluation_dollars": figures.evaluation_dollars,
                  "evaluation_per_model": eval_table,
                  "per_slice": {s: {"total_dollars": (math.fsum(slice_dollars.get(s, ()))
-                                                     if priced else None),
+                                                     if prices is not None else None),
                                    "cost_per_success": _per_judged_success(
                                        math.fsum(slice_dollars[s]) / len(slice_dollars[s]),
                                        v["passed"], v["judged"])
-                                   if priced and slice_dollars.get(s) else None}
+                                   if prices is not None and slice_dollars.get(s) else None}
                                for s, v in sorted(slices.items())}},
         "detail": {"run": {}, "monitor": {
             "series": series, "window": window_id, "episodes": len(ordered), "judged": judged,
@@ -338,7 +337,7 @@ def audit_window_run(store: Any, run_id: str, manifest: RunManifest, seen: Mappi
         docs, _ = window_documents(rows, series=series, window_id=run_id, verdicts=verdicts,
                                    evaluation_calls=calls, judges=judges, combine=combine,
                                    judge_sample_n=params.get("judge_sample"),
-                                   priced=bool(params.get("priced")), prices=prices)
+                                   prices=prices)
         for name in ("tasks", "episodes", "graded", "report"):
             checked.append(f"recomputed {name}")
             problems += compare(load(name), docs[name], name)
