@@ -222,8 +222,8 @@ def render_html(runs: Sequence[RunSummary], browser: Optional[BrowserSection] = 
                                                     _overview_rows(runs, on, short=True), "overview") + "</div>")
     if any(r.upper_bound for r in runs):
         out.append(f'<p class="note upper-bound" style="{_UB_STYLE}">{_e(_AT_MOST_NOTE)}</p>')
-    if _evaluation_overview(runs):
-        out.append(f'<p class="note evaluation-overview">{_e(_evaluation_overview(runs))}</p>')
+    if evaluated := _evaluation_overview(runs):
+        out.append(f'<p class="note evaluation-overview">{_e(evaluated)}</p>')
     for series in series_runs(runs):
         out += [f'<h2>Series over time: {_e(series[0].agent)} '
                 f'(group {chr(65 + groups[series[0].group])})</h2>', series_svg(series)]
@@ -320,8 +320,8 @@ def render_markdown(runs: Sequence[RunSummary],
     lines += _md_table(_overview_head(runs), _overview_rows(runs, on))
     if any(r.upper_bound for r in runs):
         lines += ["", _AT_MOST_NOTE]
-    if _evaluation_overview(runs):
-        lines += ["", _evaluation_overview(runs)]
+    if evaluated := _evaluation_overview(runs):
+        lines += ["", evaluated]
     lines += ["", "Groups of comparable runs (runs of different groups are never compared):"]
     lines += [f"- group {chr(65 + gi)}: {group_label(g)}" for g, gi in groups.items()]
     for series in series_runs(runs):
