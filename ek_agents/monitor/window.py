@@ -45,8 +45,8 @@ from ..records.segments import (RunSegments, SegmentWriter, iter_segments, new_w
                                 segment_line_doc)
 from ..records.stagecache import EpisodesRef, write_doc, write_tasks
 from ..scoring.facades import estimate_quality
-from ..stages.windowrun import (WINDOW_SOURCE, WindowFigures, episode_digest, judge_sample,
-                                trial_key, verdict_cache_key, window_documents, window_trial)
+from ..stages.windowrun import (WINDOW_SOURCE, WindowFigures, combined_verdict, episode_digest,
+                                judge_sample, trial_key, verdict_cache_key, window_documents, window_trial)
 from ..store import Store, acquire_lease, open_store, release_lease
 from ..store.sources import monitor_key
 from .ingest import EpisodeStream, IngestCounts, Ledger, iter_new_episodes
@@ -235,95 +235,110 @@ def run_window(source: Any, series: str, *, store: Any = None, judges: Sequence[
         raise InvalidInput(f"combine must be 'min' or 'mean', got {opts.combine!r}")
     wid = st.validate_name(window_id or new_window_id(), what="window id")
     rec_key = monitor_key(series, "windows", f"{wid}.json")
-    led_key, next_key = monitor_key(series, "ledger.json"), monitor_key(series, "ledgers",
-                                                                         f"{wid}.json")
     if window_manifest(st, series, wid) is not None or (
             st.exists(rec_key) and wid in load_ledger(st, series).windows):  # stored with no run
         return _reused(st, series, wid)  # this run read nothing and called no judge
     # one window of a series at a time (two would read the same traces from one ledger), and
-    # the window's run id written by nobody else (its leftover segments are removed below)
+    # the window's run id written by nobody else (its leftover segments are removed first)
     series_lease = acquire_lease(st, wid, at=monitor_key(series, "lease.json"))
     try:
         run_lease = acquire_lease(st, wid)
-    except BaseException:
-        release_lease(st, series_lease)
-        raise
-    try:
-        RunSegments.load(st, wid).remove_all()  # what a window stopped before its manifest stored
-        idents = [judge_identity(j) for j in judges]
-        got = new_episodes(source, load_ledger(st, series), opts)
-        writer = SegmentWriter(st, wid, writer=new_writer_name())
-        rows = []
-        with gc_paused():  # many small containers, no cycles: collections would walk them all
-            for ep in got:
-                writer.add((ep.task_id, ep.meta["trial"]), ep.to_json().encode("ascii"))
-                rows.append(window_trial(ep, prices))
-            writer.flush()
-        c, ledger = got.counts, got.ledger
-        if not rows and (c.bad_lines or c.no_model_call) and not c.pending_traces:
-            raise BridgeError(f"{source!r}: nothing usable in the window: {c.bad_lines} bad lines, "
-                              f"{c.no_model_call} traces without a model call, {c.files} files; "
-                              "check that the source holds OTLP/JSON GenAI spans")
-        verdicts: dict[str, bool] = {}
-        eval_calls: dict[str, list] = {}
-        judge_calls: list = []
-        counter = [0, 0]
-        if judges and rows:
-            caches = {}
-            for ident in idents:
-                key = verdict_cache_key(series, ident)
-                caches[ident] = st.read_json(key) if st.exists(key) else {}
-            wrapped = [_Cached(j, i, caches[i], judge_calls, counter) for j, i in zip(judges, idents)]
-            for r in judge_sample(rows, opts.judge_sample, opts.seed, wid):
-                for w in wrapped:
-                    w.digest, w.input = r.digest, r.input
-                before = len(judge_calls)
-                est = estimate_quality(r.output, wrapped, combine=opts.combine)["estimate"]
-                key = trial_key(r.task_id, r.trial)
-                verdicts[key] = est >= 0.5 if opts.combine == "mean" else est > 0.0
-                if len(judge_calls) > before:
-                    eval_calls[key] = [call.to_dict() for call in judge_calls[before:]]
-            for ident in idents:
-                st.write_json(verdict_cache_key(series, ident), caches[ident])
-        docs, fig = window_documents(rows, series=series, window_id=wid, verdicts=verdicts,
-                                     evaluation_calls=eval_calls, judges=idents, combine=opts.combine,
-                                     judge_sample_n=opts.judge_sample,
-                                     prices=prices)
-        rows.clear()
-        # the ledger after this window is written first under the window's name, then the run's
-        # documents, the series' index entry and -- last of the run -- its manifest, then the
-        # ledger moves: a run stopped before its manifest leaves no window (its segments are
-        # removed and its traces read again by the next run), one stopped after it a window whose
-        # re-run moves the ledger; never a window whose traces the next window reads again
-        ledger.windows.append(wid)
-        st.write_json(next_key, ledger.model_dump(mode="json"))
-        refs: dict = {"tasks": write_tasks(st, wid, docs["tasks"])}
-        if prices is not None:
-            refs["prices"] = write_doc(st, wid, "prices", prices_doc(prices))
-        ep_ref = write_doc(st, wid, "episodes", docs["episodes"])
-        refs["episodes"] = EpisodesRef(stage=ep_ref.stage, key=ep_ref.key, sha256=ep_ref.sha256,
-                                       trials={e.key: e.sha256 for e in writer.index.segments})
-        refs["graded"] = write_doc(st, wid, "graded", docs["graded"])
-        refs["report"] = write_doc(st, wid, "report", docs["report"])
-        rec = WindowRecord(
-            window_id=wid, series=series, created=_dt.datetime.now(_dt.timezone.utc).isoformat(),
-            source=str(source), options=opts, counts=c, episodes_digest=ep_ref.sha256,
-            verdicts=verdicts, judges=idents, judge_calls=counter[0], judge_cached=counter[1],
-            **fig.model_dump())
-        st.write_json(rec_key, rec.model_dump(mode="json"))
-        record_run(st, wid, refs=refs,
-                   inputs=RunInputs(k=1, seed=opts.seed, graded_by=GradedBy(
-                       kind="judge", name="monitor-window:" + ",".join(i[:12] for i in idents),
-                       digest=hashlib.sha256(",".join(idents).encode()).hexdigest()) if idents
-                       else None),
-                   source={"kind": WINDOW_SOURCE, "series": series, "window": wid,
-                           "path": str(source)},
-                   parameters={**opts.model_dump(mode="json"), "judges": idents,
-                               "priced": prices is not None},
-                   orchestrator={"orchestrator": "none", "runner": "ek_agents.monitor"})
-        st.write_json(led_key, ledger.model_dump(mode="json"))
-        st.delete(next_key)
-        return rec
+        try:
+            return _record_window(st, source, series, wid, judges, prices, opts)
+        finally:
+            release_lease(st, run_lease)
     finally:
-        release_lease(st, run_lease)
         release_lease(st, series_lease)
+
+
+def _judge(st: Store, series: str, wid: str, judges: Sequence[Any], idents: list,
+           rows: list, opts: WindowOptions) -> tuple[dict, dict, list]:
+    """Judge the window's sample of ``rows``, each judge answering from its verdict cache when
+    it can: ``(verdicts by trial key, the judges' calls by trial key, [calls made, cached])``;
+    the caches are stored again."""
+    verdicts: dict[str, bool] = {}
+    eval_calls: dict[str, list] = {}
+    judge_calls: list = []
+    counter = [0, 0]
+    if not (judges and rows):
+        return verdicts, eval_calls, counter
+    caches = {}
+    for ident in idents:
+        key = verdict_cache_key(series, ident)
+        caches[ident] = st.read_json(key) if st.exists(key) else {}
+    wrapped = [_Cached(j, i, caches[i], judge_calls, counter) for j, i in zip(judges, idents)]
+    for r in judge_sample(rows, opts.judge_sample, opts.seed, wid):
+        for w in wrapped:
+            w.digest, w.input = r.digest, r.input
+        before = len(judge_calls)
+        est = estimate_quality(r.output, wrapped, combine=opts.combine)["estimate"]
+        key = trial_key(r.task_id, r.trial)
+        verdicts[key] = combined_verdict([est], opts.combine)  # est: the min or the mean
+        if len(judge_calls) > before:
+            eval_calls[key] = [call.to_dict() for call in judge_calls[before:]]
+    for ident in idents:
+        st.write_json(verdict_cache_key(series, ident), caches[ident])
+    return verdicts, eval_calls, counter
+
+
+def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequence[Any],
+                   prices: Optional[Mapping], opts: WindowOptions) -> WindowRecord:
+    """Read, store, judge and record a window not recorded yet (under its leases)."""
+    rec_key = monitor_key(series, "windows", f"{wid}.json")
+    led_key, next_key = monitor_key(series, "ledger.json"), monitor_key(series, "ledgers",
+                                                                         f"{wid}.json")
+    RunSegments.load(st, wid).remove_all()  # what a window stopped before its manifest stored
+    idents = [judge_identity(j) for j in judges]
+    got = new_episodes(source, load_ledger(st, series), opts)
+    writer = SegmentWriter(st, wid, writer=new_writer_name())
+    rows = []
+    with gc_paused():  # many small containers, no cycles: collections would walk them all
+        for ep in got:
+            writer.add((ep.task_id, ep.meta["trial"]), ep.to_json().encode("ascii"))
+            rows.append(window_trial(ep, prices))
+        writer.flush()
+    c, ledger = got.counts, got.ledger
+    if not rows and (c.bad_lines or c.no_model_call) and not c.pending_traces:
+        raise BridgeError(f"{source!r}: nothing usable in the window: {c.bad_lines} bad lines, "
+                          f"{c.no_model_call} traces without a model call, {c.files} files; "
+                          "check that the source holds OTLP/JSON GenAI spans")
+    verdicts, eval_calls, counter = _judge(st, series, wid, judges, idents, rows, opts)
+    docs, fig = window_documents(rows, series=series, window_id=wid, verdicts=verdicts,
+                                 evaluation_calls=eval_calls, judges=idents, combine=opts.combine,
+                                 judge_sample_n=opts.judge_sample,
+                                 prices=prices)
+    rows.clear()
+    # the ledger after this window is written first under the window's name, then the run's
+    # documents, the series' index entry and -- last of the run -- its manifest, then the
+    # ledger moves: a run stopped before its manifest leaves no window (its segments are
+    # removed and its traces read again by the next run), one stopped after it a window whose
+    # re-run moves the ledger; never a window whose traces the next window reads again
+    ledger.windows.append(wid)
+    st.write_json(next_key, ledger.model_dump(mode="json"))
+    refs: dict = {"tasks": write_tasks(st, wid, docs["tasks"])}
+    if prices is not None:
+        refs["prices"] = write_doc(st, wid, "prices", prices_doc(prices))
+    ep_ref = write_doc(st, wid, "episodes", docs["episodes"])
+    refs["episodes"] = EpisodesRef(stage=ep_ref.stage, key=ep_ref.key, sha256=ep_ref.sha256,
+                                   trials={e.key: e.sha256 for e in writer.index.segments})
+    refs["graded"] = write_doc(st, wid, "graded", docs["graded"])
+    refs["report"] = write_doc(st, wid, "report", docs["report"])
+    rec = WindowRecord(
+        window_id=wid, series=series, created=_dt.datetime.now(_dt.timezone.utc).isoformat(),
+        source=str(source), options=opts, counts=c, episodes_digest=ep_ref.sha256,
+        verdicts=verdicts, judges=idents, judge_calls=counter[0], judge_cached=counter[1],
+        **fig.model_dump())
+    st.write_json(rec_key, rec.model_dump(mode="json"))
+    record_run(st, wid, refs=refs,
+               inputs=RunInputs(k=1, seed=opts.seed, graded_by=GradedBy(
+                   kind="judge", name="monitor-window:" + ",".join(i[:12] for i in idents),
+                   digest=hashlib.sha256(",".join(idents).encode()).hexdigest()) if idents
+                   else None),
+               source={"kind": WINDOW_SOURCE, "series": series, "window": wid,
+                       "path": str(source)},
+               parameters={**opts.model_dump(mode="json"), "judges": idents,
+                           "priced": prices is not None},
+               orchestrator={"orchestrator": "none", "runner": "ek_agents.monitor"})
+    st.write_json(led_key, ledger.model_dump(mode="json"))
+    st.delete(next_key)
+    return rec
