@@ -277,7 +277,11 @@ def read_new_traces(source: Any, ledger: Ledger, *, attrs: Sequence[Optional[str
     the span attributes to keep beyond the GenAI ones (grouping, task and slice). Every span is
     held until the end of the input, then the traces whose root has ended are complete. The
     ledger returned is a new one (the caller stores it once the window is recorded)."""
-    scan = _Scan(source, ledger, attrs, files)
+    return _all_traces(_Scan(source, ledger, attrs, files))
+
+
+def _all_traces(scan: _Scan) -> TraceBatch:
+    """Read the whole input holding every span, then take the traces whose root has ended."""
     for _ in scan.read(stream=False):
         pass
     complete = dict(scan.complete(list(scan.spans_of)))
@@ -326,18 +330,15 @@ class EpisodeStream:
                 yield from got
                 if rooted is None:
                     break
+            scan.finish()
         else:
             with gc_paused():
-                for _ in scan.read(stream=False):
-                    pass
-                batch = TraceBatch(traces=dict(scan.complete(list(scan.spans_of))),
-                                   ledger=scan.led, counts=scan.counts)
+                batch = _all_traces(scan)
                 got = episodes_of_traces(batch, group_by=self.group_by,
                                          task_attr=self.task_attr, slice_attr=self.slice_attr,
                                          where=where)
                 batch.traces.clear()
             yield from got
-        scan.finish()
         self._state = "done"
 
     def _done(self, what: str) -> None:
