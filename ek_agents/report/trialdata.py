@@ -27,7 +27,7 @@ from ..errors import DigestMismatch, InvalidInput
 from ..labels import judged, labels_of_doc
 from ..records import documents
 from ..records.manifest import RunManifest
-from ..records.segments import RunSegments, iter_segments, segment_line_doc
+from ..records.segments import RunSegments, iter_segments, segment_line_doc, stored_pair
 from ..records.stagecache import StageRef
 from ..records.trials import read_episodes
 from ..scoring.metrics import grade, is_errored
@@ -238,8 +238,7 @@ def open_run(store: Any, run_id: str) -> StoredRun:
 def _recorded_verdicts(st: Store, manifest: RunManifest) -> dict:
     """``{(task_id, trial): success}`` of a judge-graded run's graded document (verified)."""
     doc = documents.read_run_doc(st, manifest, "graded")
-    return {(str(r["task_id"]), (r.get("meta") or {}).get("trial")): r.get("success")
-            for r in doc.get("episodes") or ()}
+    return {stored_pair(r): r.get("success") for r in doc.get("episodes") or ()}
 
 
 def run_row(run: StoredRun) -> dict:
