@@ -18,11 +18,25 @@ silently. A run without per-call records shows nothing new.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Optional
 
 __all__ = ["PER_MODEL_HEAD", "UPPER_BOUND", "per_model_rows", "upper_bound_reason", "marked",
-           "capture_notes"]
+           "capture_notes", "markdown_table"]
+
+def markdown_table(head: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[str]:
+    r"""A table of report cells as Markdown lines (a ``|`` or newline in a cell escaped), the
+    one layout of every Markdown table the reports print.
+
+    >>> markdown_table(["model", "dollars"], [["a|b", "$1"]])
+    ['| model | dollars |', '|---|---|', '| a\\|b | $1 |']
+    """
+    def cell(c: Any) -> str:
+        return str(c).replace("|", "\\|").replace("\n", " ")
+
+    return ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "---|" * len(head)] + \
+        ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+
 
 #: The columns of a per-model table.
 PER_MODEL_HEAD: tuple[str, ...] = ("model", "calls", "input tokens", "cached input", "cache writes",

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from ..adapters.judge_endpoint import DEFAULT_RUBRIC, EndpointJudge
 from ..errors import InvalidInput
+from ..modelcosts import markdown_table
 from ..labels import LabelError, Labels, labels_doc, labels_of_doc, read_labels
 from ..prices import load_prices
 from ..records.documents import read_run_doc
@@ -283,10 +284,10 @@ def window_markdown(rep: dict) -> str:
     alert = rep.get("alert") or {}
     lines.append(("**ALERT**: " + "; ".join(alert.get("reasons") or [])) if alert.get("alert")
                  else f"no alert (reference: {alert.get('reference') or 'none'})")
-    lines += ["", "| model | calls | dollars |", "|---|---|---|"]
-    for m, r in sorted(rep["cost"]["per_model"].items()):
-        d = r.get("dollars")
-        lines.append(f"| {m} | {int(r['calls'])} | {'unknown' if d is None else f'{d:.6f}'} |")
+    lines += [""] + markdown_table(
+        ["model", "calls", "dollars"],
+        [[m, int(r["calls"]), "unknown" if r.get("dollars") is None else f"{r['dollars']:.6f}"]
+         for m, r in sorted(rep["cost"]["per_model"].items())])
     ev = rep["cost"]["evaluation_dollars"]
     lines += ["", f"evaluation cost (the judges' own calls): "
                   f"{'none' if ev is None else f'${ev:.6f}'}; {rep['judge_calls']} judge calls, "

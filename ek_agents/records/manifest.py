@@ -30,7 +30,7 @@ from ..base import JsonShape, RunProvenance, decode_nonfinite, encode_nonfinite
 from ..core import canonical_json, shape
 from ..errors import BaselineError, DocumentError, EkAgentsError
 from ..labels import GradedBy
-from ..modelcosts import PER_MODEL_HEAD, marked, per_model_rows, upper_bound_reason
+from ..modelcosts import PER_MODEL_HEAD, markdown_table, marked, per_model_rows, upper_bound_reason
 from ..reporting import ReliabilityReport
 from ..sequential import SequentialVerdict
 from ..stats.correctedrates import judge_error_line, judge_rows
@@ -425,10 +425,8 @@ def report_markdown(manifest: Mapping, report: Mapping) -> str:
     lines += reuse_lines(manifest, report)
     rows = report_rows(report)
     head = list(rows[0])
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        lines.append("| " + " | ".join(_cell(r[h], money=h in ("dollars", "cost_per_success"))
-                                       for h in head) + " |")
+    lines += markdown_table(head, [[_cell(r[h], money=h in ("dollars", "cost_per_success"))
+                                    for h in head] for r in rows])
     lines += _per_model_lines(report.get("cost") or {})
     lines += _evaluation_lines(report.get("cost") or {})
     judged = (report.get("detail") or {}).get("judge_corrected")
@@ -467,8 +465,7 @@ def _per_model_lines(cost: Mapping) -> list[str]:
                           count=lambda n: _cell(n))
     out = []
     if rows:
-        out += ["", "Per model:", "", "| " + " | ".join(PER_MODEL_HEAD) + " |",
-                "|" + "---|" * len(PER_MODEL_HEAD)] + ["| " + " | ".join(r) + " |" for r in rows]
+        out += ["", "Per model:", ""] + markdown_table(PER_MODEL_HEAD, rows)
     why = upper_bound_reason(cost)
     if why:
         out += ["", f"**Upper bound:** dollars {marked(_cell(_num(cost.get('total_dollars')), money=True), True)}"

@@ -26,7 +26,7 @@ from ..core import shape
 from ..errors import InvalidInput
 from ..records.manifest import sequential_line
 from ..stats.correctedrates import judge_error_line, judge_rows
-from ..modelcosts import PER_MODEL_HEAD, UPPER_BOUND, marked, per_model_rows
+from ..modelcosts import PER_MODEL_HEAD, UPPER_BOUND, markdown_table, marked, per_model_rows
 from .reportplots import cost_vs_success_svg, pass_hat_svg, series_svg
 from .runsummary import (RunSummary, SliceSummary, as_number, fmt_count, fmt_dollars,
                          fmt_interval, fmt_percent, fmt_seconds, frontier_flags, group_index,
@@ -156,14 +156,6 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]], cls: str) ->
     return (f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{_html_cell(h)}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join("<tr>" + "".join(f"<td>{_html_cell(c)}</td>" for c in row)
                                                + "</tr>" for row in rows) + "</tbody></table>")
-
-
-def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    def cell(c: Any) -> str:
-        return str(c).replace("|", "\\|").replace("\n", " ")
-
-    return ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "---|" * len(head)] + \
-        ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
 
 
 _CSS = """
@@ -317,7 +309,7 @@ def render_markdown(runs: Sequence[RunSummary],
     on = frontier_flags(runs)
     groups = group_index(runs)
     lines = [f"# {_title(runs)}", ""]
-    lines += _md_table(_overview_head(runs), _overview_rows(runs, on))
+    lines += markdown_table(_overview_head(runs), _overview_rows(runs, on))
     if any(r.upper_bound for r in runs):
         lines += ["", _AT_MOST_NOTE]
     if evaluated := _evaluation_overview(runs):
@@ -327,7 +319,7 @@ def render_markdown(runs: Sequence[RunSummary],
     for series in series_runs(runs):
         lines += ["", f"## Series over time: {series[0].agent} (group {chr(65 + groups[series[0].group])})",
                   ""]
-        lines += _md_table(["created", "run", "success [95% CI]", "$/success"],
+        lines += markdown_table(["created", "run", "success [95% CI]", "$/success"],
                            [[r.created_at or "?", r.run_id,
                              f"{fmt_percent(r.success_rate)} {fmt_interval(r.success_ci, fmt_percent)}",
                              fmt_dollars(r.cost_per_success)] for r in series])
@@ -338,7 +330,7 @@ def render_markdown(runs: Sequence[RunSummary],
                   f"{r.reused}"]
         ev = evaluation_line(r)
         if ev:
-            lines += ["", ev, ""] + _md_table(PER_MODEL_HEAD, _evaluation_rows(r))
+            lines += ["", ev, ""] + markdown_table(PER_MODEL_HEAD, _evaluation_rows(r))
         if r.gate:
             lines += ["", f"**Gate** vs baseline `{r.gate.get('baseline', '?')}`: {_verdict(r.gate)}"]
             lines += [f"- {x}" for x in r.gate.get("reasons") or []]
@@ -347,20 +339,20 @@ def render_markdown(runs: Sequence[RunSummary],
             lines += [f"- {seq}"] if seq else []
         if r.judge:
             lines += ["", "Judge-corrected success:", ""]
-            lines += _md_table(["success decided by", "success", "95% CI", "cost per success"],
+            lines += markdown_table(["success decided by", "success", "95% CI", "cost per success"],
                                _judge_table(r))
             lines += ["", judge_error_line(r.judge) or ""]
-        lines += [""] + _md_table(["k", "pass^k", "95% CI"],
+        lines += [""] + markdown_table(["k", "pass^k", "95% CI"],
                                   [[str(k), fmt_percent(v), fmt_interval((lo, hi), fmt_percent)]
                                    for k, v, lo, hi in r.pass_hat])
         if r.slices:
-            lines += [""] + _md_table(_slice_head(r), _slice_rows(r))
+            lines += [""] + markdown_table(_slice_head(r), _slice_rows(r))
         if r.tokens:
             lines += ["", "Tokens: " + ", ".join(f"{k.replace('_', ' ')} {fmt_count(v)}"
                                                  for k, v in r.tokens.items())
                       + f"; mean latency {fmt_seconds(r.mean_latency_s)}"]
         if r.per_model:
-            lines += ["", "Per model:", ""] + _md_table(PER_MODEL_HEAD, _model_rows(r))
+            lines += ["", "Per model:", ""] + markdown_table(PER_MODEL_HEAD, _model_rows(r))
         if r.upper_bound:
             lines += ["", f"**Upper bound:** dollars {marked(fmt_dollars(r.dollars), True)}: {r.upper_bound}"]
         lines += ["", "Errored trials: " + (", ".join(f"{k} {fmt_count(v)}" for k, v in

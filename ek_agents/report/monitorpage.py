@@ -17,6 +17,7 @@ from typing import Any, Optional
 from pydantic import BaseModel
 
 from ..errors import ArtifactNotFound
+from ..modelcosts import markdown_table
 from ..monitor import SeriesOptions, SeriesRow, evaluate_series
 from ..store import open_store
 from ..stages.windowrun import window_of
@@ -213,16 +214,14 @@ def window_series_markdown(series: str, window_id: str, rs: Sequence[SeriesRow])
              else f"no alert (reference: {me.reference or 'none'})")
     head = ["window", "traces", "judged", "labels", "judge says", "corrected [95% CI]",
             "$/corrected success", "agent dollars", "evaluation", "alert"]
-    lines = [f"## {_heading(series, window_id, rs)}", "", me.sentence, "", alert, "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rs:
-        cells = [f"**{r.window_id}**" if r is me else r.window_id, fmt_count(r.traces),
-                 fmt_count(r.judged), fmt_count(r.labels), fmt_percent(r.judge_rate),
-                 f"{fmt_percent(r.corrected)} {fmt_interval(r.corrected_ci, fmt_percent)}".strip(),
-                 _cps_cell(r), fmt_dollars(r.agent_dollars),
-                 fmt_dollars(r.evaluation_dollars), "; ".join(r.reasons) if r.alert else ""]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines)
+    rows = [[f"**{r.window_id}**" if r is me else r.window_id, fmt_count(r.traces),
+             fmt_count(r.judged), fmt_count(r.labels), fmt_percent(r.judge_rate),
+             f"{fmt_percent(r.corrected)} {fmt_interval(r.corrected_ci, fmt_percent)}".strip(),
+             _cps_cell(r), fmt_dollars(r.agent_dollars),
+             fmt_dollars(r.evaluation_dollars), "; ".join(r.reasons) if r.alert else ""]
+            for r in rs]
+    return "\n".join([f"## {_heading(series, window_id, rs)}", "", me.sentence, "", alert, ""]
+                     + markdown_table(head, rows))
 
 
 def _cps_cell(r: SeriesRow) -> str:
