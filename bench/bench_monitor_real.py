@@ -53,6 +53,7 @@ def main(argv: list | None = None) -> int:
     from ek_agents.prices import load_prices
     from ek_agents.store import Store
     from ek_agents_examples.otel import agents, traffic
+    from ek_agents_examples.otel.fakejudge import label_as_truth
     from ek_agents_examples.otel.fakeopenai import FakeOpenAI
 
     tp = TracerProvider()
@@ -99,8 +100,7 @@ def main(argv: list | None = None) -> int:
             evaluation += rec.evaluation_dollars or 0.0
             rows = plan_window_labels(store, "prod", wid, a.labels, seed=day,
                                       path=str(tmp / f"labels-{wid}.jsonl"))
-            (tmp / f"labels-{wid}.jsonl").write_text("".join(
-                json.dumps(dict(r, gold="[truth:PASS]" in str(r["input"]))) + "\n" for r in rows))
+            label_as_truth(rows, tmp / f"labels-{wid}.jsonl")
             store_window_labels(store, "prod", wid, str(tmp / f"labels-{wid}.jsonl"))
             row = evaluate_series(store, "prod", sopts)[-1]
             judged = len(srv.judged)

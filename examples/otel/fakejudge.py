@@ -24,12 +24,15 @@ Protocol (what a test plants, what the server answers):
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Optional
+from pathlib import Path
+from typing import Optional, Union
 
-__all__ = ["Judge", "Judged", "is_judge_request", "judge_tool", "truth_of"]
+__all__ = ["Judge", "Judged", "is_judge_request", "judge_tool", "truth_of", "label_as_truth"]
 
 _TRUTH = re.compile(r"\[truth:(PASS|FAIL)\]", re.IGNORECASE)
 _VERDICT = re.compile(r"verdict", re.IGNORECASE)
@@ -39,6 +42,14 @@ def truth_of(text: str) -> Optional[str]:
     """The last truth marker in ``text`` (``"PASS"`` / ``"FAIL"``), or None."""
     found = _TRUTH.findall(text)
     return found[-1].upper() if found else None
+
+
+def label_as_truth(rows: Iterable[dict], path: Union[str, Path]) -> list[dict]:
+    """A person labeling from the truth: each planned labels line (``plan-labels``) with its
+    ``gold`` the truth planted in its input, written to ``path`` as the labels file."""
+    filled = [dict(r, gold=truth_of(str(r["input"])) == "PASS") for r in rows]
+    Path(path).write_text("".join(json.dumps(r) + "\n" for r in filled))
+    return filled
 
 
 def _asks_verdict(body: dict) -> bool:

@@ -25,6 +25,7 @@ from ek_agents.stages.audit import audit
 from ek_agents.monitor import WindowOptions, plan_window_labels, run_window
 from ek_agents.store import Store, acquire_lease, release_lease
 from ek_agents_examples.otel import traffic
+from ek_agents_examples.otel.fakejudge import label_as_truth
 
 OPTS = WindowOptions(slice_attr=traffic.ROUTE_ATTR)
 JUDGE = "judge-mini"  # a model the agent never calls: the server's ledger splits the two
@@ -186,8 +187,7 @@ def test_judge_sample_labels_loop_and_commands(day, tmp_path, prices, capsys):
     rows = plan_window_labels(store, "lab", "w1", 4, path=str(tmp_path / "labels.jsonl"))
     assert len(rows) == 4 and {r["slice"] for r in rows} == {"r0", "r1"}
     assert all("verdict" not in r and r["gold"] is None and "look up" in r["input"] for r in rows)
-    filled = [dict(r, gold="[truth:PASS]" in r["input"]) for r in rows]
-    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in filled))
+    filled = label_as_truth(rows, tmp_path / "labels.jsonl")
     labs = store_window_labels(store, "lab", "w1", str(tmp_path / "labels.jsonl"))
     assert len(labs.labels) == 4
     (row,) = evaluate_series(store, "lab")
@@ -269,9 +269,7 @@ def test_end_to_end_three_windows_labels_rerun_and_dollars(day, server, tmp_path
         assert "verdict" not in out.read_text() and "[r0]" in printed and "[r1]" in printed
         if i == 1:  # no label yet: the judge's error is not measured, no corrected rate
             assert rep["success"]["corrected"] is None and "no corrected rate" in rep["sentence"]
-        rows = [json.loads(x) for x in out.read_text().splitlines()]
-        out.write_text("".join(json.dumps(dict(r, gold="[truth:PASS]" in r["input"])) + "\n"
-                               for r in rows))
+        label_as_truth([json.loads(x) for x in out.read_text().splitlines()], out)
         assert main(["label", f"d{i}", str(out), "--series", "prod", "--store", store]) in (0, 1)
         capsys.readouterr()
     assert sum(r["episodes"] for r in reports) == 25
@@ -452,8 +450,7 @@ def test_audit_window_finds_a_tampered_trial_verdict_cache_or_labels(window, tmp
     store, rec, judge, _ = window
     url = str(tmp_path / "s")
     rows = plan_window_labels(store, "prod", "w1", 5, path=str(tmp_path / "labels.jsonl"))
-    (tmp_path / "labels.jsonl").write_text("".join(
-        json.dumps(dict(r, gold="[truth:PASS]" in r["input"])) + "\n" for r in rows))
+    label_as_truth(rows, tmp_path / "labels.jsonl")
     assert main(["label", "w1", str(tmp_path / "labels.jsonl"), "--store", url]) in (0, 1)
     m = read_manifest(store, "w1")
     assert store.digest("runs/w1/labels.json") == m.artifacts["runs/w1/labels.json"]

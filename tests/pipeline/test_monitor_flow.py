@@ -5,7 +5,6 @@ with the alert's reason as its message and the window's Markdown artifact says i
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from ek_agents.monitor import (SeriesOptions, WindowOptions, monitor_window, pla
 from ek_agents.adapters.judge_endpoint import EndpointJudge
 from ek_agents.monitorcli import MonitorAlert
 from ek_agents_examples.otel.fakeopenai import FakeOpenAI
+from ek_agents_examples.otel.fakejudge import label_as_truth
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 
@@ -42,8 +42,7 @@ def test_alert_fails_the_flow_run_with_its_reason_and_an_artifact(tmp_path):
                            series_options=SeriesOptions(horizon=3))
             rows = plan_window_labels(store, "prod", f"d{i}", 100)
             path = tmp_path / f"labels-d{i}.jsonl"
-            path.write_text("".join(json.dumps(dict(r, gold="[truth:PASS]" in r["input"])) + "\n"
-                                    for r in rows))
+            label_as_truth(rows, path)
             store_window_labels(store, "prod", f"d{i}", str(path))
         srv.set_judge(0.0, 1.0, seed=2)  # the judge breaks: it fails every answer
         (src / "part3.jsonl").write_text("\n".join(lines[cuts[2]:]) + "\n")

@@ -31,6 +31,7 @@ from .reportkit import DevToolsPage, chromium_binary
 
 pytest.importorskip("openai")
 from ek_agents_examples.otel.fakeopenai import FakeOpenAI  # noqa: E402
+from ek_agents_examples.otel.fakejudge import label_as_truth  # noqa: E402
 
 TRACES = Path(__file__).parents[1] / "fixtures" / "otlp" / "monitor-traffic.jsonl.gz"
 RUBRIC = "The answer names the looked-up value."
@@ -75,8 +76,7 @@ def series_store(tmp_path_factory, prices_path) -> str:
                            series_options=SeriesOptions(horizon=3))
             rows = plan_window_labels(store, "prod", f"d{i}", 100)
             path = tmp / f"labels-d{i}.jsonl"
-            path.write_text("".join(json.dumps(dict(r, gold="[truth:PASS]" in r["input"])) + "\n"
-                                    for r in rows))
+            label_as_truth(rows, path)
             store_window_labels(store, "prod", f"d{i}", str(path))
     return store
 
