@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 
 from ..base import Episode, ModelCall
 from ..core import canonical_json
-from ..cost import cost_by_model
+from ..cost import cost_by_model, cost_of_pass
 from ..errors import EkAgentsError, InvalidInput
 from ..labels import labels_of_doc
 from ..records.documents import check_run_doc, prices_of, results_of, tasks_for_episodes
@@ -265,7 +265,7 @@ def _per_judged_success(per_trace: Optional[float], passed: int, judged: int) ->
     verdicts are unknown). The label-corrected figure is the series'."""
     if per_trace is None or not judged:
         return None
-    return per_trace * judged / passed if passed else math.inf
+    return cost_of_pass(per_trace * judged, passed)  # judged traces' dollars over their passes
 
 
 # --------------------------------------------------------------------------- the audit
