@@ -13,7 +13,7 @@ True
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 __all__ = [
     "EkAgentsError", "InvalidInput", "BridgeError", "SchemaVersionError", "SuiteError",
@@ -23,6 +23,7 @@ __all__ = [
     "IntegrityError", "TransientAgentError", "AgentTimeout", "did_you_mean",
     "CheckFailed", "GateFailed", "AuditFailed", "DocumentError", "DigestMismatch",
     "RunMismatch", "RunInUse", "TooManyErrors", "UnidentifiedAgent", "RunIncomplete",
+    "exception_chain",
 ]
 
 
@@ -168,6 +169,34 @@ class RunInUse(EkAgentsError, RuntimeError):
 
 class TooManyErrors(CheckFailed):
     """A run whose errored trials exceed the allowed fraction (an outage, not a verdict)."""
+
+
+def exception_chain(exc: BaseException, limit: int = 64) -> Iterator[BaseException]:
+    """``exc`` and what it wraps (``__cause__``, ``__context__``, an exception group's
+    exceptions), each once, depth first, at most ``limit`` of them: where the store and the
+    provider classifiers look for the error a library raised under its caller's.
+
+    >>> try:
+    ...     try:
+    ...         raise KeyError("inner")
+    ...     except KeyError as e:
+    ...         raise ValueError("outer") from e
+    ... except ValueError as e:
+    ...     [type(x).__name__ for x in exception_chain(e)]
+    ['ValueError', 'KeyError']
+    """
+    seen: set = set()
+    stack = [exc]
+    while stack and len(seen) < limit:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        inner = list(getattr(e, "exceptions", None) or ()) if isinstance(e, BaseExceptionGroup) else []
+        for nxt in reversed([e.__cause__, e.__context__, *inner]):
+            if isinstance(nxt, BaseException):
+                stack.append(nxt)
 
 
 def did_you_mean(name: str, options: Iterable[str], *, n: int = 3) -> str:

@@ -49,6 +49,7 @@ from pydantic import Field
 
 from ..base import JsonShape
 from ..core import shape
+from ..errors import exception_chain
 
 __all__ = ["ProviderFault", "classify", "classify_spans", "backoff_s", "EndpointLimiter",
            "PROVIDER_RETRY_S", "PROVIDER_MODULES", "RETRYABLE_STATUS"]
@@ -213,23 +214,6 @@ def _endpoint_and_model(exc: BaseException) -> tuple[Optional[str], Optional[str
     return endpoint, model if isinstance(model, str) else None
 
 
-def _chain(exc: BaseException) -> Iterable[BaseException]:
-    """``exc`` and what it wraps (``__cause__``, ``__context__``, a group's exceptions),
-    each once, depth first."""
-    seen: set = set()
-    stack = [exc]
-    while stack and len(seen) < 64:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        inner = list(getattr(e, "exceptions", None) or ()) if isinstance(e, BaseExceptionGroup) else []
-        for nxt in reversed([e.__cause__, e.__context__, *inner]):
-            if isinstance(nxt, BaseException):
-                stack.append(nxt)
-
-
 def classify(exc: BaseException) -> Optional[ProviderFault]:
     """The provider error ``exc`` is or wraps (module docstring), else None.
 
@@ -237,7 +221,7 @@ def classify(exc: BaseException) -> Optional[ProviderFault]:
     the openai error it wraps has the request's URL and the ``Retry-After`` header."""
     found: Optional[ProviderFault] = None
     extra: dict = {}
-    for e in _chain(exc):
+    for e in exception_chain(exc):
         name = _from_provider(type(e))
         if name is None:
             continue

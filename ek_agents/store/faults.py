@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from ..errors import (BucketNotFound, EkAgentsError, StoreAccessDenied, StoreError, StoreTimeout,
-                     StoreUnreachable)
+                     StoreUnreachable, exception_chain)
 from .settings import StoreSettings, protocols_of
 
 _TIMEOUT_NAMES = {"ReadTimeoutError", "ConnectTimeoutError", "TimeoutError", "FSTimeoutError",
@@ -28,16 +28,6 @@ _BUSY_CODES = {"SlowDown", "InternalError", "ServiceUnavailable", "Throttling",
 _NOT_FOUND = "not-found"
 
 
-def _chain(exc: BaseException) -> list:
-    out, seen = [], set()
-    e: Optional[BaseException] = exc
-    while e is not None and id(e) not in seen and len(out) < 10:
-        out.append(e)
-        seen.add(id(e))
-        e = e.__cause__ or e.__context__
-    return out
-
-
 def _brief(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
@@ -50,7 +40,7 @@ def _classify(exc: BaseException) -> Optional[tuple]:
     botocore / aiohttp exceptions are recognised by class name (and S3 error code), so this
     module imports neither (``import ek_agents`` stays light, and local stores need no boto).
     """
-    chain = _chain(exc)
+    chain = list(exception_chain(exc))
     for e in chain:  # an S3 error code says most, wherever it sits in the chain
         response = getattr(e, "response", None)
         if not isinstance(response, dict) or not isinstance(response.get("Error"), dict):
