@@ -16,12 +16,12 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-# setup.py and the C source too: a changed extension is rebuilt by the next install
-$(VENV)/.dev-installed: pyproject.toml setup.py ek_agents/scoring/_callcodes.c | $(PY)
+# setup.py and the C sources too: a changed extension is rebuilt by the next install
+$(VENV)/.dev-installed: pyproject.toml setup.py ek_agents/scoring/_callcodes.c ek_agents/bridge/_otlpspans.c | $(PY)
 	$(PY) -m pip install -q -e '.[dev,s3,dask,plot]'
 	touch $@
 
-$(VENV)/.run-installed: pyproject.toml setup.py ek_agents/scoring/_callcodes.c | $(PY)
+$(VENV)/.run-installed: pyproject.toml setup.py ek_agents/scoring/_callcodes.c ek_agents/bridge/_otlpspans.c | $(PY)
 	$(PY) -m pip install -q -e '.[examples]'
 	touch $@
 

@@ -26,14 +26,14 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Optional
 
 from ..errors import BridgeError
 from ..parsing import parse_json
 
 __all__ = ["RawSpan", "Ingest", "MAX_ATTRIBUTE_CHARS", "KEPT_PREFIXES", "kept", "spans_from_otlp", "spans_of_document",
-           "spans_from_sdk", "span_from_sdk", "hex_id", "KeyPrefix"]
+           "spans_from_sdk", "span_from_sdk", "hex_id", "KeyPrefix", "read_spans", "HAS_C"]
 
 #: A string attribute longer than this is cut (and counted): 1 MiB of text.
 MAX_ATTRIBUTE_CHARS = 1 << 20
@@ -350,8 +350,13 @@ def _resource_spans(rss: Any, where: str, ing: Ingest, group_attr: Optional[str]
                 raise BridgeError(f"{where}: each scopeSpans item must be an object")
             scope = ss.get("scope") or ss.get("instrumentationLibrary") or {}
             scope_name = scope.get("name", "") if isinstance(scope, Mapping) else ""
-            for sp in _list(ss.get("spans"), where, "spans"):
-                yield _otlp_span(sp, where, ing, str(scope_name), group_attr)
+            spans = _list(ss.get("spans"), where, "spans")
+            if read_spans is None:
+                for sp in spans:
+                    yield _otlp_span(sp, where, ing, str(scope_name), group_attr)
+            else:  # the same RawSpans, plain spans read in C (the rest by _otlp_span)
+                yield from read_spans(spans, where, ing, str(scope_name), group_attr,
+                                      _kept_cache(group_attr))
 
 
 def _otlp_span(sp: Any, where: str, ing: Ingest, scope: str, group_attr: Optional[str]) -> RawSpan:
@@ -383,6 +388,22 @@ def _otlp_span(sp: Any, where: str, ing: Ingest, scope: str, group_attr: Optiona
                    end_ns=_time(sp.get("endTimeUnixNano", 0), at, "endTimeUnixNano"),
                    attrs=_attributes(sp.get("attributes"), at, ing, group_attr), error=error,
                    scope=scope, events=tuple(events))
+
+
+#: The C reader of a scope's spans (``_otlpspans.c``, built at install time when a C compiler
+#: was there; optional): ``read_spans(spans, where, ing, scope, group_attr, keep)`` gives the
+#: RawSpans :func:`_otlp_span` gives, reading the plain shape in C and handing any other span to
+#: :func:`_otlp_span`, which reads it or words its error. None when it was not built.
+read_spans: Optional[Callable[..., list]]
+try:
+    from ._otlpspans import configure as _configure_c, read_spans
+except ImportError:  # pragma: no cover - exercised where no compiler is (the Python path is the tests' reference)
+    read_spans = None
+else:
+    _configure_c(kept, _otlp_span, RawSpan, MAX_ATTRIBUTE_CHARS)
+
+#: Whether the C reader of spans is in use.
+HAS_C = read_spans is not None
 
 
 # --------------------------------------------------------------------------- SDK spans
