@@ -39,20 +39,33 @@ _run = run_child_of("bench.bench_monitor_scale")
 
 
 def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """The peak RSS of this process plus that of its largest finished child (the reader's
+    worker process, when it has one): both are held at once."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (own + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _done(t0: float, c0: float, **got: object) -> dict:
-    """The child's wall and CPU seconds since ``t0`` / ``c0`` and its peak RSS: the CPU time
-    is printed beside the wall, as the wall of a shared machine moves with its load."""
-    return {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+    """The child's wall and CPU seconds since ``t0`` / ``c0`` -- its own and its finished
+    children's (the reader's worker process) -- and its peak RSS: the CPU time is printed
+    beside the wall, as the wall of a shared machine moves with its load."""
+    return {"wall": time.perf_counter() - t0, "cpu": time.process_time() + _children_cpu() - c0,
             "rss_mb": _rss_mb(), **got}
+
+
+def _start() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time() + _children_cpu()
 
 
 def _orjson_child(folder: str) -> dict:
     import orjson
 
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0 = _start()
     n = 0
     for f in sorted(Path(folder).iterdir()):
         for line in f.read_bytes().splitlines():
@@ -67,7 +80,7 @@ def _read_child(folder: str, serialise: bool) -> dict:
     from ek_agents.cost import cost_by_model
     from ek_agents.monitor.ingest import Ledger, iter_new_episodes
 
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0 = _start()
     stream = iter_new_episodes(folder, Ledger(), slice_attr="app.route", where=folder)
     size = [0, 0]
 
@@ -93,7 +106,7 @@ def _window_child(folder: str, store: str) -> dict:
         def __call__(self, output: object) -> float:
             raise AssertionError("every verdict is cached")
 
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0 = _start()
     _, _, rep = monitor_window(folder, "hot", store=store, judges=[Judge()],
                                window_id="w1", options=WindowOptions(slice_attr="app.route"))
     assert rep["judge_calls"] == 0, rep["judge_calls"]

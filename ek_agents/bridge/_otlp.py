@@ -30,9 +30,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Optional
 
 from ..errors import BridgeError
-from ..parsing import parse_json
+from ..parsing import fast_json_lines, parse_json
 
 __all__ = ["RawSpan", "Ingest", "MAX_ATTRIBUTE_CHARS", "KEPT_PREFIXES", "kept", "spans_from_otlp", "spans_of_document",
+           "spans_of_lines",
            "spans_from_sdk", "span_from_sdk", "hex_id", "KeyPrefix", "read_spans", "HAS_C"]
 
 #: A string attribute longer than this is cut (and counted): 1 MiB of text.
@@ -63,6 +64,12 @@ class RawSpan:
     error: Optional[str] = None       # the status message when the status is ERROR
     scope: str = ""
     events: tuple = ()                # ((name, attrs), ...) of GenAI events only
+
+    def __reduce__(self) -> tuple:
+        # pickled as its fields (a monitor's reader sends spans from a worker process): the
+        # slotted dataclass' own state protocol costs a Python call per field
+        return RawSpan, (self.trace_id, self.span_id, self.parent_id, self.name, self.start_ns,
+                         self.end_ns, self.attrs, self.error, self.scope, self.events)
 
 
 class KeyPrefix:
@@ -321,6 +328,27 @@ def spans_from_otlp(text: str, where: str, *, ing: Ingest, group_attr: Optional[
                 ing.skipped_lines += 1
                 continue
         yield from spans_of_document(doc, at, ing=ing, group_attr=group_attr)
+
+
+def spans_of_lines(data: bytes, base: int, url: str, *, group_attr: Any = None,
+                   max_depth: int = 1024) -> tuple[list, int]:
+    """The spans of each non-blank line of OTLP/JSON ``data`` (complete lines, the first at byte
+    ``base`` of file ``url``): ``([(offset, [RawSpan, ...] or None for a line that is not
+    OTLP/JSON), ...], string values cut)``. A pure function of its arguments (a monitor's
+    reader runs it in a worker process); lines are parsed up to ``max_depth`` (orjson's)."""
+    ing, out = Ingest(), []
+    for at, line, ok, doc in fast_json_lines(data, max_depth=max_depth):
+        at += base
+        try:
+            if ok:  # what spans_from_otlp reads of the line, parsed once
+                got = list(spans_of_document(doc, f"{url}@{at}", ing=ing, group_attr=group_attr))
+            else:
+                got = list(spans_from_otlp(line.decode("utf-8"), f"{url}@{at}", ing=ing,
+                                           group_attr=group_attr))
+        except (BridgeError, UnicodeDecodeError):
+            got = None
+        out.append((at, got))
+    return out, ing.truncated
 
 
 def spans_of_document(doc: Any, where: str, *, ing: Ingest, group_attr: Optional[str] = None

@@ -83,13 +83,14 @@ from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
 from ._io import gc_paused, read_bytes, url_of
 from ._otlp import (MAX_ATTRIBUTE_CHARS, Ingest, KeyPrefix, RawSpan, span_from_sdk,
-                    spans_from_otlp, spans_from_sdk, spans_of_document)
+                    spans_from_otlp, spans_from_sdk, spans_of_document, spans_of_lines)
 from .otelcalls import (INPUT_KEYS, LLM_OPS, count_unbilled, has_usage, model_call, span_failed,
                         span_str)
 
 __all__ = ["episodes_from_otel", "trace_parts", "TraceParts", "MAX_SPANS", "raw_spans",
            "Ingest", "RawSpan", "spans_from_sdk", "span_from_sdk", "MAX_ATTRIBUTE_CHARS",
-           "has_usage", "span_failed", "spans_from_otlp", "spans_of_document", "gc_paused"]
+           "has_usage", "span_failed", "spans_from_otlp", "spans_of_document", "spans_of_lines",
+           "gc_paused"]
 
 #: The most spans one episode (one group) may have: the memory bound of a read.
 MAX_SPANS = 50_000

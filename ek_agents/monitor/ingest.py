@@ -37,27 +37,37 @@ only.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import get_context
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
 from ..base import Episode, Trajectory
-from ..bridge.otel import (Ingest, RawSpan, gc_paused, spans_from_otlp, spans_of_document,
-                           trace_parts)
+from ..bridge.otel import Ingest, RawSpan, gc_paused, spans_of_lines, trace_parts
 from ..core import Provenance, construct
 from ..errors import BridgeError, InvalidInput
-from ..parsing import fast_json_lines, parse_json
+from ..parsing import parse_json
 from ..store.sources import SourceFile, iter_source, list_sources
 
 __all__ = ["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
            "episodes_of_traces", "iter_new_episodes", "EpisodeStream", "DEFAULT_SLICE",
-           "READ_DEPTH"]
+           "READ_DEPTH", "PARALLEL_BYTES", "AHEAD"]
 
 #: The slice of an episode whose traces carry no slice attribute.
 DEFAULT_SLICE = "all"
+#: Files of at least this many bytes in all are parsed partly in a worker process (when
+#: ``workers`` is not given and the machine has 2 cores or more): below it, starting one
+#: (about half a second) would cost more than it saves.
+PARALLEL_BYTES = 64 << 20
+#: How many units of a read (blocks of lines, file starts and ends) the worker may be ahead.
+AHEAD = 6
 #: The nesting a trace line may have (orjson's own limit): the reader reads what it keeps of
 #: a span at most a few levels deep (attribute values: 8), so a line is not walked for depth.
 READ_DEPTH = 1024
@@ -128,6 +138,74 @@ def _identity(url: str) -> tuple[Optional[str], list]:
     return None, got
 
 
+class _LineParser:
+    """Parses the ``"lines"`` units of a read (:meth:`parsed`), in order. With a worker process
+    (``workers``: None decides from the input -- one worker on a machine of 2 or more cores for
+    at least :data:`PARALLEL_BYTES` of files, else none), blocks are sent to it up to
+    :data:`AHEAD` units ahead of the one being read, so that parsing (orjson and the spans:
+    about half a window's work) runs beside the rest of the window; a block it has not started
+    yet when its turn comes is parsed here (it is taken back), as is every block while the
+    worker starts, and every block after the worker fails. The results are the same either way
+    (:func:`~ek_agents.bridge.otel.spans_of_lines` is a pure function of its block)."""
+
+    def __init__(self, keep: Any, workers: Optional[int], size: int) -> None:
+        if workers is None:
+            workers = 1 if (os.cpu_count() or 1) >= 2 and size >= PARALLEL_BYTES else 0
+        self.keep, self.pool, self.ready = keep, None, None
+        self.by_worker = 0  # blocks the worker parsed
+        if workers:
+            try:  # spawned, not forked: the caller may run threads (Prefect does)
+                self.pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+                self.ready = self.pool.submit(spans_of_lines, b"", 0, "")  # (imports the reader)
+            except (OSError, RuntimeError, ValueError, AssertionError):  # no processes here:
+                self.pool = None  # (e.g. a daemonic process, which may not have children)
+
+    def __enter__(self) -> "_LineParser":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+    def _here(self, data: bytes, base: int, url: str) -> tuple[list, int]:
+        return spans_of_lines(data, base, url, group_attr=self.keep, max_depth=READ_DEPTH)
+
+    def _result(self, unit: tuple, fut: Any) -> tuple:
+        if unit[0] != "lines":
+            return unit
+        if fut is not None and not fut.cancel():  # (cancelled: not started, parsed here)
+            try:
+                got = fut.result()
+                self.by_worker += 1
+                return "lines", got, unit[2]
+            except BrokenProcessPool:  # the worker died (killed, out of memory): go on here
+                self.pool = None
+        return "lines", self._here(*unit[1]), unit[2]
+
+    def parsed(self, units: Iterable[tuple]) -> Iterator[tuple]:
+        """``units`` in order, each ``("lines", (bytes, offset, url), end)`` replaced by
+        ``("lines", (spans by line, values cut), end)``."""
+        pending: collections.deque = collections.deque()
+        for unit in units:
+            fut = None
+            if unit[0] == "lines" and self.pool is not None and self.ready.done():
+                if self.ready.exception() is not None:  # the worker could not start its reader
+                    self.pool.shutdown(wait=False, cancel_futures=True)
+                    self.pool = None
+            if unit[0] == "lines" and self.pool is not None and self.ready.done():
+                try:
+                    fut = self.pool.submit(spans_of_lines, *unit[1], group_attr=self.keep,
+                                           max_depth=READ_DEPTH)
+                except (BrokenProcessPool, RuntimeError):
+                    self.pool = None
+            pending.append((unit, fut))
+            if len(pending) > (AHEAD if self.pool is not None else 0):
+                yield self._result(*pending.popleft())
+        while pending:
+            yield self._result(*pending.popleft())
+
+
 def _is_root(s: RawSpan) -> bool:
     return s.parent_id is None and s.end_ns > 0
 
@@ -138,7 +216,12 @@ class _Scan:
     with ``stream`` it yields, after each block of lines, the traces whose root ended in it."""
 
     def __init__(self, source: Any, ledger: Ledger, attrs: Sequence[Optional[str]],
-                 files: Optional[Iterable[SourceFile]]) -> None:
+                 files: Optional[Iterable[SourceFile]], workers: Optional[int] = None) -> None:
+        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
+                                    or workers < 0):
+            raise InvalidInput(f"workers must be a whole number >= 0 (0: parse in this process) "
+                               f"or None (decided from the input), got {workers!r}")
+        self.workers = workers
         self.led = ledger.model_copy(deep=True)
         self.counts = IngestCounts()
         self.keep = _attrs_wanted(*attrs)
@@ -148,6 +231,44 @@ class _Scan:
         self.listed = list(files) if files is not None else list_sources(source)
 
     def read(self, stream: bool) -> Iterator[list]:
+        """Go through the files; with ``stream``, after each block of lines, the ids of the
+        traces whose root ended in it. The lines are parsed in order, some of them ahead in a
+        worker process when the input is large (:class:`_LineParser`)."""
+        counts, ing = self.counts, self.ing
+        with _LineParser(self.keep, self.workers, sum(f.size for f in self.listed)) as parser:
+            for unit in parser.parsed(self._units()):
+                if unit[0] == "file":
+                    _, ident, mark = unit
+                    high, held = mark.read_to, []  # held: lines read before the file is known
+                    continue                        # to reach `high` (not shrunk)
+                if unit[0] == "end":
+                    if unit[1] < high:  # the file ends (its complete lines) before what was read
+                        counts.shrunk_files += 1
+                    else:
+                        counts.bytes_read += unit[1] - high
+                        mark.read_to = mark.resume_at = unit[1]
+                    continue
+                _, (lines, cut), end = unit
+                ing.truncated += cut
+                got = []
+                for at, spans in lines:
+                    if spans is not None:
+                        got.append((at, spans))
+                    elif at >= high:  # a bad line, counted when first passed
+                        counts.bad_lines += 1
+                if end < high:
+                    held.extend(got)
+                    continue
+                if held:
+                    got, held = held + got, []
+                rooted = self._take(got, ident, high)
+                if stream and rooted:
+                    yield rooted
+
+    def _units(self) -> Iterator[tuple]:
+        """The read in order: ``("file", identity, mark)`` for each file read, then its complete
+        lines a block at a time (``("lines", (bytes, offset of the first, url), end offset)``),
+        then ``("end", offset after its last complete line)``."""
         counts, seen_ids = self.counts, set()
         for f in self.listed:
             counts.files += 1
@@ -164,59 +285,23 @@ class _Scan:
                 mark = self.led.files[ident] = FileMark(url=f.url)
                 counts.new_files += 1
             mark.url = f.url
-            yield from self._file(f.url, ident, mark, head, stream)
-
-    def _file(self, url: str, ident: str, mark: FileMark, head: list, stream: bool
-              ) -> Iterator[list]:
-        start, high = mark.resume_at, mark.read_to
-        # from the byte before `start` (the newline ending the line before): whether the
-        # file still reaches `high` (a newline at high - 1 or later) is then seen in the bytes
-        base = start - 1 if start > 0 else 0
-        blocks = iter(head) if base == 0 else iter_source(url, base)
-        lo = start - base
-        held: list = []  # lines read before the file is known to reach `high` (not shrunk)
-        buf = b""
-        for chunk in itertools.chain(blocks, iter_source(url, sum(map(len, head)))
-                                     if base == 0 else ()):
-            buf = buf + chunk if buf else chunk
-            cut = buf.rfind(b"\n") + 1
-            if not cut:
-                continue
-            got = self._lines(url, ident, buf, lo, cut, base, high)
-            if base + cut < high:
-                held.extend(got)
-            else:
-                if held:
-                    got, held = held + got, []
-                rooted = self._take(got, ident, high)
-                if stream and rooted:
-                    yield rooted
-            buf, base, lo = buf[cut:], base + cut, 0
-        if base < high:  # the file ends (its complete lines) before what was read of it
-            self.counts.shrunk_files += 1
-            return
-        self.counts.bytes_read += base - high
-        mark.read_to = mark.resume_at = base
-
-    def _lines(self, url: str, ident: str, buf: bytes, lo: int, cut: int, base: int,
-               high: int) -> list:
-        """``(offset, spans)`` of the lines of ``buf[lo:cut]`` (``buf`` starts at ``base``);
-        a bad line is counted when first passed (at or after ``high``)."""
-        out, ing, keep = [], self.ing, self.keep
-        for at, line, ok, doc in fast_json_lines(buf, lo, cut, max_depth=READ_DEPTH):
-            at += base
-            try:
-                if ok:  # what spans_from_otlp reads of the line, parsed once
-                    got = list(spans_of_document(doc, f"{url}@{at}", ing=ing, group_attr=keep))
-                else:
-                    got = list(spans_from_otlp(line.decode("utf-8"), f"{url}@{at}", ing=ing,
-                                               group_attr=keep))
-            except (BridgeError, UnicodeDecodeError):
-                if at >= high:
-                    self.counts.bad_lines += 1
-                continue
-            out.append((at, got))
-        return out
+            yield "file", ident, mark
+            start = mark.resume_at
+            # from the byte before `start` (the newline ending the line before): whether the
+            # file still reaches what was read of it (a newline there or later) is then seen
+            # in the bytes
+            base = start - 1 if start > 0 else 0
+            blocks = iter(head) if base == 0 else iter_source(f.url, base)
+            lo, buf = start - base, b""
+            for chunk in itertools.chain(blocks, iter_source(f.url, sum(map(len, head)))
+                                         if base == 0 else ()):
+                buf = buf + chunk if buf else chunk
+                cut = buf.rfind(b"\n") + 1
+                if not cut:
+                    continue
+                yield "lines", (buf[lo:cut], base + lo, f.url), base + cut
+                buf, base, lo = buf[cut:], base + cut, 0
+            yield "end", base
 
     def _take(self, lines: list, ident: str, high: int) -> list:
         """Keep the spans of ``lines`` (of traces not consumed); the ids of the traces one of
@@ -272,12 +357,13 @@ class _Scan:
 
 
 def read_new_traces(source: Any, ledger: Ledger, *, attrs: Sequence[Optional[str]] = (),
-                    files: Optional[Iterable[SourceFile]] = None) -> TraceBatch:
+                    files: Optional[Iterable[SourceFile]] = None,
+                    workers: Optional[int] = None) -> TraceBatch:
     """The traces of ``source`` not consumed before (see the module docstring); ``attrs`` are
     the span attributes to keep beyond the GenAI ones (grouping, task and slice). Every span is
     held until the end of the input, then the traces whose root has ended are complete. The
     ledger returned is a new one (the caller stores it once the window is recorded)."""
-    return _all_traces(_Scan(source, ledger, attrs, files))
+    return _all_traces(_Scan(source, ledger, attrs, files, workers))
 
 
 def _all_traces(scan: _Scan) -> TraceBatch:
@@ -295,13 +381,14 @@ class EpisodeStream:
 
     def __init__(self, source: Any, ledger: Ledger, *, group_by: str, task_attr: Optional[str],
                  slice_attr: Optional[str], where: str,
-                 files: Optional[Iterable[SourceFile]] = None) -> None:
+                 files: Optional[Iterable[SourceFile]] = None,
+                 workers: Optional[int] = None) -> None:
         if not isinstance(group_by, str) or not group_by:
             raise InvalidInput(f"group_by must be 'trace' or a span attribute name, got {group_by!r}")
         self.group_by, self.task_attr, self.slice_attr, self.where = (group_by, task_attr,
                                                                       slice_attr, where)
         self._scan = _Scan(source, ledger, (None if group_by == "trace" else group_by,
-                                            task_attr, slice_attr), files)
+                                            task_attr, slice_attr), files, workers)
         self._state = "new"
 
     def __iter__(self) -> Iterator[Episode]:
@@ -362,8 +449,8 @@ class EpisodeStream:
 
 def iter_new_episodes(source: Any, ledger: Ledger, *, group_by: str = "trace",
                       task_attr: Optional[str] = None, slice_attr: Optional[str] = None,
-                      where: str = "otlp", files: Optional[Iterable[SourceFile]] = None
-                      ) -> EpisodeStream:
+                      where: str = "otlp", files: Optional[Iterable[SourceFile]] = None,
+                      workers: Optional[int] = None) -> EpisodeStream:
     """The episodes of the traces of ``source`` not consumed before, made as they are read
     (see the module docstring): an iterable of :class:`~ek_agents.base.Episode` (read once)
     that, exhausted, gives ``.counts`` and ``.ledger`` -- what :func:`read_new_traces` and
@@ -372,9 +459,11 @@ def iter_new_episodes(source: Any, ledger: Ledger, *, group_by: str = "trace",
     by block, each block's in order of their first span, and the traces still waiting at the
     end of the input last. With a grouping attribute every trace is held to the end of the
     input (a group may gather traces from anywhere in it), then grouped as
-    :func:`episodes_of_traces` groups them."""
+    :func:`episodes_of_traces` groups them. ``workers``: worker processes parsing lines ahead
+    (0: none; None: one for a large input on a machine of 2 cores or more; the episodes are
+    the same either way)."""
     return EpisodeStream(source, ledger, group_by=group_by, task_attr=task_attr,
-                         slice_attr=slice_attr, where=where, files=files)
+                         slice_attr=slice_attr, where=where, files=files, workers=workers)
 
 
 def _value_of(spans: list, attr: Optional[str]) -> Optional[str]:

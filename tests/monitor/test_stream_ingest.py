@@ -16,6 +16,7 @@ import pytest
 from ek_agents.errors import InvalidInput
 from ek_agents.monitor.ingest import (Ledger, episodes_of_traces, iter_new_episodes,
                                       read_new_traces)
+from ek_agents.monitor import ingest
 from ek_agents.store import sources
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "otlp" / "monitor-traffic.jsonl.gz"
@@ -68,20 +69,22 @@ def _split(trace: list) -> tuple:
     return [x for x in trace if x not in roots], roots
 
 
-def _both(src: Path, ledger: Ledger, **opts) -> tuple:
-    """(episodes as JSON, counts, ledger) of the whole-window reader and of the stream."""
+def _both(src: Path, ledger: Ledger, workers: int = 0, **opts) -> tuple:
+    """(episodes as JSON, counts, ledger) of the whole-window reader and of the stream (its
+    lines parsed by ``workers`` worker processes)."""
     attrs = (None if opts.get("group_by", "trace") == "trace" else opts["group_by"],
              opts.get("task_attr"), ROUTE)
     batch = read_new_traces(str(src), ledger, attrs=attrs)
     held = episodes_of_traces(batch, slice_attr=ROUTE, where="w", **opts)
-    stream = iter_new_episodes(str(src), ledger, slice_attr=ROUTE, where="w", **opts)
+    stream = iter_new_episodes(str(src), ledger, slice_attr=ROUTE, where="w", workers=workers,
+                               **opts)
     streamed = list(stream)
     return ([e.to_json() for e in held], batch.counts.model_dump(), batch.ledger.model_dump(),
             [e.to_json() for e in streamed], stream.counts.model_dump(), stream.ledger.model_dump())
 
 
-def _same(src: Path, ledger: Ledger, ordered: bool = False, **opts) -> tuple:
-    held, c1, l1, streamed, c2, l2 = _both(src, ledger, **opts)
+def _same(src: Path, ledger: Ledger, workers: int = 0, ordered: bool = False, **opts) -> tuple:
+    held, c1, l1, streamed, c2, l2 = _both(src, ledger, workers, **opts)
     assert (held if ordered else sorted(held)) == (streamed if ordered else sorted(streamed))
     assert c1 == c2
     assert l1 == l2
@@ -94,7 +97,33 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(sources, "SOURCE_BLOCK", 16 << 10)
 
 
-def test_windows_of_pending_appended_rotated_shrunk_and_bad_input(tmp_path, small_blocks):
+class _ReadyParser(ingest._LineParser):
+    """The line parser, waiting for its worker to start (a small input would be read before it
+    did), and counting what the worker parsed."""
+
+    by_worker = 0
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if self.pool is not None:  # (the held reader parses here)
+            self.ready.result()
+
+    def __exit__(self, *exc) -> None:
+        _ReadyParser.by_worker += self.by_worker
+        super().__exit__(*exc)
+
+
+@pytest.fixture(params=[0, 1], ids=["here", "worker"])
+def workers(request, monkeypatch):
+    """The stream's lines parsed in this process, or by a worker process."""
+    if request.param:
+        monkeypatch.setattr(ingest, "_LineParser", _ReadyParser)
+    yield request.param
+    if request.param:
+        assert _ReadyParser.by_worker > 0
+
+
+def test_windows_of_pending_appended_rotated_shrunk_and_bad_input(tmp_path, small_blocks, workers):
     traces = _copies(240, seed=1)
     src = tmp_path / "otel"
     src.mkdir()
@@ -106,7 +135,7 @@ def test_windows_of_pending_appended_rotated_shrunk_and_bad_input(tmp_path, smal
     late, late_root = _split(traces[121])
     other.write_bytes(gzip.compress(("".join(_line(t) + "\n" for t in traces[122:160])
                                      + _line(late) + "\n").encode()))
-    led, c, eps = _same(src, Ledger())
+    led, c, eps = _same(src, Ledger(), workers)
     assert (c["traces"], c["pending_traces"], c["bad_lines"], c["files"]) == (157, 2, 2, 2)
     assert len(eps) == 157 and led.files and len(led.consumed) == 157
 
@@ -115,21 +144,21 @@ def test_windows_of_pending_appended_rotated_shrunk_and_bad_input(tmp_path, smal
         f.write("".join(x + "\n" for x in lines) + _line(traces[120]) + "\n" + _line(root) + "\n"
                 + "".join(_line(t) + "\n" for t in traces[160:200]))
     (src / "c.jsonl").write_text(_line(late_root) + "\n" + _line(traces[200]) + "\n")
-    led2, c2, eps2 = _same(src, led)
+    led2, c2, eps2 = _same(src, led, workers)
     assert (c2["traces"], c2["pending_traces"], c2["bad_lines"]) == (44, 0, 0)
     assert not set(eps) & set(eps2)
 
     # a re-run reads nothing new; a rotated file and a copy of a file are the files read
-    led3, c3, eps3 = _same(src, led2)
+    led3, c3, eps3 = _same(src, led2, workers)
     assert (eps3, c3["traces"], c3["spans"]) == ([], 0, 0)
     log.rename(src / "a.jsonl.1")
     (src / "c-copy.jsonl").write_bytes((src / "c.jsonl").read_bytes())
-    _, c4, eps4 = _same(src, led3)
+    _, c4, eps4 = _same(src, led3, workers)
     assert (eps4, c4["new_files"], c4["duplicate_files"], c4["spans"]) == ([], 0, 1, 0)
     # a file that shrank below what was read is not read again
     (src / "c-copy.jsonl").unlink()
     (src / "c.jsonl").write_text(_line(late_root) + "\n")
-    _, c5, eps5 = _same(src, led3)
+    _, c5, eps5 = _same(src, led3, workers)
     assert (eps5, c5["shrunk_files"], c5["spans"]) == ([], 1, 0)
 
 
