@@ -182,7 +182,11 @@ def _value(v: Any, where: str, ing: Ingest, depth: int = 0) -> Any:
         return _int(x, where)
     if kind == "doubleValue":
         if isinstance(x, (int, float)) and not isinstance(x, bool):
-            return float(x)
+            try:
+                return float(x)
+            except OverflowError:
+                raise BridgeError(f"{where}: doubleValue {x!r:.60} is beyond the range of a "
+                                  "double") from None
         if isinstance(x, str) and x in ("NaN", "Infinity", "-Infinity"):
             return float(x.replace("Infinity", "inf"))
         raise BridgeError(f"{where}: doubleValue must be a number, got {x!r:.60}")

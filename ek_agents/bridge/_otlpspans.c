@@ -138,7 +138,12 @@ attr_value(PyObject *v)
             Py_INCREF(x);
             return x;
         }
-        if (PyLong_CheckExact(x)) return PyNumber_Float(x);
+        if (PyLong_CheckExact(x)) {
+            PyObject *f = PyNumber_Float(x);
+            if (f == NULL && PyErr_ExceptionMatches(PyExc_OverflowError))
+                PyErr_Clear();  /* beyond a double: the Python reader words the error */
+            return f;
+        }
         return NULL;
     }
     if (eq_ascii(kind, "boolValue", 9)) {

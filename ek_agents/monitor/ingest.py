@@ -41,9 +41,6 @@ import collections
 import hashlib
 import itertools
 import os
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Optional
 
@@ -51,6 +48,7 @@ from pydantic import BaseModel, Field
 
 from ..base import Episode, Trajectory
 from ..bridge.otel import Ingest, RawSpan, gc_paused, spans_of_lines, trace_parts
+from ..bridge.otlpworker import SpanWorker, WorkerGone
 from ..core import Provenance, construct
 from ..errors import BridgeError, InvalidInput
 from ..parsing import parse_json
@@ -141,46 +139,46 @@ def _identity(url: str) -> tuple[Optional[str], list]:
 class _LineParser:
     """Parses the ``"lines"`` units of a read (:meth:`parsed`), in order. With a worker process
     (``workers``: None decides from the input -- one worker on a machine of 2 or more cores for
-    at least :data:`PARALLEL_BYTES` of files, else none), blocks are sent to it up to
-    :data:`AHEAD` units ahead of the one being read, so that parsing (orjson and the spans:
-    about half a window's work) runs beside the rest of the window; a block it has not started
-    yet when its turn comes is parsed here (it is taken back), as is every block while the
-    worker starts, and every block after the worker fails. The results are the same either way
-    (:func:`~ek_agents.bridge.otel.spans_of_lines` is a pure function of its block)."""
+    at least :data:`PARALLEL_BYTES` of files, else none; at most one is used), blocks are sent
+    to it up to :data:`AHEAD` units ahead of the one being read, so that parsing (orjson and
+    the spans: about half a window's work) runs beside the rest of the window; blocks reached
+    while the worker starts, and every block after it failed, are parsed here. The results are
+    the same either way (:func:`~ek_agents.bridge.otel.spans_of_lines` is a pure function of
+    its block)."""
 
     def __init__(self, keep: Any, workers: Optional[int], size: int) -> None:
         if workers is None:
             workers = 1 if (os.cpu_count() or 1) >= 2 and size >= PARALLEL_BYTES else 0
-        self.keep, self.pool, self.ready = keep, None, None
+        self.keep, self.worker = keep, None
         self.by_worker = 0  # blocks the worker parsed
         if workers:
-            try:  # spawned, not forked: the caller may run threads (Prefect does)
-                self.pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
-                self.ready = self.pool.submit(spans_of_lines, b"", 0, "")  # (imports the reader)
-            except (OSError, RuntimeError, ValueError, AssertionError):  # no processes here:
-                self.pool = None  # (e.g. a daemonic process, which may not have children)
+            try:
+                self.worker = SpanWorker()
+            except OSError:  # no process can be started here: parse in this one
+                self.worker = None
 
     def __enter__(self) -> "_LineParser":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
 
     def _here(self, data: bytes, base: int, url: str) -> tuple[list, int]:
         return spans_of_lines(data, base, url, group_attr=self.keep, max_depth=READ_DEPTH)
 
-    def _result(self, unit: tuple, fut: Any) -> tuple:
+    def _result(self, unit: tuple, sent: bool) -> tuple:
         if unit[0] != "lines":
             return unit
-        if fut is not None and not fut.cancel():  # (cancelled: not started, parsed here)
+        if sent and self.worker is not None:
             try:
-                got = fut.result()
+                got = self.worker.result()
                 self.by_worker += 1
                 return "lines", got, unit[2]
-            except BrokenProcessPool:  # the worker died (killed, out of memory): go on here
-                self.pool = None
+            except WorkerGone:  # ended (killed, out of memory): the rest is parsed here
+                self.worker.close()
+                self.worker = None
         return "lines", self._here(*unit[1]), unit[2]
 
     def parsed(self, units: Iterable[tuple]) -> Iterator[tuple]:
@@ -188,19 +186,12 @@ class _LineParser:
         ``("lines", (spans by line, values cut), end)``."""
         pending: collections.deque = collections.deque()
         for unit in units:
-            fut = None
-            if unit[0] == "lines" and self.pool is not None and self.ready.done():
-                if self.ready.exception() is not None:  # the worker could not start its reader
-                    self.pool.shutdown(wait=False, cancel_futures=True)
-                    self.pool = None
-            if unit[0] == "lines" and self.pool is not None and self.ready.done():
-                try:
-                    fut = self.pool.submit(spans_of_lines, *unit[1], group_attr=self.keep,
-                                           max_depth=READ_DEPTH)
-                except (BrokenProcessPool, RuntimeError):
-                    self.pool = None
-            pending.append((unit, fut))
-            if len(pending) > (AHEAD if self.pool is not None else 0):
+            w = self.worker
+            sent = unit[0] == "lines" and w is not None and w.ready.is_set()
+            if sent:
+                w.submit(*unit[1], self.keep, READ_DEPTH)
+            pending.append((unit, sent))
+            if len(pending) > (AHEAD if self.worker is not None else 0):
                 yield self._result(*pending.popleft())
         while pending:
             yield self._result(*pending.popleft())

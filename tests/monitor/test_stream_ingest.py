@@ -105,8 +105,8 @@ class _ReadyParser(ingest._LineParser):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if self.pool is not None:  # (the held reader parses here)
-            self.ready.result()
+        if self.worker is not None:  # (the held reader parses here)
+            assert self.worker.ready.wait(60)
 
     def __exit__(self, *exc) -> None:
         _ReadyParser.by_worker += self.by_worker
@@ -191,3 +191,30 @@ def test_a_stream_is_read_once_and_counts_come_at_its_end(tmp_path):
     assert len(stream.ledger.consumed) == 3
     with pytest.raises(InvalidInput, match="read once"):
         list(stream)
+
+
+class _DyingParser(_ReadyParser):
+    """The line parser whose worker is killed once it has parsed a block."""
+
+    gone = 0  # readers that went on without their worker
+
+    def __exit__(self, *exc) -> None:
+        _DyingParser.gone += self.by_worker == 1 and self.worker is None
+        super().__exit__(*exc)
+
+    def _result(self, unit, sent):
+        got = super()._result(unit, sent)
+        if self.by_worker == 1 and self.worker is not None:
+            self.worker.proc.kill()
+            self.worker.proc.wait()
+        return got
+
+
+def test_a_worker_that_dies_mid_read_leaves_the_rest_to_the_reader(tmp_path, small_blocks,
+                                                                   monkeypatch):
+    (tmp_path / "t.jsonl").write_text("".join(_line(t) + "\n" for t in _copies(60, seed=5)))
+    monkeypatch.setattr(ingest, "_LineParser", _DyingParser)
+    _, c, eps = _same(tmp_path, Ledger(), 1)
+    assert c["traces"] == len(eps) == 60 and _DyingParser.gone == 1
+    with pytest.raises(InvalidInput, match="workers must be a whole number"):
+        iter_new_episodes(str(tmp_path), Ledger(), workers=-1)

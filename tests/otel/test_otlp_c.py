@@ -80,7 +80,7 @@ PLAIN = {
 
 ODD_VALUES = [
     None, "", 0, 1, 2, -1, "2", 2.0, True, False, "0", "007", "-5", "12a", "1" * 19, "1" * 20, "x",
-    "２", "NaN", "Infinity", 1e300, 10**30, [], {}, [1], {"a": 1}, "0" * 16, "0" * 32,
+    "２", "NaN", "Infinity", 1e300, 10**30, 10**400, [], {}, [1], {"a": 1}, "0" * 16, "0" * 32,
     "EEE19B7EC3C1B174", "5B8EFFF798038103D269B633813FC60C", "7uGbfsPBsXQ=", "W47/95gDgQPSabYzgT/GDA==",
     "STATUS_CODE_ERROR", "STATUS_CODE_OK", "é", "gen_ai.choice", "exception"]
 ODD = st.sampled_from(ODD_VALUES)

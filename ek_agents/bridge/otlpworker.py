@@ -1,0 +1,158 @@
+"""A worker process that reads blocks of OTLP/JSON lines into spans, beside the process that
+uses them: ``python -m ek_agents.bridge.otlpworker`` (started by :class:`SpanWorker`).
+
+A monitor window spends about half its work parsing lines (orjson, then the spans); the other
+half (episodes, their storage, the window's documents) needs the spans in order. The worker
+parses blocks ahead while the window works on earlier ones. It is a plain subprocess, not a
+``multiprocessing`` child: those start by importing the caller's main module again, which runs
+any unguarded top-level code of a user's script a second time.
+
+The protocol (stdin / stdout of the worker, each message a little-endian 8-byte length and a
+pickle; only ever between this module's two ends): the worker first writes ``("ready",)``; then
+for each request ``(data, base, url, group_attr, max_depth)`` it writes ``(True,
+spans_of_lines(...))`` or ``(False, the exception it raised)``, in order; it exits at the end of
+its input.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, BinaryIO, Optional
+
+from ._otlp import spans_of_lines
+
+__all__ = ["SpanWorker", "WorkerGone", "main"]
+
+_LEN = struct.Struct("<Q")
+#: How long a block may take in the worker before the caller reads it itself (a block is a
+#: few MiB: well under a second).
+RESULT_TIMEOUT_S = 300.0
+
+
+class WorkerGone(Exception):
+    """The worker process ended or stopped answering (the caller parses the rest itself)."""
+
+
+def _read_frame(stream: BinaryIO) -> Optional[bytes]:
+    head = stream.read(_LEN.size)
+    if len(head) < _LEN.size:
+        return None
+    (n,) = _LEN.unpack(head)
+    body = stream.read(n)
+    return body if len(body) == n else None
+
+
+def _write_frame(stream: BinaryIO, payload: bytes) -> None:
+    stream.write(_LEN.pack(len(payload)))
+    stream.write(payload)
+    stream.flush()
+
+
+class SpanWorker:
+    """One worker process: :meth:`submit` blocks of lines, read their spans back in the same
+    order with :meth:`result`. :attr:`ready` is set once the worker has started (a caller
+    sends nothing before: it reads those blocks itself). Threads feed the worker and drain its
+    answers, so that neither side ever waits on a full pipe."""
+
+    def __init__(self) -> None:
+        root = str(Path(__file__).resolve().parents[2])  # where ek_agents is imported from
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen([sys.executable, "-m", "ek_agents.bridge.otlpworker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.ready = threading.Event()
+        self.pending = 0  # requests sent whose answer was not read yet
+        self._requests: queue.Queue = queue.Queue()
+        self._answers: queue.Queue = queue.Queue()
+        self._threads = [threading.Thread(target=self._feed, daemon=True, name="ek-otlp-feed"),
+                         threading.Thread(target=self._drain, daemon=True, name="ek-otlp-drain")]
+        for t in self._threads:
+            t.start()
+
+    def _feed(self) -> None:
+        stdin = self.proc.stdin
+        try:
+            while (payload := self._requests.get()) is not None:
+                _write_frame(stdin, payload)
+        except (OSError, ValueError):  # the worker is gone: _drain says so
+            pass
+        finally:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+
+    def _drain(self) -> None:
+        first = True
+        try:
+            while (frame := _read_frame(self.proc.stdout)) is not None:
+                if first:
+                    first = False
+                    self.ready.set()
+                    continue
+                self._answers.put(frame)
+        except (OSError, ValueError):
+            pass
+        self._answers.put(None)  # end of the worker's answers
+
+    def submit(self, data: bytes, base: int, url: str, group_attr: Any, max_depth: int) -> None:
+        """Send one block (see :func:`~ek_agents.bridge.otel.spans_of_lines`)."""
+        self._requests.put(pickle.dumps((data, base, url, group_attr, max_depth),
+                                        protocol=pickle.HIGHEST_PROTOCOL))
+        self.pending += 1
+
+    def result(self) -> tuple[list, int]:
+        """The answer to the oldest block not read yet: what ``spans_of_lines`` returned, or
+        the exception it raised, raised here; WorkerGone when the worker ended first."""
+        try:
+            frame = self._answers.get(timeout=RESULT_TIMEOUT_S)
+        except queue.Empty:
+            raise WorkerGone(f"no answer in {RESULT_TIMEOUT_S:.0f} s") from None
+        if frame is None:
+            self._answers.put(None)  # (every later call ends the same way)
+            raise WorkerGone(f"the worker ended (exit code {self.proc.poll()})")
+        self.pending -= 1
+        ok, got = pickle.loads(frame)
+        if not ok:
+            raise got
+        return got
+
+    def close(self) -> None:
+        """End the worker (what it was still doing is dropped) and wait for it."""
+        self._requests.put(None)
+        try:
+            self.proc.wait(timeout=0.5 if self.pending else 10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for t in self._threads:
+            t.join(timeout=5)
+        self.proc.stdout.close()
+
+
+def main() -> int:
+    """The worker's loop (see the module docstring)."""
+    stdin = sys.stdin.buffer
+    stdout = os.fdopen(os.dup(1), "wb")  # the answers' pipe, kept for them alone: anything
+    os.dup2(2, 1)                        # printed goes to stderr
+    sys.stdout = sys.stderr
+    _write_frame(stdout, pickle.dumps(("ready",)))
+    while (frame := _read_frame(stdin)) is not None:
+        data, base, url, group_attr, max_depth = pickle.loads(frame)
+        try:
+            answer = (True, spans_of_lines(data, base, url, group_attr=group_attr,
+                                           max_depth=max_depth))
+        except Exception as e:  # noqa: BLE001 - sent to the caller, which raises it
+            answer = (False, e)
+        _write_frame(stdout, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
