@@ -297,19 +297,20 @@ class _Scan:
     def _take(self, lines: list, ident: str, high: int) -> list:
         """Keep the spans of ``lines`` (of traces not consumed); the ids of the traces one of
         whose spans is an ended root, in order of those spans."""
-        counts, consumed = self.counts, self.led.consumed
+        consumed = self.led.consumed
         spans_of, first_at = self.spans_of, self.first_at
         rooted = []
+        n_spans = n_late = 0  # (added to the counts once: a pydantic field set costs a call)
         for at, got in lines:
             new = at >= high
             for s in got:
                 tid = s.trace_id
                 if tid in consumed:
                     if new:
-                        counts.late_spans += 1
+                        n_late += 1
                     continue
                 if new:
-                    counts.spans += 1
+                    n_spans += 1
                 by_span = spans_of.get(tid)
                 if by_span is None:
                     by_span = spans_of[tid] = {}
@@ -319,6 +320,8 @@ class _Scan:
                 by_span[s.span_id] = s
                 if s.parent_id is None and s.end_ns > 0:
                     rooted.append(tid)
+        self.counts.spans += n_spans
+        self.counts.late_spans += n_late
         return rooted
 
     def complete(self, tids: Iterable[str]) -> list:
