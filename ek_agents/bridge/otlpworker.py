@@ -15,6 +15,7 @@ its input.
 """
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import queue
@@ -142,6 +143,8 @@ def main() -> int:
     stdout = os.fdopen(os.dup(1), "wb")  # the answers' pipe, kept for them alone: anything
     os.dup2(2, 1)                        # printed goes to stderr
     sys.stdout = sys.stderr
+    gc.disable()  # (it holds one block's spans at a time: containers, no cycles; a collection
+    #               would walk them all, over and over, as orjson and the reader make them)
     _write_frame(stdout, pickle.dumps(("ready",)))
     while (frame := _read_frame(stdin)) is not None:
         data, base, url, group_attr, max_depth = pickle.loads(frame)
