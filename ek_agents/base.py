@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
@@ -200,6 +202,8 @@ _NO_STEPS = Trajectory()
 #: The token counts a :class:`ModelCall` and a :class:`Cost` share (a Cost with calls holds their sums).
 TOKEN_KINDS: tuple[str, ...] = ("input_tokens", "output_tokens", "cached_input_tokens",
                                 "reasoning_tokens", "cache_write_tokens")
+#: A call's (or a Cost's) counts of each of :data:`TOKEN_KINDS`, as a tuple.
+_TOKEN_COUNTS = operator.attrgetter(*TOKEN_KINDS)
 
 
 def _check_token_kinds(who: str, x: Any) -> None:
@@ -318,9 +322,14 @@ class Cost(JsonShape):
         >>> c.input_tokens, c.output_tokens, len(c.calls)
         (1300, 140, 2)
         """
-        calls = tuple(c if isinstance(c, ModelCall) else ModelCall.from_dict(c) if isinstance(c, Mapping)
-                      else _not_a_call(c) for c in calls)
-        sums = {k: sum(getattr(c, k) for c in calls) for k in TOKEN_KINDS}
+        calls = tuple(calls)
+        if not all(map(isinstance, calls, itertools.repeat(ModelCall))):
+            calls = tuple(c if isinstance(c, ModelCall) else ModelCall.from_dict(c) if isinstance(c, Mapping)
+                          else _not_a_call(c) for c in calls)
+        # each kind's sum over the calls, the rows and columns walked in C (a reader builds
+        # one Cost per episode)
+        sums = dict(zip(TOKEN_KINDS, map(sum, zip(*map(_TOKEN_COUNTS, calls))))) if calls else \
+            dict.fromkeys(TOKEN_KINDS, 0)
         if cls is Cost and type(retries) is int and retries >= 0 and (
                 latency_s is None or (type(latency_s) is float and latency_s >= 0)):
             # not validated again: the sums of validated calls meet Cost's convention and are

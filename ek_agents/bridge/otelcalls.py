@@ -99,14 +99,12 @@ _COUNT_KEYS = frozenset(_COUNT_OF)
 
 
 def _usage(s: RawSpan) -> tuple:
-    """The span's token counts ``(input, output, cached, cache write, reasoning, details)``:
-    input, output and reasoning 0 when not reported, cached and cache write None; ``details``
-    whether it reports some ``*.details.*`` usage."""
+    """The span's token counts ``(input, output, cached, cache write, reasoning)``: input,
+    output and reasoning 0 when not reported, cached and cache write None."""
     a = s.attrs
-    details = _DETAILS.any_in(a)
     present = _COUNT_KEYS.intersection(a)  # (a pass in C over the span's keys)
     if not present:
-        return 0, 0, None, None, 0, details
+        return 0, 0, None, None, 0
     chosen = _CHOSEN.get(present)
     if chosen is None:
         chosen = _chosen(present)
@@ -115,7 +113,7 @@ def _usage(s: RawSpan) -> tuple:
     inp, out, cached, write, reasoning = [
         None if k is None else v if type(v := a[k]) is int and v >= 0 else _count(s, k)
         for k in chosen]
-    return inp or 0, out or 0, cached, write, reasoning or 0, details
+    return inp or 0, out or 0, cached, write, reasoning or 0
 
 
 #: The keys :func:`_usage` reads for each set of token-count keys a span carries (spans repeat
@@ -153,13 +151,14 @@ def model_call(s: RawSpan, above: Optional[RawSpan]) -> ModelCall:
     """The :class:`ModelCall` of a counted model-call span; ``above`` is the model-call span
     right above it (the same call reported by another instrumentation), which fills in the
     cached, cache-write and reasoning counts it does not report."""
-    inp, out, cached, write, reasoning, details = _usage(s)
-    known = cached is not None or details
+    inp, out, cached, write, reasoning = _usage(s)
+    # cached tokens are known when counted, or when the span reports some usage detail
+    known = cached is not None or _DETAILS.any_in(s.attrs)
     cached = cached or 0
     if above is not None and (not known or write is None or not reasoning):
         v = _usage(above)  # the same call reported by the instrumentation above
         if v[0] == inp and v[1] == out:
-            if not known and (v[2] is not None or v[5]):
+            if not known and (v[2] is not None or _DETAILS.any_in(above.attrs)):
                 known, cached = True, v[2] or 0
             reasoning = reasoning or v[4]
             if write is None:
