@@ -32,8 +32,8 @@ from typing import Any, Optional, Union
 
 from pydantic import Field, TypeAdapter, model_serializer
 
-from .core import (FieldSpec, GraphGrammar, NodeType, Provenance, canonical_json, construct, copy_plain,
-                   shape)
+from .core import (FieldSpec, GraphGrammar, NodeType, Provenance, canonical_json, construct,
+                   construct_from, copy_plain, shape)
 from .errors import InvalidInput, SchemaVersionError
 from .parsing import parse_json
 
@@ -328,14 +328,19 @@ class Cost(JsonShape):
                           else _not_a_call(c) for c in calls)
         # each kind's sum over the calls, the rows and columns walked in C (a reader builds
         # one Cost per episode)
-        sums = dict(zip(TOKEN_KINDS, map(sum, zip(*map(_TOKEN_COUNTS, calls))))) if calls else \
-            dict.fromkeys(TOKEN_KINDS, 0)
+        inp, out, cached, reasoning, write = map(sum, zip(*map(_TOKEN_COUNTS, calls))) if calls \
+            else (0, 0, 0, 0, 0)
         if cls is Cost and type(retries) is int and retries >= 0 and (
                 latency_s is None or (type(latency_s) is float and latency_s >= 0)):
             # not validated again: the sums of validated calls meet Cost's convention and are
             # the sums __post_init__ would check (a trace reader builds one per episode)
-            return construct(Cost, retries=retries, latency_s=latency_s, calls=calls, **sums)
-        return cls(retries=retries, latency_s=latency_s, calls=calls, **sums)
+            return construct_from(Cost, {
+                "input_tokens": inp, "output_tokens": out, "cached_input_tokens": cached,
+                "reasoning_tokens": reasoning, "retries": retries, "latency_s": latency_s,
+                "cache_write_tokens": write, "calls": calls})
+        return cls(input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
+                   reasoning_tokens=reasoning, retries=retries, latency_s=latency_s,
+                   cache_write_tokens=write, calls=calls)
 
     @property
     def cached_known(self) -> bool:

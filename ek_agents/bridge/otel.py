@@ -78,7 +78,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
 
 from ..base import Cost, Episode, RunProvenance, Step, Trajectory
-from ..core import Provenance, construct
+from ..core import Provenance, construct_from
 from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
 from ._io import gc_paused, read_bytes, url_of
@@ -155,16 +155,6 @@ def _ancestry(spans: dict, kinds: dict, attempts: set, stats: dict) -> tuple[dic
     from its parent's)."""
     parent: dict = {}
     orphans = 0
-    for sid, s in spans.items():
-        p = s.parent_id
-        if p is not None:
-            p = (s.trace_id, p)
-            if p not in spans:
-                orphans += 1
-                p = None
-        parent[sid] = p
-    if orphans:
-        stats["orphans"] += orphans
     inc: dict = {None: _NONE_ABOVE}
     for start in spans:
         if start in inc:
@@ -173,7 +163,15 @@ def _ancestry(spans: dict, kinds: dict, attempts: set, stats: dict) -> tuple[dic
         while cur not in inc:  # up to a span already made (or None), marking the path
             inc[cur] = _ON_PATH
             path.append(cur)
-            cur = parent[cur]
+            s = spans[cur]  # (each span is on one walk's path once: its parent read here)
+            p = s.parent_id
+            if p is not None:
+                p = (s.trace_id, p)
+                if p not in spans:
+                    orphans += 1
+                    p = None
+            parent[cur] = p
+            cur = p
         if inc[cur] is _ON_PATH:  # a cycle: cut its last edge (path[-1] becomes a root)
             stats["cycles"] += 1
             parent[path[-1]] = None
@@ -187,6 +185,8 @@ def _ancestry(spans: dict, kinds: dict, attempts: set, stats: dict) -> tuple[dic
             if sid in attempts:
                 at = sid
             inc[sid] = (llm, lt, at)
+    if orphans:
+        stats["orphans"] += orphans
     return parent, inc
 
 
@@ -422,7 +422,8 @@ def _step(tool: str, args: Any, observation: Any, error: Any) -> Step:
     """``Step(tool, args, observation=..., error=...)``; not validated again when the values
     have Step's types (a str tool, dict or str args, a str or no error), as the readers make."""
     if type(tool) is str and type(args) in (dict, str) and (error is None or type(error) is str):
-        return construct(Step, tool=tool, args=args, observation=observation, error=error)
+        return construct_from(Step, {"tool": tool, "args": args, "observation": observation,
+                                     "error": error})
     return Step(tool, args, observation=observation, error=error)
 
 

@@ -3,11 +3,10 @@ spells (the keys below, first found wins), and the calls that reported none (fai
 usage is unknown). What is read is listed in :mod:`ek_agents.bridge.otel`'s docstring."""
 from __future__ import annotations
 
-import functools
 from typing import Any, Optional
 
 from ..base import ModelCall
-from ..core import construct
+from ..core import construct_from
 from ..errors import BridgeError
 from ._otlp import KeyPrefix, RawSpan
 
@@ -176,19 +175,17 @@ def model_call(s: RawSpan, above: Optional[RawSpan]) -> ModelCall:
         raise BridgeError(f"span {s.span_id} ({s.name!r}) is a model call naming no model "
                           "(no gen_ai.response.model, gen_ai.request.model or llm.model_name); "
                           "its dollars cannot be known")
+    fields = {"model": model, "requested_model": requested,
+              "provider": span_str(s, "gen_ai.provider.name", "gen_ai.system", "llm.provider",
+                                   "llm.system") or "",
+              "input_tokens": inp, "output_tokens": out,
+              "cached_input_tokens": cached if known else 0, "reasoning_tokens": reasoning,
+              "cache_write_tokens": write, "cached_known": bool(known), "source": s.scope}
+    if type(s.scope) is not str:  # not what a reader makes: validated
+        return ModelCall(**fields)
     # every value is typed and checked above (non-negative ints from _count; cached + write
-    # <= input and reasoning <= output made so just above; a non-empty model): not validated
-    # again, unless the scope is not what a reader makes
-    make = _construct_call if type(s.scope) is str else ModelCall
-    return make(model=model, requested_model=requested,
-                provider=span_str(s, "gen_ai.provider.name", "gen_ai.system", "llm.provider",
-                                  "llm.system") or "",
-                input_tokens=inp, output_tokens=out, cached_input_tokens=cached if known else 0,
-                reasoning_tokens=reasoning, cache_write_tokens=write, cached_known=bool(known),
-                source=s.scope)
-
-
-_construct_call = functools.partial(construct, ModelCall)
+    # <= input and reasoning <= output made so just above; a non-empty model): not again
+    return construct_from(ModelCall, fields)
 
 
 def count_unbilled(s: RawSpan, above: Optional[RawSpan], stats: dict) -> None:

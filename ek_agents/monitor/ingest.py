@@ -48,7 +48,7 @@ from pydantic import BaseModel, Field
 from ..base import Episode, Trajectory
 from ..bridge.otel import (Ingest, RawSpan, gc_paused, spans_from_otlp, spans_of_document,
                            trace_parts)
-from ..core import Provenance, construct
+from ..core import Provenance, construct_from
 from ..errors import BridgeError, InvalidInput
 from ..parsing import fast_json_lines, parse_json
 from ..store.sources import SourceFile, iter_source, list_sources
@@ -468,9 +468,10 @@ def _episode(key: str, spans: list, counts: IngestCounts, per_task: dict,
     lat = (end - start) / 1e9 if end > start else None
     # every value made above has its field's type (a str task, Steps, a Cost, a str source):
     # built without validating it again (a window builds one per trace)
-    return construct(Episode, task_id=str(task), trajectory=construct(Trajectory,
-                                                                      steps=tuple(parts.steps)),
-                     output=parts.output, cost=parts.cost(latency_s=lat),
-                     provenance=construct(Provenance, source=str(where), locator=f"group {key}",
-                                          meta={"format": "otlp-json"}),
-                     meta=meta)
+    return construct_from(Episode, {
+        "task_id": str(task), "trajectory": construct_from(Trajectory, {"steps": tuple(parts.steps)}),
+        "output": parts.output, "final_state": None, "cost": parts.cost(latency_s=lat),
+        "success": None, "run": None,
+        "provenance": construct_from(Provenance, {"source": str(where), "locator": f"group {key}",
+                                                  "meta": {"format": "otlp-json"}}),
+        "meta": meta})
