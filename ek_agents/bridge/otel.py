@@ -73,6 +73,7 @@ What is read (current and older GenAI semantic conventions, and OpenInference's 
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
@@ -146,13 +147,15 @@ _NONE_ABOVE = (None, None, None)
 _ON_PATH = object()
 
 
-def _ancestry(spans: dict, kinds: dict, attempts: set, stats: dict) -> tuple[dict, dict]:
+def _ancestry(spans: dict, kinds: dict, attempts: set, one: bool, stats: dict
+              ) -> tuple[dict, dict]:
     """Each span's parent id (None for a root) and, for each span, inclusive (the span itself
     when it is one): its nearest model call, its nearest model call or tool, and the harness
     attempt (``ek.attempt`` span, one of ``attempts``) it ran in (ids or None); a span's nearest
     ones strictly above it are ``inc[parent[sid]]`` (``inc[None]`` is ``(None, None, None)``).
     Orphans read as roots; cycles cut. Linear time (memoised: each span's triple is made once,
-    from its parent's)."""
+    from its parent's). ``one``: the spans are keyed by span id (one trace), else by (trace id,
+    span id)."""
     parent: dict = {}
     orphans = 0
     inc: dict = {None: _NONE_ABOVE}
@@ -166,7 +169,8 @@ def _ancestry(spans: dict, kinds: dict, attempts: set, stats: dict) -> tuple[dic
             s = spans[cur]  # (each span is on one walk's path once: its parent read here)
             p = s.parent_id
             if p is not None:
-                p = (s.trace_id, p)
+                if not one:
+                    p = (s.trace_id, p)
                 if p not in spans:
                     orphans += 1
                     p = None
@@ -321,8 +325,12 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
     llm_keys, tool_keys, attempts = [], [], []
     ek: dict = {}
     dups = 0
+    # the spans of a group of one trace (the usual group) are keyed by span id: a str caches
+    # its hash, a (trace id, span id) tuple is hashed again at every lookup (a dozen a span);
+    # the ids order as the tuples would, so nothing read from them changes
+    one = isinstance(spans, list) and len(set(map(_TRACE_ID, spans))) == 1
     for s in spans:
-        key = (s.trace_id, s.span_id)
+        key = s.span_id if one else (s.trace_id, s.span_id)
         if key in by_id:
             dups += 1
             continue
@@ -351,7 +359,7 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
                 attempts.append(key)
     stats["duplicate_spans"] = dups
     stats["spans"] = len(by_id)
-    parent, inc = _ancestry(by_id, kinds, set(attempts), stats)
+    parent, inc = _ancestry(by_id, kinds, set(attempts), one, stats)
     # the steps are the last attempt's (an attempt retried after a transient error left its
     # tool calls behind); every attempt's model calls are billed (they were spent)
     last = max(attempts, key=lambda sid: (by_id[sid].start_ns, sid)) if len(attempts) > 1 else None
@@ -398,6 +406,7 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
     return TraceParts(tuple(tools), tuple(calls), output, has_output, stats, ek)
 
 
+_TRACE_ID = operator.attrgetter("trace_id")
 #: Whether a span's attributes hold an ``ek.*`` key.
 _EK = KeyPrefix("ek.")
 
