@@ -318,11 +318,11 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
     by_id: dict = {}
     stats = {"spans": 0, "orphans": 0, "cycles": 0, "duplicate_spans": 0, "nested_calls": 0,
              "duplicate_tool_calls": 0}
-    # one pass over the spans: the distinct ones, each one's kind, the model-call and tool
-    # spans (with their sort keys), the ek.* attributes (first value of each key wins) and the
-    # attempt spans
+    # one pass over the spans: the distinct ones, the kind of each GenAI span, the model-call
+    # and tool spans (with their sort keys), the ek.* attributes (first value of each key
+    # wins) and the attempt spans
     kinds: dict = {}
-    llm_keys, tool_keys, attempts = [], [], []
+    llm_keys, tool_keys, attempts, rest = [], [], [], []
     ek: dict = {}
     dups = 0
     # the spans of a group of one trace (the usual group) are keyed by span id: a str caches
@@ -339,24 +339,29 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
             raise BridgeError(f"{where}: more than max_spans={max_spans} spans in one episode; "
                               "group the spans otherwise (group_by=...) or raise max_spans")
         a = s.attrs
-        op = a.get("gen_ai.operation.name")  # (_kind's answer for a GenAI span, inline)
-        if op in LLM_OPS:
-            k = "llm"
-        elif op is None or "openinference.span.kind" in a:
-            k = _kind(a)
+        op = a.get("gen_ai.operation.name")
+        if type(op) is str and "openinference.span.kind" not in a:  # _kind's answer, inline
+            k = kinds[key] = "llm" if op in LLM_OPS else "tool" if op == "execute_tool" else "other"
+            if k == "llm":
+                llm_keys.append((s.start_ns, s.end_ns, key))
+            elif k == "tool":
+                tool_keys.append((s.start_ns, s.end_ns, key))
         else:
-            k = "tool" if op == "execute_tool" else "other"
-        kinds[key] = k
-        if k == "llm":
-            llm_keys.append((s.start_ns, s.end_ns, key))
-        elif k == "tool":
-            tool_keys.append((s.start_ns, s.end_ns, key))
+            rest.append(key)
         if _EK.any_in(a):  # (most spans carry none: one pass in C)
             for name, v in a.items():
                 if name.startswith("ek."):
                     ek.setdefault(name, v)
             if "ek.attempt" in a:
                 attempts.append(key)
+    for key in rest:  # the other spans' kinds, once every span is read (an operation name
+        # that is not a str may raise, as it did)
+        s = by_id[key]
+        k = kinds[key] = _kind(s.attrs)
+        if k == "llm":
+            llm_keys.append((s.start_ns, s.end_ns, key))
+        elif k == "tool":
+            tool_keys.append((s.start_ns, s.end_ns, key))
     stats["duplicate_spans"] = dups
     stats["spans"] = len(by_id)
     parent, inc = _ancestry(by_id, kinds, set(attempts), one, stats)
