@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
 from pydantic import Field, TypeAdapter, model_serializer
 
-from .core import (FieldSpec, GraphGrammar, NodeType, Provenance, canonical_json, construct, copy_plain,
-                   shape)
+from .core import (FieldSpec, GraphGrammar, NodeType, Provenance, canonical_json, construct,
+                   construct_from, copy_plain, shape)
 from .errors import InvalidInput, SchemaVersionError
 from .parsing import parse_json
 
@@ -200,6 +202,8 @@ _NO_STEPS = Trajectory()
 #: The token counts a :class:`ModelCall` and a :class:`Cost` share (a Cost with calls holds their sums).
 TOKEN_KINDS: tuple[str, ...] = ("input_tokens", "output_tokens", "cached_input_tokens",
                                 "reasoning_tokens", "cache_write_tokens")
+#: A call's (or a Cost's) counts of each of :data:`TOKEN_KINDS`, as a tuple.
+_TOKEN_COUNTS = operator.attrgetter(*TOKEN_KINDS)
 
 
 def _check_token_kinds(who: str, x: Any) -> None:
@@ -318,15 +322,25 @@ class Cost(JsonShape):
         >>> c.input_tokens, c.output_tokens, len(c.calls)
         (1300, 140, 2)
         """
-        calls = tuple(c if isinstance(c, ModelCall) else ModelCall.from_dict(c) if isinstance(c, Mapping)
-                      else _not_a_call(c) for c in calls)
-        sums = {k: sum(getattr(c, k) for c in calls) for k in TOKEN_KINDS}
+        calls = tuple(calls)
+        if not all(map(isinstance, calls, itertools.repeat(ModelCall))):
+            calls = tuple(c if isinstance(c, ModelCall) else ModelCall.from_dict(c) if isinstance(c, Mapping)
+                          else _not_a_call(c) for c in calls)
+        # each kind's sum over the calls, the rows and columns walked in C (a reader builds
+        # one Cost per episode)
+        inp, out, cached, reasoning, write = map(sum, zip(*map(_TOKEN_COUNTS, calls))) if calls \
+            else (0, 0, 0, 0, 0)
         if cls is Cost and type(retries) is int and retries >= 0 and (
                 latency_s is None or (type(latency_s) is float and latency_s >= 0)):
             # not validated again: the sums of validated calls meet Cost's convention and are
             # the sums __post_init__ would check (a trace reader builds one per episode)
-            return construct(Cost, retries=retries, latency_s=latency_s, calls=calls, **sums)
-        return cls(retries=retries, latency_s=latency_s, calls=calls, **sums)
+            return construct_from(Cost, {
+                "input_tokens": inp, "output_tokens": out, "cached_input_tokens": cached,
+                "reasoning_tokens": reasoning, "retries": retries, "latency_s": latency_s,
+                "cache_write_tokens": write, "calls": calls})
+        return cls(input_tokens=inp, output_tokens=out, cached_input_tokens=cached,
+                   reasoning_tokens=reasoning, retries=retries, latency_s=latency_s,
+                   cache_write_tokens=write, calls=calls)
 
     @property
     def cached_known(self) -> bool:

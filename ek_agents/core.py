@@ -27,7 +27,7 @@ from .errors import EkAgentsError, InvalidInput, did_you_mean
 __all__ = [
     "FieldSpec", "NodeType", "GraphGrammar", "Score", "Metric", "Signal", "Finding",
     "Provenance", "canonicalize", "default_canonicalizer", "FIELD_TYPES", "shape", "canonical_json",
-    "construct", "copy_plain", "make_score",
+    "construct", "construct_from", "copy_plain", "make_score",
 ]
 
 _CFG = ConfigDict(arbitrary_types_allowed=True)
@@ -91,6 +91,30 @@ def construct(cls: type, **fields: Any) -> Any:
 
 
 _CONSTRUCT: dict = {}
+
+
+def construct_from(cls: type, fields: dict) -> Any:
+    """:func:`construct` from a dict holding every field of ``cls`` in the order the class
+    declares them (checked: :class:`~ek_agents.errors.InvalidInput` names the order
+    otherwise): the same instance, without packing keyword arguments and laying defaults under
+    them -- about half of ``construct``'s cost, for a reader that builds several per trace.
+
+    >>> construct_from(Provenance, {"source": "log.json", "locator": "[3]", "meta": {}})
+    Provenance(source='log.json', locator='[3]', meta={})
+    """
+    order = _ORDER.get(cls)
+    if order is None:
+        order = _ORDER[cls] = tuple(cls.__pydantic_fields__)
+    if tuple(fields) != order:
+        raise InvalidInput(f"construct_from({cls.__name__}): the fields must be {list(order)}, "
+                           f"all of them in this order; got {list(fields)}")
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
+
+
+#: The fields of each class :func:`construct_from` built, in declared order.
+_ORDER: dict = {}
 
 
 def copy_plain(value: Any) -> Any:

@@ -4,7 +4,7 @@ import pytest
 
 from ek_agents.base import (Cost, Episode, RunProvenance, Step, TaskSpec, ToolSpec, Trajectory,
                             as_call, suite_grammar, tool_grammar)
-from ek_agents.core import FieldSpec, Provenance, canonicalize, construct
+from ek_agents.core import FieldSpec, Provenance, canonicalize, construct, construct_from
 from ek_agents.errors import EkAgentsError, InvalidInput, SchemaVersionError
 
 
@@ -140,3 +140,18 @@ def test_construct_builds_the_shape_the_constructor_builds_without_validating():
     assert construct(Step, tool="x") == Step("x")
     with pytest.raises(InvalidInput, match=r"unknown fields \['colour'\], missing required fields \['tool'\]"):
         construct(Step, colour="red")
+
+
+def test_construct_from_builds_what_construct_builds_and_checks_the_fields_and_order():
+    fields = dict(task_id="t1", trajectory=Trajectory((Step("look", {"sku": "A1"}, "ok"),)),
+                  output="done", final_state=None, cost=None, success=True,
+                  run=RunProvenance(model="m"), provenance=Provenance(source="log.json"),
+                  meta={"trial": 0})
+    built, made = construct_from(Episode, dict(fields)), construct(Episode, **fields)
+    assert built == made and built.to_json() == made.to_json()
+    assert list(vars(built).items()) == list(vars(made).items())  # the same fields, same order
+    with pytest.raises(InvalidInput, match=r"construct_from\(Step\): the fields must be "
+                                           r"\['tool', 'args', 'observation', 'error'\]"):
+        construct_from(Step, {"args": {}, "tool": "x", "observation": None, "error": None})
+    with pytest.raises(InvalidInput, match=r"got \['tool'\]"):
+        construct_from(Step, {"tool": "x"})

@@ -73,12 +73,13 @@ What is read (current and older GenAI semantic conventions, and OpenInference's 
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
 
 from ..base import Cost, Episode, RunProvenance, Step, Trajectory
-from ..core import Provenance, construct
+from ..core import Provenance, construct_from
 from ..errors import BridgeError
 from ..parsing import decode_text, parse_json
 from ._io import gc_paused, read_bytes, url_of
@@ -124,8 +125,8 @@ class TraceParts(NamedTuple):
 
 # --------------------------------------------------------------------------- classification
 
-def _kind(s: RawSpan) -> str:
-    a = s.attrs
+def _kind(a: Mapping) -> str:
+    """A span's kind from its attributes: ``"llm"``, ``"tool"`` or ``"other"``."""
     op = a.get("gen_ai.operation.name")
     oi = a.get("openinference.span.kind")
     oi = oi.upper() if isinstance(oi, str) else None
@@ -141,44 +142,57 @@ def _kind(s: RawSpan) -> str:
 
 # --------------------------------------------------------------------------- tree
 
-def _ancestry(spans: dict, kinds: dict, stats: dict) -> tuple[dict, dict, dict]:
-    """For each span: its nearest model-call ancestor, its nearest model-call-or-tool
-    ancestor, and the harness attempt (``ek.attempt`` span) it ran in, inclusive (ids or
-    None). Orphans read as roots; cycles cut. Linear time (memoised)."""
+#: What :func:`_ancestry` memoises for a root's parent (None): no model call, tool or attempt above.
+_NONE_ABOVE = (None, None, None)
+#: The mark of a span on the path being walked (a walk that meets it has gone round a cycle).
+_ON_PATH = object()
+
+
+def _ancestry(spans: dict, kinds: dict, attempts: set, one: bool, stats: dict
+              ) -> tuple[dict, dict]:
+    """Each span's parent id (None for a root) and, for each span, inclusive (the span itself
+    when it is one): its nearest model call, its nearest model call or tool, and the harness
+    attempt (``ek.attempt`` span, one of ``attempts``) it ran in (ids or None); a span's nearest
+    ones strictly above it are ``inc[parent[sid]]`` (``inc[None]`` is ``(None, None, None)``).
+    Orphans read as roots; cycles cut. Linear time (memoised: each span's triple is made once,
+    from its parent's). ``one``: the spans are keyed by span id (one trace), else by (trace id,
+    span id)."""
     parent: dict = {}
-    for sid, s in spans.items():
-        p = None if s.parent_id is None else (s.trace_id, s.parent_id)
-        if p is not None and p not in spans:
-            stats["orphans"] += 1
-            p = None
-        parent[sid] = p
-    inc_llm: dict = {}   # inclusive: the span itself when it is a model call
-    inc_lt: dict = {}
-    inc_at: dict = {}
+    orphans = 0
+    inc: dict = {None: _NONE_ABOVE}
     for start in spans:
-        if start in inc_llm:
+        if start in inc:
             continue
-        path, on_path, cur = [], set(), start
-        while cur is not None and cur not in inc_llm:
-            if cur in on_path:  # a cycle: cut its last edge (path[-1] becomes a root)
-                stats["cycles"] += 1
-                parent[path[-1]] = None
-                break
-            on_path.add(cur)
+        path, cur = [], start
+        while cur not in inc:  # up to a span already made (or None), marking the path
+            inc[cur] = _ON_PATH
             path.append(cur)
-            cur = parent[cur]
+            s = spans[cur]  # (each span is on one walk's path once: its parent read here)
+            p = s.parent_id
+            if p is not None:
+                if not one:
+                    p = (s.trace_id, p)
+                if p not in spans:
+                    orphans += 1
+                    p = None
+            parent[cur] = p
+            cur = p
+        if inc[cur] is _ON_PATH:  # a cycle: cut its last edge (path[-1] becomes a root)
+            stats["cycles"] += 1
+            parent[path[-1]] = None
         for sid in reversed(path):
-            p = parent[sid]
-            up_llm = inc_llm.get(p) if p is not None else None
-            up_lt = inc_lt.get(p) if p is not None else None
+            llm, lt, at = inc[parent[sid]]
             k = kinds[sid]
-            inc_llm[sid] = sid if k == "llm" else up_llm
-            inc_lt[sid] = sid if k in ("llm", "tool") else up_lt
-            inc_at[sid] = sid if "ek.attempt" in spans[sid].attrs else (
-                inc_at.get(p) if p is not None else None)
-    anc_llm = {sid: (inc_llm.get(parent[sid]) if parent[sid] is not None else None) for sid in spans}
-    anc_lt = {sid: (inc_lt.get(parent[sid]) if parent[sid] is not None else None) for sid in spans}
-    return anc_llm, anc_lt, inc_at
+            if k == "llm":
+                llm = lt = sid
+            elif k == "tool":
+                lt = sid
+            if sid in attempts:
+                at = sid
+            inc[sid] = (llm, lt, at)
+    if orphans:
+        stats["orphans"] += orphans
+    return parent, inc
 
 
 # --------------------------------------------------------------------------- messages
@@ -305,42 +319,78 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
     by_id: dict = {}
     stats = {"spans": 0, "orphans": 0, "cycles": 0, "duplicate_spans": 0, "nested_calls": 0,
              "duplicate_tool_calls": 0}
+    # one pass over the spans: the distinct ones, the kind of each GenAI span, the model-call
+    # and tool spans (with their sort keys), the ek.* attributes (first value of each key
+    # wins) and the attempt spans
+    kinds: dict = {}
+    llm_keys, tool_keys, attempts, rest = [], [], [], []
+    ek: dict = {}
+    dups = 0
+    # the spans of a group of one trace (the usual group) are keyed by span id: a str caches
+    # its hash, a (trace id, span id) tuple is hashed again at every lookup (a dozen a span);
+    # the ids order as the tuples would, so nothing read from them changes
+    one = isinstance(spans, list) and len(set(map(_TRACE_ID, spans))) == 1
     for s in spans:
-        key = (s.trace_id, s.span_id)
+        key = s.span_id if one else (s.trace_id, s.span_id)
         if key in by_id:
-            stats["duplicate_spans"] += 1
+            dups += 1
             continue
         by_id[key] = s
         if len(by_id) > max_spans:
             raise BridgeError(f"{where}: more than max_spans={max_spans} spans in one episode; "
                               "group the spans otherwise (group_by=...) or raise max_spans")
+        a = s.attrs
+        op = a.get("gen_ai.operation.name")
+        if type(op) is str and "openinference.span.kind" not in a:  # _kind's answer, inline
+            k = kinds[key] = "llm" if op in LLM_OPS else "tool" if op == "execute_tool" else "other"
+            if k == "llm":
+                llm_keys.append((s.start_ns, s.end_ns, key))
+            elif k == "tool":
+                tool_keys.append((s.start_ns, s.end_ns, key))
+        else:
+            rest.append(key)
+        if _EK.any_in(a):  # (most spans carry none: one pass in C)
+            for name, v in a.items():
+                if name.startswith("ek."):
+                    ek.setdefault(name, v)
+            if "ek.attempt" in a:
+                attempts.append(key)
+    for key in rest:  # the other spans' kinds, once every span is read (an operation name
+        # that is not a str may raise, as it did)
+        s = by_id[key]
+        k = kinds[key] = _kind(s.attrs)
+        if k == "llm":
+            llm_keys.append((s.start_ns, s.end_ns, key))
+        elif k == "tool":
+            tool_keys.append((s.start_ns, s.end_ns, key))
+    stats["duplicate_spans"] = dups
     stats["spans"] = len(by_id)
-    kinds = {sid: _kind(s) for sid, s in by_id.items()}
-    anc_llm, anc_lt, attempt_of = _ancestry(by_id, kinds, stats)
-    attempts = [sid for sid, s in by_id.items() if "ek.attempt" in s.attrs]
+    parent, inc = _ancestry(by_id, kinds, set(attempts), one, stats)
     # the steps are the last attempt's (an attempt retried after a transient error left its
     # tool calls behind); every attempt's model calls are billed (they were spent)
     last = max(attempts, key=lambda sid: (by_id[sid].start_ns, sid)) if len(attempts) > 1 else None
     if attempts:
         stats["attempts"] = len(attempts)
-    covers = {a for sid, a in anc_llm.items() if kinds[sid] == "llm" and a is not None}
-    order = sorted(by_id, key=lambda sid: (by_id[sid].start_ns, by_id[sid].end_ns, sid))
-    llms = [sid for sid in order if kinds[sid] == "llm"]
+    # in start order (then end, then id: no two keys are equal)
+    llm_keys.sort()
+    tool_keys.sort()
+    llms = [t[2] for t in llm_keys]
+    above = {sid: inc[parent[sid]][0] for sid in llms}  # the model call right above each
+    covers = set(above.values())
     counted = [sid for sid in llms if sid not in covers]
     stats["nested_calls"] = len(llms) - len(counted)
-    billed = []
+    calls = []
     for sid in counted:
+        up = above[sid]
         if has_usage(by_id[sid]):
-            billed.append(sid)
-        else:
-            count_unbilled(by_id[sid], by_id.get(anc_llm[sid]) if anc_llm[sid] else None, stats)
-    calls = tuple(model_call(by_id[sid], by_id.get(anc_llm[sid]) if anc_llm[sid] else None)
-                  for sid in billed)
+            calls.append(model_call(by_id[sid], by_id[up] if up else None))
+        else:  # (counts only, raises nothing: the first bad call raises as it did before)
+            count_unbilled(by_id[sid], by_id[up] if up else None, stats)
     tools = []
-    for sid in order:
-        if kinds[sid] != "tool" or (last is not None and attempt_of[sid] != last):
+    for _, _, sid in tool_keys:
+        if last is not None and inc[sid][2] != last:
             continue
-        up = anc_lt[sid]
+        up = inc[parent[sid]][1]
         if up is not None and kinds[up] == "tool" and _tool_name(by_id[up]) == _tool_name(by_id[sid]):
             stats["nested_calls"] += 1
             continue
@@ -348,14 +398,8 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
     if not tools:
         tools = _steps_from_messages([by_id[sid] for sid in llms],
                                      [sid for sid in counted
-                                      if last is None or attempt_of[sid] == last], by_id, anc_llm,
+                                      if last is None or inc[sid][2] == last], by_id, above,
                                      stats)
-    ek = {}
-    for s in by_id.values():
-        if _EK.any_in(s.attrs):  # (most spans carry none: one pass in C)
-            for k, v in s.attrs.items():
-                if k.startswith("ek."):
-                    ek.setdefault(k, v)
     has_output = "ek.output" in ek
     if has_output:
         output = _json(ek["ek.output"]) if isinstance(ek["ek.output"], str) else ek["ek.output"]
@@ -365,9 +409,10 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
             output = _output_text(by_id[sid])
             if output is not None:
                 break
-    return TraceParts(tuple(tools), calls, output, has_output, stats, ek)
+    return TraceParts(tuple(tools), tuple(calls), output, has_output, stats, ek)
 
 
+_TRACE_ID = operator.attrgetter("trace_id")
 #: Whether a span's attributes hold an ``ek.*`` key.
 _EK = KeyPrefix("ek.")
 
@@ -392,7 +437,8 @@ def _step(tool: str, args: Any, observation: Any, error: Any) -> Step:
     """``Step(tool, args, observation=..., error=...)``; not validated again when the values
     have Step's types (a str tool, dict or str args, a str or no error), as the readers make."""
     if type(tool) is str and type(args) in (dict, str) and (error is None or type(error) is str):
-        return construct(Step, tool=tool, args=args, observation=observation, error=error)
+        return construct_from(Step, {"tool": tool, "args": args, "observation": observation,
+                                     "error": error})
     return Step(tool, args, observation=observation, error=error)
 
 

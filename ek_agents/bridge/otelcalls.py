@@ -3,10 +3,10 @@ spells (the keys below, first found wins), and the calls that reported none (fai
 usage is unknown). What is read is listed in :mod:`ek_agents.bridge.otel`'s docstring."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 from ..base import ModelCall
-from ..core import construct
+from ..core import construct_from
 from ..errors import BridgeError
 from ._otlp import KeyPrefix, RawSpan
 
@@ -54,16 +54,22 @@ def count_attr(s: RawSpan, keys: tuple) -> Optional[int]:
         return None
     for k in keys:
         if k in s.attrs:
-            v = s.attrs[k]
-            if isinstance(v, float) and v.is_integer():
-                v = int(v)
-            if isinstance(v, str) and v.isdigit():
-                v = int(v)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise BridgeError(f"span {s.span_id} ({s.name!r}): {k} must be a non-negative "
-                                  f"integer, got {v!r:.60}; the producer wrote a bad token count")
-            return v if type(v) is int else int(v)  # an int subclass (an IntEnum) as a plain int
+            return _count(s, k)
     return None
+
+
+def _count(s: RawSpan, k: str) -> int:
+    """The span's attribute ``k`` as a non-negative int; BridgeError naming the span and the
+    attribute when it is not one."""
+    v = s.attrs[k]
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, str) and v.isdigit():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise BridgeError(f"span {s.span_id} ({s.name!r}): {k} must be a non-negative "
+                          f"integer, got {v!r:.60}; the producer wrote a bad token count")
+    return v if type(v) is int else int(v)  # an int subclass (an IntEnum) as a plain int
 
 
 #: The keys of each list :func:`count_attr` is asked about, as a set.
@@ -79,24 +85,55 @@ def span_str(s: RawSpan, *keys: str) -> Optional[str]:
     return None
 
 
-class _Usage(NamedTuple):
-    inp: int
-    out: int
-    cached: Optional[int]
-    write: Optional[int]
-    reasoning: int
-    details: bool
-
-
 #: Whether a span's attributes hold a usage detail.
 _DETAILS = KeyPrefix(("gen_ai.usage.details.", "llm.token_count.prompt_details."))
 _USAGE_KEYS = frozenset(INPUT_KEYS + OUTPUT_KEYS)
+#: Each token-count key: (which count it is -- input, output, cached, cache write, reasoning --,
+#: its rank in that count's list). :func:`_usage` reads a span's counts in one pass over the
+#: keys it carries of these, instead of trying each list key by key.
+_COUNT_OF = {k: (i, rank) for i, keys in enumerate((INPUT_KEYS, OUTPUT_KEYS, CACHED_KEYS, WRITE_KEYS,
+                                                    REASONING_KEYS))
+             for rank, k in enumerate(keys)}
+_COUNT_KEYS = frozenset(_COUNT_OF)
 
 
-def _usage(s: RawSpan) -> _Usage:
-    details = _DETAILS.any_in(s.attrs)
-    return _Usage(count_attr(s, INPUT_KEYS) or 0, count_attr(s, OUTPUT_KEYS) or 0, count_attr(s, CACHED_KEYS),
-                  count_attr(s, WRITE_KEYS), count_attr(s, REASONING_KEYS) or 0, details)
+def _usage(s: RawSpan) -> tuple:
+    """The span's token counts ``(input, output, cached, cache write, reasoning)``: input,
+    output and reasoning 0 when not reported, cached and cache write None."""
+    a = s.attrs
+    present = _COUNT_KEYS.intersection(a)  # (a pass in C over the span's keys)
+    if not present:
+        return 0, 0, None, None, 0
+    chosen = _CHOSEN.get(present)
+    if chosen is None:
+        chosen = _chosen(present)
+    # a plain non-negative int (what the readers make of a count) as it is, else _count's
+    # conversion or error
+    inp, out, cached, write, reasoning = [
+        None if k is None else v if type(v := a[k]) is int and v >= 0 else _count(s, k)
+        for k in chosen]
+    return inp or 0, out or 0, cached, write, reasoning or 0
+
+
+#: The keys :func:`_usage` reads for each set of token-count keys a span carries (spans repeat
+#: a few such sets; bounded).
+_CHOSEN: dict = {}
+
+
+def _chosen(present: frozenset) -> tuple:
+    """The first key of each list (input, output, cached, cache write, reasoning) in
+    ``present``, or None: the key :func:`count_attr` would read. Each is then checked in list
+    order, so a bad count raises the error ``count_attr`` would have raised first."""
+    chosen: list = [None] * 5
+    for k in present:
+        i, rank = _COUNT_OF[k]
+        c = chosen[i]
+        if c is None or rank < _COUNT_OF[c][1]:
+            chosen[i] = k
+    if len(_CHOSEN) > 1024:
+        _CHOSEN.clear()
+    got = _CHOSEN[present] = tuple(chosen)
+    return got
 
 
 def has_usage(s: RawSpan) -> bool:
@@ -113,18 +150,19 @@ def model_call(s: RawSpan, above: Optional[RawSpan]) -> ModelCall:
     """The :class:`ModelCall` of a counted model-call span; ``above`` is the model-call span
     right above it (the same call reported by another instrumentation), which fills in the
     cached, cache-write and reasoning counts it does not report."""
-    u = _usage(s)
-    known = u.cached is not None or u.details
-    cached, reasoning, write = u.cached or 0, u.reasoning, u.write
+    inp, out, cached, write, reasoning = _usage(s)
+    # cached tokens are known when counted, or when the span reports some usage detail
+    known = cached is not None or _DETAILS.any_in(s.attrs)
+    cached = cached or 0
     if above is not None and (not known or write is None or not reasoning):
         v = _usage(above)  # the same call reported by the instrumentation above
-        if (v.inp, v.out) == (u.inp, u.out):
-            if not known and (v.cached is not None or v.details):
-                known, cached = True, v.cached or 0
-            reasoning = reasoning or v.reasoning
+        if v[0] == inp and v[1] == out:
+            if not known and (v[2] is not None or _DETAILS.any_in(above.attrs)):
+                known, cached = True, v[2] or 0
+            reasoning = reasoning or v[4]
             if write is None:
-                write = v.write
-    inp, out, write = u.inp, u.out, write or 0
+                write = v[3]
+    write = write or 0
     if cached + write > inp:  # input counted without its cache parts (Anthropic's convention)
         inp += cached + write
     if reasoning > out:       # output counted without its reasoning
@@ -137,17 +175,17 @@ def model_call(s: RawSpan, above: Optional[RawSpan]) -> ModelCall:
         raise BridgeError(f"span {s.span_id} ({s.name!r}) is a model call naming no model "
                           "(no gen_ai.response.model, gen_ai.request.model or llm.model_name); "
                           "its dollars cannot be known")
-    fields = dict(requested_model=requested,
-                  provider=span_str(s, "gen_ai.provider.name", "gen_ai.system", "llm.provider",
-                                "llm.system") or "",
-                  input_tokens=inp, output_tokens=out, cached_input_tokens=cached if known else 0,
-                  reasoning_tokens=reasoning, cache_write_tokens=write, cached_known=bool(known),
-                  source=s.scope)
+    fields = {"model": model, "requested_model": requested,
+              "provider": span_str(s, "gen_ai.provider.name", "gen_ai.system", "llm.provider",
+                                   "llm.system") or "",
+              "input_tokens": inp, "output_tokens": out,
+              "cached_input_tokens": cached if known else 0, "reasoning_tokens": reasoning,
+              "cache_write_tokens": write, "cached_known": bool(known), "source": s.scope}
     if type(s.scope) is not str:  # not what a reader makes: validated
-        return ModelCall(model, **fields)
+        return ModelCall(**fields)
     # every value is typed and checked above (non-negative ints from _count; cached + write
     # <= input and reasoning <= output made so just above; a non-empty model): not again
-    return construct(ModelCall, model=model, **fields)
+    return construct_from(ModelCall, fields)
 
 
 def count_unbilled(s: RawSpan, above: Optional[RawSpan], stats: dict) -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import itertools
+import operator
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Optional
@@ -49,7 +50,7 @@ from pydantic import BaseModel, Field
 from ..base import Episode, Trajectory
 from ..bridge.otel import Ingest, RawSpan, gc_paused, spans_of_lines, trace_parts
 from ..bridge.otlpworker import SpanWorker, WorkerGone
-from ..core import Provenance, construct
+from ..core import Provenance, construct_from
 from ..errors import BridgeError, InvalidInput
 from ..parsing import parse_json
 from ..store.sources import SourceFile, iter_source, list_sources
@@ -460,23 +461,34 @@ def iter_new_episodes(source: Any, ledger: Ledger, *, group_by: str = "trace",
                          slice_attr=slice_attr, where=where, files=files, workers=workers)
 
 
+_START, _END, _TRACE = (operator.attrgetter(k) for k in ("start_ns", "end_ns", "trace_id"))
+
+
 def _value_of(spans: list, attr: Optional[str]) -> Optional[str]:
+    """The value of ``attr`` on the first span carrying it (not empty): roots first, then by
+    start (then in the order given)."""
     if not attr:
         return None
-    for s in sorted(spans, key=lambda s: (s.parent_id is not None, s.start_ns)):
-        v = s.attrs.get(attr)
-        if v not in (None, ""):
-            return str(v)
-    return None
+    # the spans carrying it (a few of a trace's), then the first of them as a stable sort by
+    # that key would order them: min() keeps the first of equal keys
+    got = [s for s in spans if s.attrs.get(attr) not in (None, "")]
+    if not got:
+        return None
+    return str(min(got, key=_root_first).attrs[attr])
+
+
+def _root_first(s: RawSpan) -> tuple:
+    return s.parent_id is not None, s.start_ns
 
 
 def _request_text(spans: list) -> Optional[str]:
     """The first user message of the earliest model call that records its input messages
     (``gen_ai.input.messages``): what the person asked, shown to the judge and the labeler."""
-    for s in sorted(spans, key=lambda s: s.start_ns):
-        raw = s.attrs.get("gen_ai.input.messages")
-        if not isinstance(raw, str):
-            continue
+    # the spans recording them, by start (a stable sort of those alone keeps the order they
+    # have among all the spans)
+    for s in sorted([s for s in spans if isinstance(s.attrs.get("gen_ai.input.messages"), str)],
+                    key=_START):
+        raw = s.attrs["gen_ai.input.messages"]
         try:  # (orjson where it reads the text as the standard library would)
             msgs = parse_json(raw, where="gen_ai.input.messages", error=BridgeError,
                               nonfinite="allow")
@@ -530,18 +542,19 @@ def _episode(key: str, spans: list, counts: IngestCounts, per_task: dict,
     task = _value_of(spans, task_attr) or key
     trial = per_task.get(task, 0)
     per_task[task] = trial + 1
-    start = min(s.start_ns for s in spans)
-    end = max(s.end_ns for s in spans)
+    start = min(map(_START, spans))
+    end = max(map(_END, spans))
     meta = {"trial": trial, "slice": _value_of(spans, slice_attr) or DEFAULT_SLICE,
             "input": _request_text(spans),
-            "group": key, "traces": sorted({s.trace_id for s in spans}),
+            "group": key, "traces": sorted(set(map(_TRACE, spans))),
             "otel": dict(parts.stats)}
     lat = (end - start) / 1e9 if end > start else None
     # every value made above has its field's type (a str task, Steps, a Cost, a str source):
     # built without validating it again (a window builds one per trace)
-    return construct(Episode, task_id=str(task), trajectory=construct(Trajectory,
-                                                                      steps=tuple(parts.steps)),
-                     output=parts.output, cost=parts.cost(latency_s=lat),
-                     provenance=construct(Provenance, source=str(where), locator=f"group {key}",
-                                          meta={"format": "otlp-json"}),
-                     meta=meta)
+    return construct_from(Episode, {
+        "task_id": str(task), "trajectory": construct_from(Trajectory, {"steps": tuple(parts.steps)}),
+        "output": parts.output, "final_state": None, "cost": parts.cost(latency_s=lat),
+        "success": None, "run": None,
+        "provenance": construct_from(Provenance, {"source": str(where), "locator": f"group {key}",
+                                                  "meta": {"format": "otlp-json"}}),
+        "meta": meta})
