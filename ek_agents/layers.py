@@ -13,7 +13,7 @@ __all__ = ["LAYERS", "SHIMS", "LAZY_IMPORTS", "DOCUMENTED_LAZY", "layer_of"]
 
 #: Bottom to top: (layer name, the modules / subpackages in it).
 LAYERS: tuple = (
-    ("foundation", ("errors", "version", "layers", "lazy")),
+    ("foundation", ("errors", "version", "layers", "lazy", "subworker")),
     ("core", ("core",)),
     ("parsing", ("parsing",)),
     ("shapes", ("base",)),

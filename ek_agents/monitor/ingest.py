@@ -49,15 +49,15 @@ from pydantic import BaseModel, Field
 
 from ..base import Episode, Trajectory
 from ..bridge.otel import Ingest, RawSpan, gc_paused, spans_of_lines, trace_parts
-from ..bridge.otlpworker import SpanWorker, WorkerGone
 from ..core import Provenance, construct_from
 from ..errors import BridgeError, InvalidInput
 from ..parsing import parse_json
 from ..store.sources import SourceFile, iter_source, list_sources
+from ..subworker import SubWorker, WorkerGone
 
 __all__ = ["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
            "episodes_of_traces", "iter_new_episodes", "EpisodeStream", "DEFAULT_SLICE",
-           "READ_DEPTH", "PARALLEL_BYTES", "AHEAD"]
+           "READ_DEPTH", "PARALLEL_BYTES", "AHEAD", "read_block"]
 
 #: The slice of an episode whose traces carry no slice attribute.
 DEFAULT_SLICE = "all"
@@ -141,20 +141,27 @@ class _LineParser:
     """Parses the ``"lines"`` units of a read (:meth:`parsed`), in order. With a worker process
     (``workers``: None decides from the input -- one worker on a machine of 2 or more cores for
     at least :data:`PARALLEL_BYTES` of files, else none; at most one is used), blocks are sent
-    to it up to :data:`AHEAD` units ahead of the one being read, so that parsing (orjson and
-    the spans: about half a window's work) runs beside the rest of the window; blocks reached
-    while the worker starts, and every block after it failed, are parsed here. The results are
-    the same either way (:func:`~ek_agents.bridge.otel.spans_of_lines` is a pure function of
-    its block)."""
+    to it up to :data:`AHEAD` units ahead of the one being read (:func:`read_block`), so that
+    parsing (orjson and the spans: about half a window's work) runs beside the rest of the
+    window; blocks reached while the worker starts, and every block after it failed, are
+    parsed here. With ``build`` (a streamed read of one episode per trace: ``(task_attr,
+    slice_attr, where)``) the worker also makes the episodes of a share of the traces whose
+    spans are all on one line, the line of their ended root; the share follows the two
+    processes' pace (:attr:`share`: down when this process waits for the worker, up when the
+    worker waits for it). The results are the same either way: :func:`read_block` is a pure
+    function of its block, and a trace made by the worker is used only when its spans are
+    exactly that line's (:meth:`_Scan.complete`)."""
 
-    def __init__(self, keep: Any, workers: Optional[int], size: int) -> None:
+    def __init__(self, keep: Any, workers: Optional[int], size: int,
+                 build: Optional[tuple] = None) -> None:
         if workers is None:
             workers = 1 if (os.cpu_count() or 1) >= 2 and size >= PARALLEL_BYTES else 0
-        self.keep, self.worker = keep, None
+        self.keep, self.build, self.worker = keep, build, None
         self.by_worker = 0  # blocks the worker parsed
+        self.share = 0.25 if build is not None else 0.0
         if workers:
             try:
-                self.worker = SpanWorker()
+                self.worker = SubWorker(f"{__name__}:read_block")
             except OSError:  # no process can be started here: parse in this one
                 self.worker = None
 
@@ -166,36 +173,93 @@ class _LineParser:
             self.worker.close()
             self.worker = None
 
-    def _here(self, data: bytes, base: int, url: str) -> tuple[list, int]:
-        return spans_of_lines(data, base, url, group_attr=self.keep, max_depth=READ_DEPTH)
+    def _pace(self, answered: bool) -> None:
+        """The worker's share of episodes after a block: more when its answer was there
+        before this process asked (this process is the slower), less when it was not."""
+        self.share = min(0.9, self.share + 0.02) if answered else max(0.0, self.share - 0.05)
 
     def _result(self, unit: tuple, sent: bool) -> tuple:
         if unit[0] != "lines":
             return unit
+        data, base, url = unit[1]
         if sent and self.worker is not None:
             try:
-                got = self.worker.result()
+                if self.build is not None:
+                    self._pace(self.worker.answered())
+                lines, cut, built = self.worker.result()
                 self.by_worker += 1
-                return "lines", got, unit[2]
+                return "lines", (lines, cut, built, data, base, url), unit[2]
             except WorkerGone:  # ended (killed, out of memory): the rest is parsed here
                 self.worker.close()
                 self.worker = None
-        return "lines", self._here(*unit[1]), unit[2]
+        lines, cut, built = read_block(data, base, url, self.keep)
+        return "lines", (lines, cut, built, data, base, url), unit[2]
 
     def parsed(self, units: Iterable[tuple]) -> Iterator[tuple]:
         """``units`` in order, each ``("lines", (bytes, offset, url), end)`` replaced by
-        ``("lines", (spans by line, values cut), end)``."""
+        ``("lines", (spans by line, values cut, episodes made, bytes, offset, url), end)``
+        (:func:`read_block`)."""
         pending: collections.deque = collections.deque()
         for unit in units:
             w = self.worker
             sent = unit[0] == "lines" and w is not None and w.ready.is_set()
             if sent:
-                w.submit(*unit[1], self.keep, READ_DEPTH)
+                w.submit(*unit[1], self.keep, self.build and (self.share, *self.build))
             pending.append((unit, sent))
             if len(pending) > (AHEAD if self.worker is not None else 0):
                 yield self._result(*pending.popleft())
         while pending:
             yield self._result(*pending.popleft())
+
+
+def read_block(data: bytes, base: int, url: str, keep: Any, build: Optional[tuple] = None
+               ) -> tuple[list, int, dict]:
+    """The spans of a block of complete lines (the first at byte ``base`` of ``url``), as
+    :func:`~ek_agents.bridge.otel.spans_of_lines` reads them: ``(lines, values cut, made)``.
+    With ``build`` (``(share, task_attr, slice_attr, where)``), ``made`` holds, by line offset,
+    ``{trace id: its episode, or None without a model call}`` for about ``share`` of the traces
+    whose spans are all on one line of the block, with their ended root: made by
+    :func:`_episode` from that line's spans as a reader holding them would make it (its trial
+    numbered 0; a trace whose episode raises is left to the reader, which raises the same); the
+    spans of those traces lose their attributes (``attrs`` None: the episode holds what was read
+    of them). A pure function of its arguments: a window's worker process runs it."""
+    lines, cut = spans_of_lines(data, base, url, group_attr=keep, max_depth=READ_DEPTH)
+    made: dict = {}
+    if not build or build[0] <= 0:
+        return lines, cut, made
+    share, task_attr, slice_attr, where = build
+    line_of: dict = {}  # trace id -> the index of its one line, -1 when on several
+    for i, (_, spans) in enumerate(lines):
+        for s in spans or ():
+            j = line_of.setdefault(s.trace_id, i)
+            if j != i:
+                line_of[s.trace_id] = -1
+    due = 0.0
+    for i, (at, spans) in enumerate(lines):
+        if not spans:
+            continue
+        ours: dict = {}
+        for s in spans:
+            if line_of[s.trace_id] == i:
+                ours.setdefault(s.trace_id, {})[s.span_id] = s
+        for tid, by_span in ours.items():
+            if not any(map(_is_root, by_span.values())):
+                continue
+            due += share
+            if due < 1.0:
+                continue
+            due -= 1.0
+            try:
+                ep = _episode(tid, list(by_span.values()), IngestCounts(), {}, task_attr,
+                              slice_attr, where)
+            except Exception:  # noqa: BLE001 - left to the reader, which raises it in its turn
+                continue
+            made.setdefault(at, {})[tid] = ep
+        for tid in made.get(at, ()):
+            for s in spans:
+                if s.trace_id == tid:
+                    s.attrs = None
+    return lines, cut, made
 
 
 def _is_root(s: RawSpan) -> bool:
@@ -208,7 +272,8 @@ class _Scan:
     with ``stream`` it yields, after each block of lines, the traces whose root ended in it."""
 
     def __init__(self, source: Any, ledger: Ledger, attrs: Sequence[Optional[str]],
-                 files: Optional[Iterable[SourceFile]], workers: Optional[int] = None) -> None:
+                 files: Optional[Iterable[SourceFile]], workers: Optional[int] = None,
+                 build: Optional[tuple] = None) -> None:
         if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
                                     or workers < 0):
             raise InvalidInput(f"workers must be a whole number >= 0 (0: parse in this process) "
@@ -220,6 +285,11 @@ class _Scan:
         self.ing = Ingest()
         self.spans_of: dict[str, dict[str, RawSpan]] = {}
         self.first_at: dict[str, dict[str, int]] = {}  # trace -> {file identity: first line}
+        self.build = build  # (task_attr, slice_attr, where): the worker may make episodes
+        self.made: dict = {}  # trace -> (file identity, line, episode) made by the worker
+        self.light: dict = {}  # trace -> {(identity, line): (block, offset, url)} of the lines
+        #                        whose spans of it came without their attributes
+        self.ready_made: dict = {}  # complete trace -> its episode made by the worker
         self.listed = list(files) if files is not None else list_sources(source)
 
     def read(self, stream: bool) -> Iterator[list]:
@@ -227,7 +297,8 @@ class _Scan:
         traces whose root ended in it. The lines are parsed in order, some of them ahead in a
         worker process when the input is large (:class:`_LineParser`)."""
         counts, ing = self.counts, self.ing
-        with _LineParser(self.keep, self.workers, sum(f.size for f in self.listed)) as parser:
+        with _LineParser(self.keep, self.workers, sum(f.size for f in self.listed),
+                         self.build if stream else None) as parser:
             for unit in parser.parsed(self._units()):
                 if unit[0] == "file":
                     _, ident, mark = unit
@@ -240,12 +311,13 @@ class _Scan:
                         counts.bytes_read += unit[1] - high
                         mark.read_to = mark.resume_at = unit[1]
                     continue
-                _, (lines, cut), end = unit
+                _, (lines, cut, made, data, base, url), end = unit
                 ing.truncated += cut
                 got = []
                 for at, spans in lines:
                     if spans is not None:
-                        got.append((at, spans))
+                        eps = made.get(at)
+                        got.append((at, spans, eps and (eps, data, base, url)))
                     elif at >= high:  # a bad line, counted when first passed
                         counts.bad_lines += 1
                 if end < high:
@@ -299,10 +371,10 @@ class _Scan:
         """Keep the spans of ``lines`` (of traces not consumed); the ids of the traces one of
         whose spans is an ended root, in order of those spans."""
         consumed = self.led.consumed
-        spans_of, first_at = self.spans_of, self.first_at
+        spans_of, first_at, made, light = self.spans_of, self.first_at, self.made, self.light
         rooted = []
         n_spans = n_late = 0  # (added to the counts once: a pydantic field set costs a call)
-        for at, got in lines:
+        for at, got, eps in lines:
             new = at >= high
             for s in got:
                 tid = s.trace_id
@@ -316,8 +388,16 @@ class _Scan:
                 if by_span is None:
                     by_span = spans_of[tid] = {}
                     first_at[tid] = {ident: at}
-                elif ident not in first_at[tid]:
-                    first_at[tid][ident] = at
+                    if eps is not None and tid in eps[0]:  # made by the worker from this line
+                        made[tid] = (ident, at, eps[0][tid])
+                else:
+                    if ident not in first_at[tid]:
+                        first_at[tid][ident] = at
+                    m = made.get(tid)
+                    if m is not None and (m[0] != ident or m[1] != at):
+                        del made[tid]  # spans on another line too: made here, from them all
+                if s.attrs is None:  # (its line's spans, to read again if made here)
+                    light.setdefault(tid, {})[(ident, at)] = eps[1:]
                 by_span[s.span_id] = s
                 if s.parent_id is None and s.end_ns > 0:
                     rooted.append(tid)
@@ -333,12 +413,32 @@ class _Scan:
             by_span = self.spans_of.get(tid)
             if by_span is not None and any(map(_is_root, by_span.values())):
                 del self.spans_of[tid], self.first_at[tid]
+                m = self.made.pop(tid, None)
+                lines = self.light.pop(tid, None)
+                if m is not None:
+                    self.ready_made[tid] = m[2]
+                elif lines:
+                    self._read_again(tid, by_span, lines)
                 spans = list(by_span.values())
                 out.append((min(s.start_ns for s in spans), tid, spans))
         out.sort(key=lambda t: (t[0], t[1]))
         self.counts.traces += len(out)
         self.led.consumed.update(t[1] for t in out)
         return [(tid, spans) for _, tid, spans in out]
+
+    def _read_again(self, tid: str, by_span: dict, lines: dict) -> None:
+        """The spans of ``tid`` whose attributes the worker left out (it made their episode,
+        which is not used: the trace has spans on other lines too), read again from their
+        lines."""
+        for (_, at), (data, base, url) in reversed(lines.items()):  # the latest line first:
+            # a span id on two of them is the later one's (as it is in `by_span`)
+            start = at - base
+            end = data.find(b"\n", start) + 1 or len(data)
+            (_, spans), = read_block(data[start:end], at, url, self.keep)[0]
+            full = {s.span_id: s for s in spans if s.trace_id == tid}
+            for sid, s in by_span.items():
+                if s.attrs is None and sid in full:
+                    by_span[sid] = full[sid]
 
     def finish(self) -> None:
         """The traces left waiting: counted, and every file holding their spans resumes at
@@ -383,7 +483,8 @@ class EpisodeStream:
         self.group_by, self.task_attr, self.slice_attr, self.where = (group_by, task_attr,
                                                                       slice_attr, where)
         self._scan = _Scan(source, ledger, (None if group_by == "trace" else group_by,
-                                            task_attr, slice_attr), files, workers)
+                                            task_attr, slice_attr), files, workers,
+                           (task_attr, slice_attr, where) if group_by == "trace" else None)
         self._state = "new"
 
     def __iter__(self) -> Iterator[Episode]:
@@ -396,9 +497,20 @@ class EpisodeStream:
         scan, per_task, where = self._scan, {}, self.where
 
         def made(traces: list) -> list:
-            eps = (_episode(tid, spans, scan.counts, per_task, self.task_attr, self.slice_attr,
-                            where) for tid, spans in traces)
-            return [ep for ep in eps if ep is not None]
+            out, ready = [], scan.ready_made
+            for tid, spans in traces:
+                if tid not in ready:
+                    ep = _episode(tid, spans, scan.counts, per_task, self.task_attr,
+                                  self.slice_attr, where)
+                elif (ep := ready.pop(tid)) is None:
+                    _no_model_call(spans, scan.counts)
+                else:  # made by the worker: its trial numbered here, in the stream's order
+                    trial = per_task.get(ep.task_id, 0)
+                    per_task[ep.task_id] = trial + 1
+                    ep.meta["trial"] = trial
+                if ep is not None:
+                    out.append(ep)
+            return out
 
         if self.group_by == "trace":
             blocks = scan.read(stream=True)
@@ -527,6 +639,14 @@ def episodes_of_traces(batch: TraceBatch, *, group_by: str = "trace",
     return rows
 
 
+def _no_model_call(spans: list, counts: IngestCounts) -> None:
+    """Count a group without a model call, with the scopes of its spans."""
+    counts.no_model_call += 1
+    for s in spans:
+        name = s.scope or "(no scope)"
+        counts.unknown_scopes[name] = counts.unknown_scopes.get(name, 0) + 1
+
+
 def _episode(key: str, spans: list, counts: IngestCounts, per_task: dict,
              task_attr: Optional[str], slice_attr: Optional[str], where: str
              ) -> Optional[Episode]:
@@ -534,10 +654,7 @@ def _episode(key: str, spans: list, counts: IngestCounts, per_task: dict,
     scopes of its spans); ``per_task`` numbers the trials of each task in the order made."""
     parts = trace_parts(spans, where=f"{where} group {key!r}")
     if not parts.calls:
-        counts.no_model_call += 1
-        for s in spans:
-            name = s.scope or "(no scope)"
-            counts.unknown_scopes[name] = counts.unknown_scopes.get(name, 0) + 1
+        _no_model_call(spans, counts)
         return None
     task = _value_of(spans, task_attr) or key
     trial = per_task.get(task, 0)

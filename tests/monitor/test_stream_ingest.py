@@ -99,14 +99,25 @@ def small_blocks(monkeypatch):
 
 class _ReadyParser(ingest._LineParser):
     """The line parser, waiting for its worker to start (a small input would be read before it
-    did), and counting what the worker parsed."""
+    did), the worker making every episode it may, and counting what the worker parsed and
+    made."""
 
-    by_worker = 0
+    by_worker = made = 0
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         if self.worker is not None:  # (the held reader parses here)
             assert self.worker.ready.wait(60)
+        self.share = 1.0 if self.build else 0.0
+
+    def _pace(self, answered: bool) -> None:
+        pass
+
+    def _result(self, unit, sent):
+        got = super()._result(unit, sent)
+        if got[0] == "lines":
+            _ReadyParser.made += sum(map(len, got[1][2].values()))
+        return got
 
     def __exit__(self, *exc) -> None:
         _ReadyParser.by_worker += self.by_worker
@@ -120,7 +131,7 @@ def workers(request, monkeypatch):
         monkeypatch.setattr(ingest, "_LineParser", _ReadyParser)
     yield request.param
     if request.param:
-        assert _ReadyParser.by_worker > 0
+        assert _ReadyParser.by_worker > 0 and _ReadyParser.made > 0
 
 
 def test_windows_of_pending_appended_rotated_shrunk_and_bad_input(tmp_path, small_blocks, workers):
@@ -194,20 +205,20 @@ def test_a_stream_is_read_once_and_counts_come_at_its_end(tmp_path):
 
 
 class _DyingParser(_ReadyParser):
-    """The line parser whose worker is killed once it has parsed a block."""
+    """The line parser whose worker is killed once it has started (the blocks sent to it are
+    never answered)."""
 
     gone = 0  # readers that went on without their worker
 
-    def __exit__(self, *exc) -> None:
-        _DyingParser.gone += self.by_worker == 1 and self.worker is None
-        super().__exit__(*exc)
-
-    def _result(self, unit, sent):
-        got = super()._result(unit, sent)
-        if self.by_worker == 1 and self.worker is not None:
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if self.worker is not None:
             self.worker.proc.kill()
             self.worker.proc.wait()
-        return got
+
+    def __exit__(self, *exc) -> None:
+        _DyingParser.gone += self.build is not None and self.worker is None
+        super().__exit__(*exc)
 
 
 def test_a_worker_that_dies_mid_read_leaves_the_rest_to_the_reader(tmp_path, small_blocks,
@@ -215,6 +226,50 @@ def test_a_worker_that_dies_mid_read_leaves_the_rest_to_the_reader(tmp_path, sma
     (tmp_path / "t.jsonl").write_text("".join(_line(t) + "\n" for t in _copies(60, seed=5)))
     monkeypatch.setattr(ingest, "_LineParser", _DyingParser)
     _, c, eps = _same(tmp_path, Ledger(), 1)
-    assert c["traces"] == len(eps) == 60 and _DyingParser.gone == 1
+    assert c["traces"] == len(eps) == 60 and _DyingParser.gone == 1  # (the stream's reader)
     with pytest.raises(InvalidInput, match="workers must be a whole number"):
         iter_new_episodes(str(tmp_path), Ledger(), workers=-1)
+
+
+def test_episodes_the_worker_made_are_numbered_in_the_stream(tmp_path, small_blocks, monkeypatch):
+    """With a task attribute the traces of a route are trials of one task: the worker makes
+    their episodes, the stream numbers their trials in its order, as the reader does."""
+    (tmp_path / "t.jsonl").write_text("".join(_line(t) + "\n" for t in _copies(40, seed=6)))
+
+    def stream(workers):
+        got = iter_new_episodes(str(tmp_path), Ledger(), task_attr=ROUTE, slice_attr=ROUTE,
+                                where="w", workers=workers)
+        return [e.to_json() for e in got], got.counts, got.ledger
+
+    here = stream(0)
+    monkeypatch.setattr(ingest, "_LineParser", _ReadyParser)
+    made = _ReadyParser.made
+    assert stream(1) == here
+    trials = [json.loads(e)["meta"]["trial"] for e in here[0]]
+    assert here[1].traces == 40 and max(trials) > 10 and _ReadyParser.made > made
+
+
+def test_an_episode_the_worker_made_is_not_used_when_its_trace_has_more_lines(tmp_path):
+    """A trace on two lines taken at once (a file read again up to where it was read): the
+    worker made its episode from the line holding its root; the reader drops it, reads that
+    line's spans again and makes the episode of them all."""
+    trace = _copies(1, seed=7)[0]
+    rest, root = _split(trace)
+    first, second = (_line(root + rest[:2]) + "\n").encode(), (_line(rest[2:]) + "\n").encode()
+    scan = ingest._Scan(str(tmp_path), Ledger(), (None, None, ROUTE), files=[], build=(None, ROUTE, "w"))
+    build = (1.0, None, ROUTE, "w")
+    a = ingest.read_block(first, 0, "f", scan.keep, build)
+    b = ingest.read_block(second, len(first), "f", scan.keep, build)
+    assert a[2] and not b[2]  # made from the first line alone; the second has no root
+    lines = [(at, spans, a[2].get(at) and (a[2][at], first, 0, "f")) for at, spans in a[0]]
+    lines += [(at, spans, None) for at, spans in b[0]]
+    scan._take(lines, "file", 0)
+    (tid, spans), = scan.complete([trace[0][2]["traceId"]])
+    assert tid not in scan.ready_made and all(s.attrs is not None for s in spans)
+    held = read_new_traces(str(tmp_path), Ledger(), attrs=(None, None, ROUTE), files=[])
+    held.traces = {tid: spans}
+    mine = episodes_of_traces(held, slice_attr=ROUTE, where="w")
+    (tmp_path / "t.jsonl").write_bytes(first + second)
+    ref = episodes_of_traces(read_new_traces(str(tmp_path), Ledger(), attrs=(None, None, ROUTE)),
+                             slice_attr=ROUTE, where="w")
+    assert [e.to_json() for e in mine] == [e.to_json() for e in ref] and len(ref) == 1

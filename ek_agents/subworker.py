@@ -1,21 +1,23 @@
-"""A worker process that reads blocks of OTLP/JSON lines into spans, beside the process that
-uses them: ``python -m ek_agents.bridge.otlpworker`` (started by :class:`SpanWorker`).
+"""A worker subprocess that calls one module-level function for each request, beside the process
+that uses the answers: ``python -m ek_agents.subworker MODULE:FUNCTION`` (started by
+:class:`SubWorker`).
 
-A monitor window spends about half its work parsing lines (orjson, then the spans); the other
-half (episodes, their storage, the window's documents) needs the spans in order. The worker
+A monitor window spends about half its work parsing lines (orjson, then the spans); the worker
 parses blocks ahead while the window works on earlier ones. It is a plain subprocess, not a
 ``multiprocessing`` child: those start by importing the caller's main module again, which runs
 any unguarded top-level code of a user's script a second time.
 
 The protocol (stdin / stdout of the worker, each message a little-endian 8-byte length and a
-pickle; only ever between this module's two ends): the worker first writes ``("ready",)``; then
-for each request ``(data, base, url, group_attr, max_depth)`` it writes ``(True,
-spans_of_lines(...))`` or ``(False, the exception it raised)``, in order; it exits at the end of
-its input.
+pickle; only ever between this module's two ends): the worker imports its function, then writes
+``("ready",)``; for each request ``(args, kwargs)`` it writes ``(True, function(*args,
+**kwargs))`` or ``(False, the exception it raised)``, in order; it exits at the end of its
+input. This module imports nothing of ek_agents: the function's module is imported by name in
+the worker only.
 """
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import pickle
 import queue
@@ -26,13 +28,12 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
-from ._otlp import spans_of_lines
 
-__all__ = ["SpanWorker", "WorkerGone", "main"]
+__all__ = ["SubWorker", "WorkerGone", "main"]
 
 _LEN = struct.Struct("<Q")
-#: How long a block may take in the worker before the caller reads it itself (a block is a
-#: few MiB: well under a second).
+#: How long one request may take in the worker before the caller gives up on it (and does
+#: the work itself).
 RESULT_TIMEOUT_S = 300.0
 
 
@@ -55,17 +56,18 @@ def _write_frame(stream: BinaryIO, payload: bytes) -> None:
     stream.flush()
 
 
-class SpanWorker:
-    """One worker process: :meth:`submit` blocks of lines, read their spans back in the same
-    order with :meth:`result`. :attr:`ready` is set once the worker has started (a caller
-    sends nothing before: it reads those blocks itself). Threads feed the worker and drain its
-    answers, so that neither side ever waits on a full pipe."""
+class SubWorker:
+    """One worker process calling ``target`` (``"package.module:function"``): :meth:`submit`
+    the arguments of a call, read the answers back in the same order with :meth:`result`.
+    :attr:`ready` is set once the worker has imported its function (a caller sends nothing
+    before: it does that work itself). Threads feed the worker and drain its answers, so that
+    neither side ever waits on a full pipe."""
 
-    def __init__(self) -> None:
-        root = str(Path(__file__).resolve().parents[2])  # where ek_agents is imported from
+    def __init__(self, target: str) -> None:
+        root = str(Path(__file__).resolve().parents[1])  # where ek_agents is imported from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen([sys.executable, "-m", "ek_agents.bridge.otlpworker"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "ek_agents.subworker", target],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.ready = threading.Event()
         self.pending = 0  # requests sent whose answer was not read yet
@@ -102,15 +104,18 @@ class SpanWorker:
             pass
         self._answers.put(None)  # end of the worker's answers
 
-    def submit(self, data: bytes, base: int, url: str, group_attr: Any, max_depth: int) -> None:
-        """Send one block (see :func:`~ek_agents.bridge.otel.spans_of_lines`)."""
-        self._requests.put(pickle.dumps((data, base, url, group_attr, max_depth),
-                                        protocol=pickle.HIGHEST_PROTOCOL))
+    def submit(self, *args: Any, **kwargs: Any) -> None:
+        """Send one call's arguments."""
+        self._requests.put(pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL))
         self.pending += 1
 
-    def result(self) -> tuple[list, int]:
-        """The answer to the oldest block not read yet: what ``spans_of_lines`` returned, or
-        the exception it raised, raised here; WorkerGone when the worker ended first."""
+    def answered(self) -> bool:
+        """Whether the answer :meth:`result` would give next has arrived already."""
+        return not self._answers.empty()
+
+    def result(self) -> Any:
+        """The answer to the oldest call not read yet: what the function returned, or the
+        exception it raised, raised here; WorkerGone when the worker ended first."""
         try:
             frame = self._answers.get(timeout=RESULT_TIMEOUT_S)
         except queue.Empty:
@@ -137,20 +142,22 @@ class SpanWorker:
         self.proc.stdout.close()
 
 
-def main() -> int:
+def main(argv: Optional[list] = None) -> int:
     """The worker's loop (see the module docstring)."""
+    (target,) = sys.argv[1:] if argv is None else argv
+    module, _, name = target.partition(":")
+    function = getattr(importlib.import_module(module), name)
     stdin = sys.stdin.buffer
     stdout = os.fdopen(os.dup(1), "wb")  # the answers' pipe, kept for them alone: anything
     os.dup2(2, 1)                        # printed goes to stderr
     sys.stdout = sys.stderr
-    gc.disable()  # (it holds one block's spans at a time: containers, no cycles; a collection
-    #               would walk them all, over and over, as orjson and the reader make them)
+    gc.disable()  # (it holds one call's objects at a time: containers, no cycles; a collection
+    #               would walk them all, over and over, as they are made)
     _write_frame(stdout, pickle.dumps(("ready",)))
     while (frame := _read_frame(stdin)) is not None:
-        data, base, url, group_attr, max_depth = pickle.loads(frame)
+        args, kwargs = pickle.loads(frame)
         try:
-            answer = (True, spans_of_lines(data, base, url, group_attr=group_attr,
-                                           max_depth=max_depth))
+            answer = (True, function(*args, **kwargs))
         except Exception as e:  # noqa: BLE001 - sent to the caller, which raises it
             answer = (False, e)
         _write_frame(stdout, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
