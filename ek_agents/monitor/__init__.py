@@ -2,7 +2,9 @@
 series with an alert.
 
 - :mod:`.ingest` -- incremental reading of OTLP/JSON files against a ledger (file identity and
-  offsets, trace ids), episodes from complete traces (grouped, tasks, slices);
+  offsets, trace ids), episodes from complete traces (grouped, tasks, slices); its blocks of
+  lines read by :mod:`.blocks` (partly in a worker process), its episodes made by
+  :mod:`.traceepisodes`;
 - :mod:`.window` -- one window: its episodes stored as they come (the window is a run: its
   segments and documents, ``stages.windowrun``), judged (a sample stratified by slice; verdicts
   cached by episode digest and judge identity), the agent and -- apart -- the judges billed;
@@ -18,8 +20,8 @@ from ..lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
-                     "episodes_of_traces", "iter_new_episodes", "EpisodeStream",
-                     "DEFAULT_SLICE"], "ingest"),
+                     "episodes_of_traces", "iter_new_episodes", "EpisodeStream"], "ingest"),
+    "DEFAULT_SLICE": "traceepisodes",
     **dict.fromkeys(["WindowOptions", "WindowRecord", "run_window", "load_ledger", "load_window",
                      "window_episodes", "iter_window_episodes", "episode_digest",
                      "judge_identity", "new_window_id", "new_episodes",
@@ -33,7 +35,8 @@ __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:
-    from .ingest import (DEFAULT_SLICE as DEFAULT_SLICE, EpisodeStream as EpisodeStream,
+    from .traceepisodes import DEFAULT_SLICE as DEFAULT_SLICE
+    from .ingest import (EpisodeStream as EpisodeStream,
                          FileMark as FileMark, iter_new_episodes as iter_new_episodes,
                          IngestCounts as IngestCounts, Ledger as Ledger,
                          TraceBatch as TraceBatch, episodes_of_traces as episodes_of_traces,

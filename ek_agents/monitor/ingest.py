@@ -37,39 +37,22 @@ only.
 """
 from __future__ import annotations
 
-import collections
 import hashlib
 import itertools
-import operator
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
-from ..base import Episode, Trajectory
-from ..bridge.otel import Ingest, RawSpan, gc_paused, spans_of_lines, trace_parts
-from ..core import Provenance, construct_from
-from ..errors import BridgeError, InvalidInput
-from ..parsing import parse_json
+from ..base import Episode
+from ..bridge.otel import Ingest, RawSpan, gc_paused
+from ..errors import InvalidInput
 from ..store.sources import SourceFile, iter_source, list_sources
-from ..subworker import SubWorker, WorkerGone
+from .blocks import LineParser, is_root, read_block
+from .traceepisodes import episode_of, value_of
 
 __all__ = ["FileMark", "Ledger", "IngestCounts", "TraceBatch", "read_new_traces",
-           "episodes_of_traces", "iter_new_episodes", "EpisodeStream", "DEFAULT_SLICE",
-           "READ_DEPTH", "PARALLEL_BYTES", "AHEAD", "read_block"]
-
-#: The slice of an episode whose traces carry no slice attribute.
-DEFAULT_SLICE = "all"
-#: Files of at least this many bytes in all are parsed partly in a worker process (when
-#: ``workers`` is not given and the machine has 2 cores or more): below it, starting one
-#: (about half a second) would cost more than it saves.
-PARALLEL_BYTES = 64 << 20
-#: How many units of a read (blocks of lines, file starts and ends) the worker may be ahead.
-AHEAD = 6
-#: The nesting a trace line may have (orjson's own limit): the reader reads what it keeps of
-#: a span at most a few levels deep (attribute values: 8), so a line is not walked for depth.
-READ_DEPTH = 1024
+           "episodes_of_traces", "iter_new_episodes", "EpisodeStream", "count_no_model_call"]
 
 
 class FileMark(BaseModel):
@@ -137,135 +120,6 @@ def _identity(url: str) -> tuple[Optional[str], list]:
     return None, got
 
 
-class _LineParser:
-    """Parses the ``"lines"`` units of a read (:meth:`parsed`), in order. With a worker process
-    (``workers``: None decides from the input -- one worker on a machine of 2 or more cores for
-    at least :data:`PARALLEL_BYTES` of files, else none; at most one is used), blocks are sent
-    to it up to :data:`AHEAD` units ahead of the one being read (:func:`read_block`), so that
-    parsing (orjson and the spans: about half a window's work) runs beside the rest of the
-    window; blocks reached while the worker starts, and every block after it failed, are
-    parsed here. With ``build`` (a streamed read of one episode per trace: ``(task_attr,
-    slice_attr, where)``) the worker also makes the episodes of a share of the traces whose
-    spans are all on one line, the line of their ended root; the share follows the two
-    processes' pace (:attr:`share`: down when this process waits for the worker, up when the
-    worker waits for it). The results are the same either way: :func:`read_block` is a pure
-    function of its block, and a trace made by the worker is used only when its spans are
-    exactly that line's (:meth:`_Scan.complete`)."""
-
-    def __init__(self, keep: Any, workers: Optional[int], size: int,
-                 build: Optional[tuple] = None) -> None:
-        if workers is None:
-            workers = 1 if (os.cpu_count() or 1) >= 2 and size >= PARALLEL_BYTES else 0
-        self.keep, self.build, self.worker = keep, build, None
-        self.by_worker = 0  # blocks the worker parsed
-        self.share = 0.25 if build is not None else 0.0
-        if workers:
-            try:
-                self.worker = SubWorker(f"{__name__}:read_block")
-            except OSError:  # no process can be started here: parse in this one
-                self.worker = None
-
-    def __enter__(self) -> "_LineParser":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
-
-    def _pace(self, answered: bool) -> None:
-        """The worker's share of episodes after a block: more when its answer was there
-        before this process asked (this process is the slower), less when it was not."""
-        self.share = min(0.9, self.share + 0.02) if answered else max(0.0, self.share - 0.05)
-
-    def _result(self, unit: tuple, sent: bool) -> tuple:
-        if unit[0] != "lines":
-            return unit
-        data, base, url = unit[1]
-        if sent and self.worker is not None:
-            try:
-                if self.build is not None:
-                    self._pace(self.worker.answered())
-                lines, cut, built = self.worker.result()
-                self.by_worker += 1
-                return "lines", (lines, cut, built, data, base, url), unit[2]
-            except WorkerGone:  # ended (killed, out of memory): the rest is parsed here
-                self.worker.close()
-                self.worker = None
-        lines, cut, built = read_block(data, base, url, self.keep)
-        return "lines", (lines, cut, built, data, base, url), unit[2]
-
-    def parsed(self, units: Iterable[tuple]) -> Iterator[tuple]:
-        """``units`` in order, each ``("lines", (bytes, offset, url), end)`` replaced by
-        ``("lines", (spans by line, values cut, episodes made, bytes, offset, url), end)``
-        (:func:`read_block`)."""
-        pending: collections.deque = collections.deque()
-        for unit in units:
-            w = self.worker
-            sent = unit[0] == "lines" and w is not None and w.ready.is_set()
-            if sent:
-                w.submit(*unit[1], self.keep, self.build and (self.share, *self.build))
-            pending.append((unit, sent))
-            if len(pending) > (AHEAD if self.worker is not None else 0):
-                yield self._result(*pending.popleft())
-        while pending:
-            yield self._result(*pending.popleft())
-
-
-def read_block(data: bytes, base: int, url: str, keep: Any, build: Optional[tuple] = None
-               ) -> tuple[list, int, dict]:
-    """The spans of a block of complete lines (the first at byte ``base`` of ``url``), as
-    :func:`~ek_agents.bridge.otel.spans_of_lines` reads them: ``(lines, values cut, made)``.
-    With ``build`` (``(share, task_attr, slice_attr, where)``), ``made`` holds, by line offset,
-    ``{trace id: its episode, or None without a model call}`` for about ``share`` of the traces
-    whose spans are all on one line of the block, with their ended root: made by
-    :func:`_episode` from that line's spans as a reader holding them would make it (its trial
-    numbered 0; a trace whose episode raises is left to the reader, which raises the same); the
-    spans of those traces lose their attributes (``attrs`` None: the episode holds what was read
-    of them). A pure function of its arguments: a window's worker process runs it."""
-    lines, cut = spans_of_lines(data, base, url, group_attr=keep, max_depth=READ_DEPTH)
-    made: dict = {}
-    if not build or build[0] <= 0:
-        return lines, cut, made
-    share, task_attr, slice_attr, where = build
-    line_of: dict = {}  # trace id -> the index of its one line, -1 when on several
-    for i, (_, spans) in enumerate(lines):
-        for s in spans or ():
-            j = line_of.setdefault(s.trace_id, i)
-            if j != i:
-                line_of[s.trace_id] = -1
-    due = 0.0
-    for i, (at, spans) in enumerate(lines):
-        if not spans:
-            continue
-        ours: dict = {}
-        for s in spans:
-            if line_of[s.trace_id] == i:
-                ours.setdefault(s.trace_id, {})[s.span_id] = s
-        for tid, by_span in ours.items():
-            if not any(map(_is_root, by_span.values())):
-                continue
-            due += share
-            if due < 1.0:
-                continue
-            due -= 1.0
-            try:
-                ep = _episode(tid, list(by_span.values()), IngestCounts(), {}, task_attr,
-                              slice_attr, where)
-            except Exception:  # noqa: BLE001 - left to the reader, which raises it in its turn
-                continue
-            made.setdefault(at, {})[tid] = ep
-        for tid in made.get(at, ()):
-            for s in spans:
-                if s.trace_id == tid:
-                    s.attrs = None
-    return lines, cut, made
-
-
-def _is_root(s: RawSpan) -> bool:
-    return s.parent_id is None and s.end_ns > 0
-
-
 class _Scan:
     """One window's read of a source: the ledger after it, the counts, and the spans of the
     traces not yet complete (see the module docstring). :meth:`read` goes through the files;
@@ -295,9 +149,9 @@ class _Scan:
     def read(self, stream: bool) -> Iterator[list]:
         """Go through the files; with ``stream``, after each block of lines, the ids of the
         traces whose root ended in it. The lines are parsed in order, some of them ahead in a
-        worker process when the input is large (:class:`_LineParser`)."""
+        worker process when the input is large (:class:`~ek_agents.monitor.blocks.LineParser`)."""
         counts, ing = self.counts, self.ing
-        with _LineParser(self.keep, self.workers, sum(f.size for f in self.listed),
+        with LineParser(self.keep, self.workers, sum(f.size for f in self.listed),
                          self.build if stream else None) as parser:
             for unit in parser.parsed(self._units()):
                 if unit[0] == "file":
@@ -411,7 +265,7 @@ class _Scan:
         out = []
         for tid in dict.fromkeys(tids):
             by_span = self.spans_of.get(tid)
-            if by_span is not None and any(map(_is_root, by_span.values())):
+            if by_span is not None and any(map(is_root, by_span.values())):
                 del self.spans_of[tid], self.first_at[tid]
                 m = self.made.pop(tid, None)
                 lines = self.light.pop(tid, None)
@@ -500,15 +354,14 @@ class EpisodeStream:
             out, ready = [], scan.ready_made
             for tid, spans in traces:
                 if tid not in ready:
-                    ep = _episode(tid, spans, scan.counts, per_task, self.task_attr,
-                                  self.slice_attr, where)
-                elif (ep := ready.pop(tid)) is None:
-                    _no_model_call(spans, scan.counts)
-                else:  # made by the worker: its trial numbered here, in the stream's order
-                    trial = per_task.get(ep.task_id, 0)
+                    ep = episode_of(tid, spans, per_task, self.task_attr, self.slice_attr, where)
+                elif (ep := ready.pop(tid)) is not None:  # made by the worker: its trial
+                    trial = per_task.get(ep.task_id, 0)   # numbered here, in the stream's order
                     per_task[ep.task_id] = trial + 1
                     ep.meta["trial"] = trial
-                if ep is not None:
+                if ep is None:
+                    count_no_model_call(spans, scan.counts)
+                else:
                     out.append(ep)
             return out
 
@@ -573,105 +426,34 @@ def iter_new_episodes(source: Any, ledger: Ledger, *, group_by: str = "trace",
                          slice_attr=slice_attr, where=where, files=files, workers=workers)
 
 
-_START, _END, _TRACE = (operator.attrgetter(k) for k in ("start_ns", "end_ns", "trace_id"))
-
-
-def _value_of(spans: list, attr: Optional[str]) -> Optional[str]:
-    """The value of ``attr`` on the first span carrying it (not empty): roots first, then by
-    start (then in the order given)."""
-    if not attr:
-        return None
-    # the spans carrying it (a few of a trace's), then the first of them as a stable sort by
-    # that key would order them: min() keeps the first of equal keys
-    got = [s for s in spans if s.attrs.get(attr) not in (None, "")]
-    if not got:
-        return None
-    return str(min(got, key=_root_first).attrs[attr])
-
-
-def _root_first(s: RawSpan) -> tuple:
-    return s.parent_id is not None, s.start_ns
-
-
-def _request_text(spans: list) -> Optional[str]:
-    """The first user message of the earliest model call that records its input messages
-    (``gen_ai.input.messages``): what the person asked, shown to the judge and the labeler."""
-    # the spans recording them, by start (a stable sort of those alone keeps the order they
-    # have among all the spans)
-    for s in sorted([s for s in spans if isinstance(s.attrs.get("gen_ai.input.messages"), str)],
-                    key=_START):
-        raw = s.attrs["gen_ai.input.messages"]
-        try:  # (orjson where it reads the text as the standard library would)
-            msgs = parse_json(raw, where="gen_ai.input.messages", error=BridgeError,
-                              nonfinite="allow")
-        except BridgeError:
-            continue
-        for m in msgs if isinstance(msgs, list) else []:
-            if isinstance(m, dict) and m.get("role") == "user":
-                parts = m.get("parts") or [{"content": m.get("content")}]
-                text = " ".join(str(p.get("content")) for p in parts
-                                if isinstance(p, dict) and p.get("content") is not None)
-                if text:
-                    return text
-    return None
-
-
 def episodes_of_traces(batch: TraceBatch, *, group_by: str = "trace",
                        task_attr: Optional[str] = None, slice_attr: Optional[str] = None,
                        where: str = "otlp") -> list[Episode]:
     """One episode per trace (``group_by="trace"``) or per value of a span attribute (a trace
     without it is its own group), in order of their first span. Each episode is its own task
     unless ``task_attr`` names the attribute whose value is its task; ``slice_attr`` the
-    attribute naming its slice (``meta["slice"]``, :data:`DEFAULT_SLICE` without it). Groups
+    attribute naming its slice (``meta["slice"]``, :data:`~ek_agents.monitor.traceepisodes.DEFAULT_SLICE` without it). Groups
     without a model call are left out and counted in ``batch.counts.no_model_call``."""
     if not isinstance(group_by, str) or not group_by:
         raise InvalidInput(f"group_by must be 'trace' or a span attribute name, got {group_by!r}")
     groups: dict[str, list] = {}
     for tid, spans in batch.traces.items():
-        key = tid if group_by == "trace" else (_value_of(spans, group_by) or tid)
+        key = tid if group_by == "trace" else (value_of(spans, group_by) or tid)
         groups.setdefault(key, []).extend(spans)
     rows = []
     per_task: dict[str, int] = {}
     for key, spans in sorted(groups.items(), key=lambda kv: (min(s.start_ns for s in kv[1]), kv[0])):
-        ep = _episode(key, spans, batch.counts, per_task, task_attr, slice_attr, where)
-        if ep is not None:
+        ep = episode_of(key, spans, per_task, task_attr, slice_attr, where)
+        if ep is None:
+            count_no_model_call(spans, batch.counts)
+        else:
             rows.append(ep)
     return rows
 
 
-def _no_model_call(spans: list, counts: IngestCounts) -> None:
+def count_no_model_call(spans: list, counts: IngestCounts) -> None:
     """Count a group without a model call, with the scopes of its spans."""
     counts.no_model_call += 1
     for s in spans:
         name = s.scope or "(no scope)"
         counts.unknown_scopes[name] = counts.unknown_scopes.get(name, 0) + 1
-
-
-def _episode(key: str, spans: list, counts: IngestCounts, per_task: dict,
-             task_attr: Optional[str], slice_attr: Optional[str], where: str
-             ) -> Optional[Episode]:
-    """The episode of one group of spans (None without a model call: counted, with the
-    scopes of its spans); ``per_task`` numbers the trials of each task in the order made."""
-    parts = trace_parts(spans, where=f"{where} group {key!r}")
-    if not parts.calls:
-        _no_model_call(spans, counts)
-        return None
-    task = _value_of(spans, task_attr) or key
-    trial = per_task.get(task, 0)
-    per_task[task] = trial + 1
-    start = min(map(_START, spans))
-    end = max(map(_END, spans))
-    meta = {"trial": trial, "slice": _value_of(spans, slice_attr) or DEFAULT_SLICE,
-            "input": _request_text(spans),
-            "group": key, "traces": sorted(set(map(_TRACE, spans))),
-            "otel": dict(parts.stats)}
-    lat = (end - start) / 1e9 if end > start else None
-    # every value made above has its field's type (a str task, Steps, a Cost, a str source):
-    # built without validating it again (a window builds one per trace)
-    return construct_from(Episode, {
-        "task_id": str(task), "trajectory": construct_from(Trajectory, {"steps": tuple(parts.steps)}),
-        "output": parts.output, "final_state": None, "cost": parts.cost(latency_s=lat),
-        "success": None, "run": None,
-        "provenance": construct_from(Provenance, {"source": str(where), "locator": f"group {key}",
-                                                  "meta": {"format": "otlp-json"}}),
-        "meta": meta})

@@ -16,7 +16,7 @@ import pytest
 from ek_agents.errors import InvalidInput
 from ek_agents.monitor.ingest import (Ledger, episodes_of_traces, iter_new_episodes,
                                       read_new_traces)
-from ek_agents.monitor import ingest
+from ek_agents.monitor import blocks, ingest
 from ek_agents.store import sources
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "otlp" / "monitor-traffic.jsonl.gz"
@@ -97,7 +97,7 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(sources, "SOURCE_BLOCK", 16 << 10)
 
 
-class _ReadyParser(ingest._LineParser):
+class _ReadyParser(blocks.LineParser):
     """The line parser, waiting for its worker to start (a small input would be read before it
     did), the worker making every episode it may, and counting what the worker parsed and
     made."""
@@ -128,7 +128,7 @@ class _ReadyParser(ingest._LineParser):
 def workers(request, monkeypatch):
     """The stream's lines parsed in this process, or by a worker process."""
     if request.param:
-        monkeypatch.setattr(ingest, "_LineParser", _ReadyParser)
+        monkeypatch.setattr(ingest, "LineParser", _ReadyParser)
     yield request.param
     if request.param:
         assert _ReadyParser.by_worker > 0 and _ReadyParser.made > 0
@@ -224,7 +224,7 @@ class _DyingParser(_ReadyParser):
 def test_a_worker_that_dies_mid_read_leaves_the_rest_to_the_reader(tmp_path, small_blocks,
                                                                    monkeypatch):
     (tmp_path / "t.jsonl").write_text("".join(_line(t) + "\n" for t in _copies(60, seed=5)))
-    monkeypatch.setattr(ingest, "_LineParser", _DyingParser)
+    monkeypatch.setattr(ingest, "LineParser", _DyingParser)
     _, c, eps = _same(tmp_path, Ledger(), 1)
     assert c["traces"] == len(eps) == 60 and _DyingParser.gone == 1  # (the stream's reader)
     with pytest.raises(InvalidInput, match="workers must be a whole number"):
@@ -242,7 +242,7 @@ def test_episodes_the_worker_made_are_numbered_in_the_stream(tmp_path, small_blo
         return [e.to_json() for e in got], got.counts, got.ledger
 
     here = stream(0)
-    monkeypatch.setattr(ingest, "_LineParser", _ReadyParser)
+    monkeypatch.setattr(ingest, "LineParser", _ReadyParser)
     made = _ReadyParser.made
     assert stream(1) == here
     trials = [json.loads(e)["meta"]["trial"] for e in here[0]]
@@ -258,8 +258,8 @@ def test_an_episode_the_worker_made_is_not_used_when_its_trace_has_more_lines(tm
     first, second = (_line(root + rest[:2]) + "\n").encode(), (_line(rest[2:]) + "\n").encode()
     scan = ingest._Scan(str(tmp_path), Ledger(), (None, None, ROUTE), files=[], build=(None, ROUTE, "w"))
     build = (1.0, None, ROUTE, "w")
-    a = ingest.read_block(first, 0, "f", scan.keep, build)
-    b = ingest.read_block(second, len(first), "f", scan.keep, build)
+    a = blocks.read_block(first, 0, "f", scan.keep, build)
+    b = blocks.read_block(second, len(first), "f", scan.keep, build)
     assert a[2] and not b[2]  # made from the first line alone; the second has no root
     lines = [(at, spans, a[2].get(at) and (a[2][at], first, 0, "f")) for at, spans in a[0]]
     lines += [(at, spans, None) for at, spans in b[0]]

@@ -1,0 +1,153 @@
+"""Blocks of OTLP/JSON lines read into spans, some of them ahead in a worker process: what a
+monitor window's reader (:mod:`.ingest`) reads its files with."""
+from __future__ import annotations
+
+import collections
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, Optional
+
+from ..bridge.otel import RawSpan, spans_of_lines
+from ..subworker import SubWorker, WorkerGone
+from .traceepisodes import episode_of
+
+__all__ = ["LineParser", "read_block", "is_root", "READ_DEPTH", "PARALLEL_BYTES", "AHEAD"]
+
+#: Files of at least this many bytes in all are parsed partly in a worker process (when
+#: ``workers`` is not given and the machine has 2 cores or more): below it, starting one
+#: (about half a second) would cost more than it saves.
+PARALLEL_BYTES = 64 << 20
+#: How many units of a read (blocks of lines, file starts and ends) the worker may be ahead.
+AHEAD = 6
+#: The nesting a trace line may have (orjson's own limit): the reader reads what it keeps of
+#: a span at most a few levels deep (attribute values: 8), so a line is not walked for depth.
+READ_DEPTH = 1024
+
+
+def is_root(s: RawSpan) -> bool:
+    """Whether ``s`` is the ended root of its trace (no parent, an end time)."""
+    return s.parent_id is None and s.end_ns > 0
+
+
+class LineParser:
+    """Parses the ``"lines"`` units of a read (:meth:`parsed`), in order. With a worker process
+    (``workers``: None decides from the input -- one worker on a machine of 2 or more cores for
+    at least :data:`PARALLEL_BYTES` of files, else none; at most one is used), blocks are sent
+    to it up to :data:`AHEAD` units ahead of the one being read (:func:`read_block`), so that
+    parsing (orjson and the spans: about half a window's work) runs beside the rest of the
+    window; blocks reached while the worker starts, and every block after it failed, are
+    parsed here. With ``build`` (a streamed read of one episode per trace: ``(task_attr,
+    slice_attr, where)``) the worker also makes the episodes of a share of the traces whose
+    spans are all on one line, the line of their ended root; the share follows the two
+    processes' pace (:attr:`share`: down when this process waits for the worker, up when the
+    worker waits for it). The results are the same either way: :func:`read_block` is a pure
+    function of its block, and a trace made by the worker is used only when its spans are
+    exactly that line's (the reader checks it)."""
+
+    def __init__(self, keep: Any, workers: Optional[int], size: int,
+                 build: Optional[tuple] = None) -> None:
+        if workers is None:
+            workers = 1 if (os.cpu_count() or 1) >= 2 and size >= PARALLEL_BYTES else 0
+        self.keep, self.build, self.worker = keep, build, None
+        self.by_worker = 0  # blocks the worker parsed
+        self.share = 0.25 if build is not None else 0.0
+        if workers:
+            try:
+                self.worker = SubWorker(f"{__name__}:read_block")
+            except OSError:  # no process can be started here: parse in this one
+                self.worker = None
+
+    def __enter__(self) -> "LineParser":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+    def _pace(self, answered: bool) -> None:
+        """The worker's share of episodes after a block: more when its answer was there
+        before this process asked (this process is the slower), less when it was not."""
+        self.share = min(0.9, self.share + 0.02) if answered else max(0.0, self.share - 0.05)
+
+    def _result(self, unit: tuple, sent: bool) -> tuple:
+        if unit[0] != "lines":
+            return unit
+        data, base, url = unit[1]
+        if sent and self.worker is not None:
+            try:
+                if self.build is not None:
+                    self._pace(self.worker.answered())
+                lines, cut, built = self.worker.result()
+                self.by_worker += 1
+                return "lines", (lines, cut, built, data, base, url), unit[2]
+            except WorkerGone:  # ended (killed, out of memory): the rest is parsed here
+                self.worker.close()
+                self.worker = None
+        lines, cut, built = read_block(data, base, url, self.keep)
+        return "lines", (lines, cut, built, data, base, url), unit[2]
+
+    def parsed(self, units: Iterable[tuple]) -> Iterator[tuple]:
+        """``units`` in order, each ``("lines", (bytes, offset, url), end)`` replaced by
+        ``("lines", (spans by line, values cut, episodes made, bytes, offset, url), end)``
+        (:func:`read_block`)."""
+        pending: collections.deque = collections.deque()
+        for unit in units:
+            w = self.worker
+            sent = unit[0] == "lines" and w is not None and w.ready.is_set()
+            if sent:
+                w.submit(*unit[1], self.keep, self.build and (self.share, *self.build))
+            pending.append((unit, sent))
+            if len(pending) > (AHEAD if self.worker is not None else 0):
+                yield self._result(*pending.popleft())
+        while pending:
+            yield self._result(*pending.popleft())
+
+
+def read_block(data: bytes, base: int, url: str, keep: Any, build: Optional[tuple] = None
+               ) -> tuple[list, int, dict]:
+    """The spans of a block of complete lines (the first at byte ``base`` of ``url``), as
+    :func:`~ek_agents.bridge.otel.spans_of_lines` reads them: ``(lines, values cut, made)``.
+    With ``build`` (``(share, task_attr, slice_attr, where)``), ``made`` holds, by line offset,
+    ``{trace id: its episode, or None without a model call}`` for about ``share`` of the traces
+    whose spans are all on one line of the block, with their ended root: made by
+    :func:`~ek_agents.monitor.traceepisodes.episode_of` from that line's spans as a reader holding them would make it (its trial
+    numbered 0; a trace whose episode raises is left to the reader, which raises the same); the
+    spans of those traces lose their attributes (``attrs`` None: the episode holds what was read
+    of them). A pure function of its arguments: a window's worker process runs it."""
+    lines, cut = spans_of_lines(data, base, url, group_attr=keep, max_depth=READ_DEPTH)
+    made: dict = {}
+    if not build or build[0] <= 0:
+        return lines, cut, made
+    share, task_attr, slice_attr, where = build
+    line_of: dict = {}  # trace id -> the index of its one line, -1 when on several
+    for i, (_, spans) in enumerate(lines):
+        for s in spans or ():
+            j = line_of.setdefault(s.trace_id, i)
+            if j != i:
+                line_of[s.trace_id] = -1
+    due = 0.0
+    for i, (at, spans) in enumerate(lines):
+        if not spans:
+            continue
+        ours: dict = {}
+        for s in spans:
+            if line_of[s.trace_id] == i:
+                ours.setdefault(s.trace_id, {})[s.span_id] = s
+        for tid, by_span in ours.items():
+            if not any(map(is_root, by_span.values())):
+                continue
+            due += share
+            if due < 1.0:
+                continue
+            due -= 1.0
+            try:
+                ep = episode_of(tid, list(by_span.values()), {}, task_attr, slice_attr, where)
+            except Exception:  # noqa: BLE001 - left to the reader, which raises it in its turn
+                continue
+            made.setdefault(at, {})[tid] = ep
+        for tid in made.get(at, ()):
+            for s in spans:
+                if s.trace_id == tid:
+                    s.attrs = None
+    return lines, cut, made
