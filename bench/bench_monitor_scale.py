@@ -16,7 +16,10 @@ fresh process (``bench.children``):
   episode dropped once billed (nothing stored); with its peak RSS, and the same again
   serialising each episode (``Episode.to_json``, what a window stores).
 
-Printed: the walls, the ratios to orjson (target <= 3) and the peak RSS (target <= 1 GB).
+Printed: the walls, the ratios to orjson (target <= 3) and the peak RSS (target <= 1 GB). A
+window of this size reads its files with a worker process beside it (``monitor.blocks``): the
+CPU printed is the window's and its worker's together, and the peak RSS the window's plus its
+worker's (both are held at once); the wall is what the target is about.
 """
 from __future__ import annotations
 

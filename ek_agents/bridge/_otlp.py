@@ -93,7 +93,7 @@ class KeyPrefix:
         """Whether some key of ``attrs`` starts with one of the prefixes."""
         if not self.with_.isdisjoint(attrs):
             return True
-        if self.without.issuperset(attrs):
+        if attrs.keys() <= self.without:  # (no set made of the keys, as issuperset would)
             return False
         if len(self.without) + len(self.with_) > 4096:
             self.with_.clear()
