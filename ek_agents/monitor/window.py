@@ -46,7 +46,8 @@ from ..records.segments import (RunSegments, SegmentWriter, iter_segments, new_w
 from ..records.stagecache import EpisodesRef, write_doc, write_tasks
 from ..scoring.facades import estimate_quality
 from ..stages.windowrun import (WINDOW_SOURCE, WindowFigures, combined_verdict, episode_digest,
-                                judge_sample, trial_key, verdict_cache_key, window_documents, window_trial)
+                                episode_record, judge_sample, trial_key, verdict_cache_key,
+                                window_documents, window_trial)
 from ..store import Store, acquire_lease, open_store, release_lease
 from ..store.sources import monitor_key
 from .ingest import EpisodeStream, IngestCounts, Ledger, iter_new_episodes
@@ -294,8 +295,9 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
     rows = []
     with gc_paused():  # many small containers, no cycles: collections would walk them all
         for ep in got:
-            writer.add((ep.task_id, ep.meta["trial"]), ep.to_json().encode("ascii"))
-            rows.append(window_trial(ep, prices))
+            line, digest = episode_record(ep)  # one dump for the stored line and the digest
+            writer.add((ep.task_id, ep.meta["trial"]), line)
+            rows.append(window_trial(ep, prices, digest))
         writer.flush()
     c, ledger = got.counts, got.ledger
     if not rows and (c.bad_lines or c.no_model_call) and not c.pending_traces:
