@@ -190,8 +190,10 @@ def verdict_cache_key(series: str, ident: str) -> str:
 
 def _add_tables(into: dict, table: Mapping) -> None:
     for model, row in table.items():
-        acc = into.setdefault(model, {"calls": 0, "input_tokens": 0, "output_tokens": 0,
-                                      "cached_input_tokens": 0})
+        acc = into.get(model)
+        if acc is None:  # (not setdefault: that would build the zero row for every row added)
+            acc = into[model] = {"calls": 0, "input_tokens": 0, "output_tokens": 0,
+                                 "cached_input_tokens": 0}
         for k, v in row.items():
             acc[k] = acc.get(k, 0) + v
 
