@@ -305,10 +305,11 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
                           f"{c.no_model_call} traces without a model call, {c.files} files; "
                           "check that the source holds OTLP/JSON GenAI spans")
     verdicts, eval_calls, counter = _judge(st, series, wid, judges, idents, rows, opts)
-    docs, fig = window_documents(rows, series=series, window_id=wid, verdicts=verdicts,
-                                 evaluation_calls=eval_calls, judges=idents, combine=opts.combine,
-                                 judge_sample_n=opts.judge_sample,
-                                 prices=prices)
+    with gc_paused():  # tens of thousands of small containers again, no cycles
+        docs, fig = window_documents(rows, series=series, window_id=wid, verdicts=verdicts,
+                                     evaluation_calls=eval_calls, judges=idents,
+                                     combine=opts.combine, judge_sample_n=opts.judge_sample,
+                                     prices=prices)
     rows.clear()
     # the ledger after this window is written first under the window's name, then the run's
     # documents, the series' index entry and -- last of the run -- its manifest, then the
