@@ -268,18 +268,39 @@ def _judge(st: Store, series: str, wid: str, judges: Sequence[Any], idents: list
         key = verdict_cache_key(series, ident)
         caches[ident] = st.read_json(key) if st.exists(key) else {}
     wrapped = [_Cached(j, i, caches[i], judge_calls, counter) for j, i in zip(judges, idents)]
+    # an episode every judge has a cached score for gets the estimate (and asks as many judges)
+    # as the first one with the same scores: estimate_quality run once per set of scores
+    known: dict = {}
+    in_order = [caches[i] for i in idents]
     for r in judge_sample(rows, opts.judge_sample, opts.seed, wid):
+        key = trial_key(r.task_id, r.trial)
+        scores = _cached_scores(in_order, r.digest)
+        if scores in known:
+            est, asked = known[scores]
+            counter[1] += asked
+            verdicts[key] = combined_verdict([est], opts.combine)
+            continue
         for w in wrapped:
             w.digest, w.input = r.digest, r.input
-        before = len(judge_calls)
+        before, hits = len(judge_calls), counter[1]
         est = estimate_quality(r.output, wrapped, combine=opts.combine)["estimate"]
-        key = trial_key(r.task_id, r.trial)
+        if scores is not None:
+            known[scores] = (est, counter[1] - hits)
         verdicts[key] = combined_verdict([est], opts.combine)  # est: the min or the mean
         if len(judge_calls) > before:
             eval_calls[key] = [call.to_dict() for call in judge_calls[before:]]
     for ident in idents:
         st.write_json(verdict_cache_key(series, ident), caches[ident])
     return verdicts, eval_calls, counter
+
+
+def _cached_scores(caches: list, digest: str) -> Optional[tuple]:
+    """The score each judge's cache holds for ``digest`` as ``_Cached`` answers it; None when
+    one holds none (or one it could not answer)."""
+    try:
+        return tuple(float(c[digest][0]) for c in caches)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequence[Any],
