@@ -43,8 +43,8 @@ from ..core import canonical_json
 from ..cost import cost_by_model, cost_of_pass
 from ..errors import EkAgentsError, InvalidInput
 from ..labels import labels_of_doc
-from ..records.episodejson import plain_episode_dict, plain_json
 from ..records.documents import check_run_doc, prices_of, results_of, tasks_for_episodes
+from ..records.episodejson import plain_episode_dict, plain_json
 from ..records.manifest import RunManifest, finite
 from ..records.segments import RunSegments, read_segment, segment_line_doc, stored_pair
 from ..stats.intervals import wilson_interval
@@ -52,10 +52,9 @@ from ..store import parse_json, run_key, segment_index_prefix
 from ..store.sources import monitor_key
 from .judgerun import EVALUATION_CALLS, evaluation_cost
 
-__all__ = ["WINDOW_SOURCE", "window_of", "WindowTrial", "WindowFigures", "episode_digest", "episode_record",
-           "window_trial",
-           "judge_sample", "combined_verdict", "verdict_cache_key", "window_documents",
-           "audit_window_run", "trial_key"]
+__all__ = ["WINDOW_SOURCE", "window_of", "WindowTrial", "WindowFigures", "episode_digest",
+           "episode_record", "window_trial", "judge_sample", "combined_verdict",
+           "verdict_cache_key", "window_documents", "audit_window_run", "trial_key"]
 
 #: ``manifest.source["kind"]`` of a run that is a monitor window.
 WINDOW_SOURCE = "monitor-window"
