@@ -40,6 +40,7 @@ from ..errors import ArtifactNotFound, BridgeError, DigestMismatch, IntegrityErr
 from ..identity.agentid import agent_identity
 from ..labels import GradedBy
 from ..records.documents import prices_doc, read_manifest, record_run
+from ..records.episodejson import canonical_bytes
 from ..records.manifest import RunInputs, RunManifest
 from ..records.segments import (RunSegments, SegmentWriter, iter_segments, new_writer_name,
                                 segment_line_doc)
@@ -338,14 +339,15 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
     # removed and its traces read again by the next run), one stopped after it a window whose
     # re-run moves the ledger; never a window whose traces the next window reads again
     ledger.windows.append(wid)
-    st.write_json(next_key, ledger.model_dump(mode="json"))
+    led = canonical_json(ledger.model_dump(mode="json"))  # what write_json writes; twice below
+    st.write_bytes(next_key, led)
     refs: dict = {"tasks": write_tasks(st, wid, docs["tasks"])}
     if prices is not None:
         refs["prices"] = write_doc(st, wid, "prices", prices_doc(prices))
-    ep_ref = write_doc(st, wid, "episodes", docs["episodes"])
+    ep_ref = write_doc(st, wid, "episodes", canonical_bytes(docs["episodes"]))
     refs["episodes"] = EpisodesRef(stage=ep_ref.stage, key=ep_ref.key, sha256=ep_ref.sha256,
                                    trials={e.key: e.sha256 for e in writer.index.segments})
-    refs["graded"] = write_doc(st, wid, "graded", docs["graded"])
+    refs["graded"] = write_doc(st, wid, "graded", canonical_bytes(docs["graded"]))
     refs["report"] = write_doc(st, wid, "report", docs["report"])
     rec = WindowRecord(
         window_id=wid, series=series, created=_dt.datetime.now(_dt.timezone.utc).isoformat(),
@@ -363,6 +365,6 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
                parameters={**opts.model_dump(mode="json"), "judges": idents,
                            "priced": prices is not None},
                orchestrator={"orchestrator": "none", "runner": "ek_agents.monitor"})
-    st.write_json(led_key, ledger.model_dump(mode="json"))
+    st.write_bytes(led_key, led)
     st.delete(next_key)
     return rec

@@ -41,7 +41,7 @@ import orjson
 from ..base import SCHEMA_VERSION, Cost, Episode, ModelCall, RunProvenance, Step, Trajectory
 from ..core import Provenance, canonical_json
 
-__all__ = ["FAST", "MAX_DEPTH", "plain_episode_dict", "plain_json"]
+__all__ = ["FAST", "MAX_DEPTH", "plain_episode_dict", "plain_json", "canonical_bytes"]
 
 #: Deepest nesting of a value taken by the fast path (deeper: the standard path).
 MAX_DEPTH = 64
@@ -214,6 +214,21 @@ def plain_json(obj: Any) -> Optional[bytes]:
     if out.isascii() and b"\x7f" not in out:
         return out
     return _UNESCAPED.sub(_escape, out.decode("utf-8")).encode("ascii")
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """``core.canonical_json(obj)``: through orjson (:func:`plain_json`) when every value of
+    ``obj`` is plain JSON within the fast path's bounds, else the standard encoder (a window's
+    documents: one entry per trace, ~2x faster)."""
+    if FAST:
+        try:
+            _check(obj)
+        except _NotPlain:
+            return canonical_json(obj)
+        out = plain_json(obj)
+        if out is not None:
+            return out
+    return canonical_json(obj)
 
 
 def _agrees() -> bool:

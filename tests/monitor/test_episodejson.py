@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import math
 import random
+import re
 import struct
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from ek_agents.base import Cost, Episode, ModelCall, RunProvenance, Step, Trajec
 from ek_agents.core import Provenance, canonical_json, construct
 from ek_agents.monitor.ingest import Ledger, iter_new_episodes
 from ek_agents.records import episodejson
-from ek_agents.records.episodejson import plain_episode_dict, plain_json
+from ek_agents.records.episodejson import canonical_bytes, plain_episode_dict, plain_json
 from ek_agents.stages.windowrun import episode_digest, episode_record
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "otlp" / "monitor-traffic.jsonl.gz"
@@ -168,3 +169,21 @@ def test_floats_in_the_fast_range_format_as_repr():
             xs.append(x)
     xs += [1e-4, -1e-4, math.nextafter(1e16, 0), -math.nextafter(1e16, 0), 0.1, 1e15, 123.0]
     assert plain_json(xs) == canonical_json(xs)
+
+
+def test_canonical_bytes_of_any_document():
+    """A window's documents through orjson where their values allow it: canonical_json's bytes,
+    or its error."""
+    rng = random.Random(5)
+    docs = [{"episodes": [{"task_id": f"{i:032x}", "meta": {"trial": 0, "slice": "r0",
+                                                             "digest": "%064x" % i}}
+                          for i in range(50)]}, *ODD, _deep(300)]
+    docs += [{"k": [_value(rng) for _ in range(3)]} for _ in range(300)]
+    for doc in docs:
+        try:
+            want = canonical_json(doc)
+        except Exception as exc:  # noqa: BLE001
+            with pytest.raises(type(exc), match=re.escape(str(exc))):
+                canonical_bytes(doc)
+        else:
+            assert canonical_bytes(doc) == want
