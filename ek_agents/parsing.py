@@ -33,6 +33,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from itertools import accumulate
 from typing import IO, Any, Optional
 
 from .errors import EkAgentsError, InvalidInput
@@ -170,8 +171,8 @@ def parse_json(data: Any, *, where: str, error: type = InvalidInput, nonfinite: 
 # succeeds it returns what the strict path returns, but for two cases handled here without a
 # walk of the parsed tree:
 # - an integer outside the 64-bit range becomes a float in orjson: a run of >= 20 digits (or
-#   '-' and >= 19) anywhere in the bytes sends the document to the strict path (a false alarm,
-#   say digits in a string, only costs the strict path's time);
+#   '-' and >= 19) sends the document to the strict path unless each run is inside a string
+#   (a hex id's digits: an odd count of unescaped quotes before it);
 # - orjson accepts nesting up to its own limit (1024; measured at first use). A document of
 #   fewer than max_depth brackets cannot nest deeper; one of up to _WALK_MAX brackets is
 #   walked after the parse (its containers, level by level); one of more is parsed inside
@@ -284,9 +285,17 @@ def _fast_loads(raw: bytes, max_depth: int) -> tuple[bool, Any]:
     else ``(False, None)``."""
     if _ORJSON is None:
         _orjson()  # (measures _ORJSON_DEPTH)
-    if not _ORJSON_DEPTH or _may_hold_big_int(raw):
+    if not _ORJSON_DEPTH or (_may_hold_big_int(raw) and (b"\\\\" in raw or not _runs_in_strings(raw))):
         return False, None
     return _loads_bounded(raw, max_depth)
+
+
+def _runs_in_strings(raw: bytes) -> bool:
+    """Whether each run :func:`_big_int_runs` finds is in a string: after an odd count of quotes
+    not escaped (for ``raw`` where no backslash is escaped: a quote after ``\\\\`` is not)."""
+    runs = _big_int_runs(raw, 0, len(raw))  # (each starts at a digit or '-': no \" is cut below)
+    between = (raw.count(b'"', a, b) - raw.count(b'\\"', a, b) for a, b in zip([0, *runs], runs))
+    return bool(runs) and all(quotes % 2 for quotes in accumulate(between))
 
 
 def _loads_bounded(raw: bytes, max_depth: int) -> tuple[bool, Any]:

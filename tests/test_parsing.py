@@ -278,3 +278,28 @@ def test_json_lines_send_exactly_the_lines_holding_a_long_integer_to_parse_json(
         assert ok == (not parsing._may_hold_big_int(line))
         if ok:
             assert doc == want and type(doc["v"]) is type(want["v"])
+
+
+def test_long_digit_runs_inside_strings_keep_the_fast_path_and_the_values():
+    """A run of >= 20 digits inside a string (a hex trace id's digits) is no integer: orjson
+    reads the document; one outside a string -- also after escaped quotes, or in a document
+    with an escaped backslash -- still goes to the strict path and stays an integer."""
+    ids = ["031169aff36" + "81234567890123456789" + "0", 'ab"-1234567890123456789012']
+    for text in (json.dumps({"ids": ids, "n": 1}), json.dumps([{"task_id": i} for i in ids * 50])):
+        assert parsing._fast(text.encode(), MAX_DEPTH, 1 << 30) == (True, json.loads(text))
+    for text in ('{"a": "x\\"y", "n": 123456789012345678901, "id": "12345678901234567890"}',
+                 '{"id": "12345678901234567890", "b": "\\\\", "n": -12345678901234567890}',
+                 '{"id": "12345678901234567890\\\\", "n": 99999999999999999999}'):
+        assert parsing._fast(text.encode(), MAX_DEPTH, 1 << 30)[0] is False
+        got = parse_json(text.encode(), where="doc")
+        assert type(got["n"]) is int and got == json.loads(text)
+    rng = random.Random(3)
+    for _ in range(300):  # strings with runs and escapes, integers in and out of 64 bits
+        parts = []
+        for _ in range(rng.randrange(1, 6)):
+            run = "".join(rng.choice("0123456789") for _ in range(rng.choice([5, 19, 20, 25])))
+            parts.append(rng.choice([json.dumps("q\"" * rng.randrange(2) + run),
+                                     json.dumps("\\" * rng.randrange(3) + run), run.lstrip("0") or "0",
+                                     "-" + (run.lstrip("0") or "1")]))
+        data = ("[" + ", ".join(parts) + "]").encode()
+        assert _outcome(data) == _outcome(data, fast=False)

@@ -40,13 +40,15 @@ from ..errors import ArtifactNotFound, BridgeError, DigestMismatch, IntegrityErr
 from ..identity.agentid import agent_identity
 from ..labels import GradedBy
 from ..records.documents import prices_doc, read_manifest, record_run
+from ..records.episodejson import canonical_bytes
 from ..records.manifest import RunInputs, RunManifest
 from ..records.segments import (RunSegments, SegmentWriter, iter_segments, new_writer_name,
                                 segment_line_doc)
 from ..records.stagecache import EpisodesRef, write_doc, write_tasks
 from ..scoring.facades import estimate_quality
 from ..stages.windowrun import (WINDOW_SOURCE, WindowFigures, combined_verdict, episode_digest,
-                                judge_sample, trial_key, verdict_cache_key, window_documents, window_trial)
+                                episode_record, judge_sample, trial_key, verdict_cache_key,
+                                window_documents, window_trial)
 from ..store import Store, acquire_lease, open_store, release_lease
 from ..store.sources import monitor_key
 from .ingest import EpisodeStream, IngestCounts, Ledger, iter_new_episodes
@@ -267,18 +269,39 @@ def _judge(st: Store, series: str, wid: str, judges: Sequence[Any], idents: list
         key = verdict_cache_key(series, ident)
         caches[ident] = st.read_json(key) if st.exists(key) else {}
     wrapped = [_Cached(j, i, caches[i], judge_calls, counter) for j, i in zip(judges, idents)]
+    # an episode every judge has a cached score for gets the estimate (and asks as many judges)
+    # as the first one with the same scores: estimate_quality run once per set of scores
+    known: dict = {}
+    in_order = [caches[i] for i in idents]
     for r in judge_sample(rows, opts.judge_sample, opts.seed, wid):
+        key = trial_key(r.task_id, r.trial)
+        scores = _cached_scores(in_order, r.digest)
+        if scores in known:
+            est, asked = known[scores]
+            counter[1] += asked
+            verdicts[key] = combined_verdict([est], opts.combine)
+            continue
         for w in wrapped:
             w.digest, w.input = r.digest, r.input
-        before = len(judge_calls)
+        before, hits = len(judge_calls), counter[1]
         est = estimate_quality(r.output, wrapped, combine=opts.combine)["estimate"]
-        key = trial_key(r.task_id, r.trial)
+        if scores is not None:
+            known[scores] = (est, counter[1] - hits)
         verdicts[key] = combined_verdict([est], opts.combine)  # est: the min or the mean
         if len(judge_calls) > before:
             eval_calls[key] = [call.to_dict() for call in judge_calls[before:]]
     for ident in idents:
         st.write_json(verdict_cache_key(series, ident), caches[ident])
     return verdicts, eval_calls, counter
+
+
+def _cached_scores(caches: list, digest: str) -> Optional[tuple]:
+    """The score each judge's cache holds for ``digest`` as ``_Cached`` answers it; None when
+    one holds none (or one it could not answer)."""
+    try:
+        return tuple(float(c[digest][0]) for c in caches)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequence[Any],
@@ -294,8 +317,9 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
     rows = []
     with gc_paused():  # many small containers, no cycles: collections would walk them all
         for ep in got:
-            writer.add((ep.task_id, ep.meta["trial"]), ep.to_json().encode("ascii"))
-            rows.append(window_trial(ep, prices))
+            line, digest = episode_record(ep)  # one dump for the stored line and the digest
+            writer.add((ep.task_id, ep.meta["trial"]), line)
+            rows.append(window_trial(ep, prices, digest))
         writer.flush()
     c, ledger = got.counts, got.ledger
     if not rows and (c.bad_lines or c.no_model_call) and not c.pending_traces:
@@ -303,10 +327,11 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
                           f"{c.no_model_call} traces without a model call, {c.files} files; "
                           "check that the source holds OTLP/JSON GenAI spans")
     verdicts, eval_calls, counter = _judge(st, series, wid, judges, idents, rows, opts)
-    docs, fig = window_documents(rows, series=series, window_id=wid, verdicts=verdicts,
-                                 evaluation_calls=eval_calls, judges=idents, combine=opts.combine,
-                                 judge_sample_n=opts.judge_sample,
-                                 prices=prices)
+    with gc_paused():  # tens of thousands of small containers again, no cycles
+        docs, fig = window_documents(rows, series=series, window_id=wid, verdicts=verdicts,
+                                     evaluation_calls=eval_calls, judges=idents,
+                                     combine=opts.combine, judge_sample_n=opts.judge_sample,
+                                     prices=prices)
     rows.clear()
     # the ledger after this window is written first under the window's name, then the run's
     # documents, the series' index entry and -- last of the run -- its manifest, then the
@@ -314,14 +339,15 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
     # removed and its traces read again by the next run), one stopped after it a window whose
     # re-run moves the ledger; never a window whose traces the next window reads again
     ledger.windows.append(wid)
-    st.write_json(next_key, ledger.model_dump(mode="json"))
+    led = canonical_json(ledger.model_dump(mode="json"))  # what write_json writes; twice below
+    st.write_bytes(next_key, led)
     refs: dict = {"tasks": write_tasks(st, wid, docs["tasks"])}
     if prices is not None:
         refs["prices"] = write_doc(st, wid, "prices", prices_doc(prices))
-    ep_ref = write_doc(st, wid, "episodes", docs["episodes"])
+    ep_ref = write_doc(st, wid, "episodes", canonical_bytes(docs["episodes"]))
     refs["episodes"] = EpisodesRef(stage=ep_ref.stage, key=ep_ref.key, sha256=ep_ref.sha256,
                                    trials={e.key: e.sha256 for e in writer.index.segments})
-    refs["graded"] = write_doc(st, wid, "graded", docs["graded"])
+    refs["graded"] = write_doc(st, wid, "graded", canonical_bytes(docs["graded"]))
     refs["report"] = write_doc(st, wid, "report", docs["report"])
     rec = WindowRecord(
         window_id=wid, series=series, created=_dt.datetime.now(_dt.timezone.utc).isoformat(),
@@ -339,6 +365,6 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
                parameters={**opts.model_dump(mode="json"), "judges": idents,
                            "priced": prices is not None},
                orchestrator={"orchestrator": "none", "runner": "ek_agents.monitor"})
-    st.write_json(led_key, ledger.model_dump(mode="json"))
+    st.write_bytes(led_key, led)
     st.delete(next_key)
     return rec

@@ -71,6 +71,7 @@ from ..core import canonical_json, shape
 from ..errors import ArtifactNotFound, DigestMismatch, DocumentError, IntegrityError, InvalidInput
 from ..store import (Store, parse_json, segment_index_key, segment_index_prefix, segment_key,
                      segment_sha256, segments_prefix, sha256_hex)
+from .indexjson import IndexJson
 
 __all__ = ["SEGMENT_TRIALS", "SEGMENT_BYTES", "FLUSH_S", "ZSTD_LEVEL", "check_flush_s", "SegmentEntry", "WriterIndex",
            "SegmentTrial", "SegmentWriter", "RunSegments", "read_segment", "encode_segment",
@@ -263,6 +264,7 @@ class SegmentWriter:
         self.last_episodes: dict = {}
         self.buffered = 0
         self.index = WriterIndex(run_id=run_id, writer=self.writer)
+        self.index_json = IndexJson(SegmentEntry)  # the index document, each entry dumped once
         self.puts = 0  # PUT requests made (segments and index rewrites)
 
     def add(self, pair: Pair, data: bytes, episode: Any = None) -> list[SegmentTrial]:
@@ -328,7 +330,7 @@ class SegmentWriter:
         entry = SegmentEntry(key=key, sha256=sha, n=len(pairs), size=len(data),
                              raw=self.buffered, pairs=pack_pairs(pairs), summary=summary)
         self.index.segments.append(entry)
-        sealed = Sealed(key, data, canonical_json(self.index.to_dict()),
+        sealed = Sealed(key, data, self.index_json(self.index),
                         [SegmentTrial(p, key, sha, line) for p, line in zip(pairs, lines)],
                         self.episodes)
         self.buffer, self.buffered, self.episodes = {}, 0, {}

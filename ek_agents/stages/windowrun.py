@@ -38,12 +38,13 @@ from typing import Any, NamedTuple, Optional
 
 from pydantic import BaseModel, Field
 
-from ..base import Episode, ModelCall
+from ..base import SCHEMA_VERSION, Episode, ModelCall
 from ..core import canonical_json
 from ..cost import cost_by_model, cost_of_pass
 from ..errors import EkAgentsError, InvalidInput
 from ..labels import labels_of_doc
 from ..records.documents import check_run_doc, prices_of, results_of, tasks_for_episodes
+from ..records.episodejson import plain_episode_dict, plain_json
 from ..records.manifest import RunManifest, finite
 from ..records.segments import RunSegments, read_segment, segment_line_doc, stored_pair
 from ..stats.intervals import wilson_interval
@@ -51,9 +52,9 @@ from ..store import parse_json, run_key, segment_index_prefix
 from ..store.sources import monitor_key
 from .judgerun import EVALUATION_CALLS, evaluation_cost
 
-__all__ = ["WINDOW_SOURCE", "window_of", "WindowTrial", "WindowFigures", "episode_digest", "window_trial",
-           "judge_sample", "combined_verdict", "verdict_cache_key", "window_documents",
-           "audit_window_run", "trial_key"]
+__all__ = ["WINDOW_SOURCE", "window_of", "WindowTrial", "WindowFigures", "episode_digest",
+           "episode_record", "window_trial", "judge_sample", "combined_verdict",
+           "verdict_cache_key", "window_documents", "audit_window_run", "trial_key"]
 
 #: ``manifest.source["kind"]`` of a run that is a monitor window.
 WINDOW_SOURCE = "monitor-window"
@@ -103,10 +104,30 @@ class WindowFigures(BaseModel):
 
 def episode_digest(ep: Episode) -> str:
     """sha256 of what a judge reads of an episode (its output and steps) and which trace it is."""
-    doc = {"output": ep.output, "steps": [s.to_dict() if hasattr(s, "to_dict") else repr(s)
-                                          for s in ep.trajectory.steps],
-           "group": (ep.meta or {}).get("group")}
-    return hashlib.sha256(canonical_json(doc)).hexdigest()
+    return hashlib.sha256(canonical_json(_digest_doc(
+        ep.output, [s.to_dict() if hasattr(s, "to_dict") else repr(s) for s in ep.trajectory.steps],
+        (ep.meta or {}).get("group")))).hexdigest()
+
+
+def _digest_doc(output: Any, steps: list, group: Any) -> dict:
+    """What :func:`episode_digest` hashes the canonical JSON of (``steps``: each step's
+    ``to_dict()``)."""
+    return {"output": output, "steps": steps, "group": group}
+
+
+def episode_record(ep: Episode) -> tuple[bytes, str]:
+    """``(ep.to_json() as bytes, episode_digest(ep))`` -- the line a window stores and the key
+    of its verdicts -- from one dump of the episode: the digest's output and steps are those of
+    the line's dict. Through ``records.episodejson`` (no pydantic dump, orjson: the same
+    bytes) when every value of the episode is plain JSON it takes, else the standard path."""
+    d = plain_episode_dict(ep)
+    if d is not None:
+        line = plain_json(d)
+        steps = [{**s, "schema_version": SCHEMA_VERSION} for s in d["trajectory"]["steps"]]
+        key = plain_json(_digest_doc(d["output"], steps, d["meta"].get("group")))
+        if line is not None and key is not None:
+            return line, hashlib.sha256(key).hexdigest()
+    return ep.to_json().encode("ascii"), episode_digest(ep)
 
 
 def trial_key(task_id: str, trial: Any) -> str:
@@ -114,13 +135,15 @@ def trial_key(task_id: str, trial: Any) -> str:
     return f"{task_id}/{trial}"
 
 
-def window_trial(ep: Episode, prices: Optional[Mapping]) -> WindowTrial:
-    """The light row of one episode (``prices``: a ``{model: ModelPrice}`` table or None)."""
+def window_trial(ep: Episode, prices: Optional[Mapping],
+                 digest: Optional[str] = None) -> WindowTrial:
+    """The light row of one episode (``prices``: a ``{model: ModelPrice}`` table or None;
+    ``digest``: its :func:`episode_digest` when already made, e.g. by :func:`episode_record`)."""
     meta = ep.meta or {}
     table, per = cost_by_model([ep], prices)
     return WindowTrial(str(ep.task_id), meta.get("trial", 0), meta.get("slice", "all"),
-                       episode_digest(ep), ep.output, meta.get("input"), table,
-                       per[0] if per else None)
+                       digest if digest is not None else episode_digest(ep), ep.output,
+                       meta.get("input"), table, per[0] if per else None)
 
 
 def judge_sample(rows: Sequence[WindowTrial], n: Optional[int], seed: int,
@@ -166,8 +189,10 @@ def verdict_cache_key(series: str, ident: str) -> str:
 
 def _add_tables(into: dict, table: Mapping) -> None:
     for model, row in table.items():
-        acc = into.setdefault(model, {"calls": 0, "input_tokens": 0, "output_tokens": 0,
-                                      "cached_input_tokens": 0})
+        acc = into.get(model)
+        if acc is None:  # (not setdefault: that would build the zero row for every row added)
+            acc = into[model] = {"calls": 0, "input_tokens": 0, "output_tokens": 0,
+                                 "cached_input_tokens": 0}
         for k, v in row.items():
             acc[k] = acc.get(k, 0) + v
 

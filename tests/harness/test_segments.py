@@ -39,6 +39,24 @@ def test_pack_and_unpack_round_trip_any_pairs():
     assert len(json.dumps(sg.pack_pairs((f"t{i}", j) for i in range(41) for j in range(100)))) < 900
 
 
+def test_the_index_document_is_the_canonical_json_of_the_index_after_every_seal(tmp_path):
+    """Each seal stores the writer's whole index, its earlier entries' JSON kept from their
+    seals: the bytes are those of the index dumped whole, also once the entries are changed."""
+    from ek_agents.core import canonical_json
+
+    st = Store(str(tmp_path / "s"))
+    w = sg.SegmentWriter(st, "r", writer="w-1", max_trials=3,
+                         summarize=lambda pairs, lines, eps: {"n": len(pairs), "x": [1.5, None]})
+    for i in range(11):
+        if w.add((f"t\u2028{i % 4}", i), b'{"x":1}'):
+            assert st.read_bytes(w.index_key) == canonical_json(w.index.to_dict())
+    first = w.index.segments[0].to_dict()
+    w.index.segments[0] = sg.SegmentEntry.from_dict({**first, "dropped": [["t", [[0, 0]]]]})
+    w.flush()
+    assert st.read_bytes(w.index_key) == canonical_json(w.index.to_dict())
+    assert len(w.index.segments) == 4 and w.index.segments[0].dropped
+
+
 def test_segments_are_bounded_compressed_and_verified(tmp_path):
     st = Store(str(tmp_path / "s"))
     w = sg.SegmentWriter(st, "r", writer="w", max_trials=100, max_bytes=10_000)

@@ -341,6 +341,14 @@ def test_several_judges_combine_as_estimate_quality_does(day, tmp_path):
     assert cheap.calls == 12 and costly.calls == sum(w.verdicts.values())
     right = sum(r.right for r in day["requests"][:12])
     assert sum(w.verdicts.values()) == right < 12
+    # the same traces again, every verdict cached: the same verdicts, each judge asked counted
+    st = Store(str(tmp_path / "s"))
+    for key in st.list("monitor/two/verdicts"):
+        st.write_bytes(key.replace("monitor/two/", "monitor/again/"), st.read_bytes(key))
+    again = run_window(str(log), "again", store=st, judges=[costly, cheap], window_id="c",
+                       options=OPTS)
+    assert again.verdicts == w.verdicts and again.judge_calls == 0
+    assert again.judge_cached == 12 + right and cheap.calls == 12  # asked: 12 + the passes
     mean = run_window(str(log), "mean", store=Store(str(tmp_path / "s")), judges=[costly, cheap],
                       window_id="b", options=WindowOptions(slice_attr=traffic.ROUTE_ATTR,
                                                            combine="mean"))
