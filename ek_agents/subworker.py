@@ -1,5 +1,5 @@
 """A worker subprocess that calls one module-level function for each request, beside the process
-that uses the answers: ``python -m ek_agents.subworker MODULE:FUNCTION`` (started by
+that uses the answers: ``python -m ek_agents.subworker MODULE:FUNCTION FOLDER`` (started by
 :class:`SubWorker`).
 
 A monitor window spends about half its work parsing lines (orjson, then the spans); the worker
@@ -7,12 +7,15 @@ parses blocks ahead while the window works on earlier ones. It is a plain subpro
 ``multiprocessing`` child: those start by importing the caller's main module again, which runs
 any unguarded top-level code of a user's script a second time.
 
-The protocol (stdin / stdout of the worker, each message a little-endian 8-byte length and a
-pickle; only ever between this module's two ends): the worker imports its function, then writes
-``("ready",)``; for each request ``(args, kwargs)`` it writes ``(True, function(*args,
-**kwargs))`` or ``(False, the exception it raised)``, in order; it exits at the end of its
-input. This module imports nothing of ek_agents: the function's module is imported by name in
-the worker only.
+The protocol (only ever between this module's two ends): each call's arguments ``(args,
+kwargs)`` and each answer (``(True, what the function returned)`` or ``(False, the exception
+it raised)``) are pickled to a file of FOLDER (a private temporary folder, removed at the end);
+the worker's stdin and stdout carry only the files' names, each message a little-endian 8-byte
+length and its bytes, in order. The worker first writes ``ready`` once its function is
+imported; it exits at the end of its input. (Payloads go through files, not the pipes: a pipe
+moves 64 KiB per system call, and a thread feeding it from a busy Python process waits for the
+interpreter's lock after each one -- the worker starved, several MiB a block.) This module
+imports nothing of ek_agents: the function's module is imported by name in the worker only.
 """
 from __future__ import annotations
 
@@ -20,14 +23,15 @@ import gc
 import importlib
 import os
 import pickle
-import queue
+import select
+import shutil
 import struct
 import subprocess
 import sys
-import threading
+import tempfile
+import time
 from pathlib import Path
 from typing import Any, BinaryIO, Optional
-
 
 __all__ = ["SubWorker", "WorkerGone", "main"]
 
@@ -38,7 +42,7 @@ RESULT_TIMEOUT_S = 300.0
 
 
 class WorkerGone(Exception):
-    """The worker process ended or stopped answering (the caller parses the rest itself)."""
+    """The worker process ended or stopped answering (the caller does the rest itself)."""
 
 
 def _read_frame(stream: BinaryIO) -> Optional[bytes]:
@@ -51,116 +55,169 @@ def _read_frame(stream: BinaryIO) -> Optional[bytes]:
 
 
 def _write_frame(stream: BinaryIO, payload: bytes) -> None:
-    stream.write(_LEN.pack(len(payload)))
-    stream.write(payload)
+    stream.write(_LEN.pack(len(payload)) + payload)
     stream.flush()
+
+
+def _dump(path: str, obj: Any) -> None:
+    with open(path, "wb") as f:
+        f.write(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _load(path: str) -> Any:
+    with open(path, "rb") as f:
+        data = f.read()
+    os.unlink(path)
+    return pickle.loads(data)
 
 
 class SubWorker:
     """One worker process calling ``target`` (``"package.module:function"``): :meth:`submit`
     the arguments of a call, read the answers back in the same order with :meth:`result`.
-    :attr:`ready` is set once the worker has imported its function (a caller sends nothing
-    before: it does that work itself). Threads feed the worker and drain its answers, so that
-    neither side ever waits on a full pipe."""
+    :meth:`is_ready` tells (without waiting) whether the worker has imported its function (a
+    caller sends nothing before: it does that work itself)."""
 
     def __init__(self, target: str) -> None:
         root = str(Path(__file__).resolve().parents[1])  # where ek_agents is imported from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen([sys.executable, "-m", "ek_agents.subworker", target],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        self.ready = threading.Event()
-        self.pending = 0  # requests sent whose answer was not read yet
-        self._requests: queue.Queue = queue.Queue()
-        self._answers: queue.Queue = queue.Queue()
-        self._threads = [threading.Thread(target=self._feed, daemon=True, name="ek-otlp-feed"),
-                         threading.Thread(target=self._drain, daemon=True, name="ek-otlp-drain")]
-        for t in self._threads:
-            t.start()
-
-    def _feed(self) -> None:
-        stdin = self.proc.stdin
+        self.folder = tempfile.mkdtemp(prefix="ek-subworker-")
         try:
-            while (payload := self._requests.get()) is not None:
-                _write_frame(stdin, payload)
-        except (OSError, ValueError):  # the worker is gone: _drain says so
-            pass
-        finally:
-            try:
-                stdin.close()
-            except OSError:
-                pass
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "ek_agents.subworker", target, self.folder],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        except OSError:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
+        self.pending = 0  # calls sent whose answer was not read yet
+        self._sent = 0
+        self._buf = bytearray()  # what was read of the worker's messages
+        self._ready = False
+        self._ended = False
 
-    def _drain(self) -> None:
-        first = True
+    def _read(self, timeout: float) -> None:
+        """What the worker wrote, waiting up to ``timeout`` seconds for something."""
+        fd = self.proc.stdout.fileno()
+        if self._ended or not select.select([fd], [], [], timeout)[0]:
+            return
+        got = os.read(fd, 1 << 16)
+        if got:
+            self._buf += got
+        else:
+            self._ended = True
+
+    def _frame(self) -> Optional[bytes]:
+        """The next whole message read (None: not all of it yet)."""
+        if len(self._buf) < _LEN.size:
+            return None
+        (n,) = _LEN.unpack_from(self._buf)
+        if len(self._buf) < _LEN.size + n:
+            return None
+        body = bytes(self._buf[_LEN.size:_LEN.size + n])
+        del self._buf[:_LEN.size + n]
+        return body
+
+    def _next(self, timeout: float) -> bytes:
+        """The next message, waiting for it; WorkerGone when the worker ended first."""
+        deadline = time.monotonic() + timeout
+        while (frame := self._frame()) is None:
+            if self._ended:
+                raise WorkerGone(f"the worker ended (exit code {self.proc.poll()})")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerGone(f"no answer in {timeout:.0f} s")
+            self._read(left)
+        return frame
+
+    def is_ready(self) -> bool:
+        """Whether the worker has started (its function imported), without waiting."""
+        if not self._ready:
+            self._read(0)
+            if self._frame() is not None:  # (the first message says so)
+                self._ready = True
+        return self._ready
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the worker to start."""
         try:
-            while (frame := _read_frame(self.proc.stdout)) is not None:
-                if first:
-                    first = False
-                    self.ready.set()
-                    continue
-                self._answers.put(frame)
-        except (OSError, ValueError):
-            pass
-        self._answers.put(None)  # end of the worker's answers
+            if not self._ready:
+                self._next(timeout)
+                self._ready = True
+        except WorkerGone:
+            return False
+        return True
 
     def submit(self, *args: Any, **kwargs: Any) -> None:
         """Send one call's arguments."""
-        self._requests.put(pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL))
+        path = os.path.join(self.folder, f"call-{self._sent}")
+        self._sent += 1
+        _dump(path, (args, kwargs))
+        try:
+            _write_frame(self.proc.stdin, path.encode())
+        except (OSError, ValueError):  # the worker is gone: result() says so
+            self._ended = self._ended or self.proc.poll() is not None
         self.pending += 1
 
     def answered(self) -> bool:
         """Whether the answer :meth:`result` would give next has arrived already."""
-        return not self._answers.empty()
+        self._read(0)
+        if len(self._buf) < _LEN.size:
+            return False
+        (n,) = _LEN.unpack_from(self._buf)
+        return len(self._buf) >= _LEN.size + n
 
     def result(self) -> Any:
         """The answer to the oldest call not read yet: what the function returned, or the
         exception it raised, raised here; WorkerGone when the worker ended first."""
-        try:
-            frame = self._answers.get(timeout=RESULT_TIMEOUT_S)
-        except queue.Empty:
-            raise WorkerGone(f"no answer in {RESULT_TIMEOUT_S:.0f} s") from None
-        if frame is None:
-            self._answers.put(None)  # (every later call ends the same way)
-            raise WorkerGone(f"the worker ended (exit code {self.proc.poll()})")
+        if not self._ready:
+            self._next(RESULT_TIMEOUT_S)  # (its first message: started)
+            self._ready = True
+        path = self._next(RESULT_TIMEOUT_S).decode()
         self.pending -= 1
-        ok, got = pickle.loads(frame)
+        ok, got = _load(path)
         if not ok:
             raise got
         return got
 
     def close(self) -> None:
-        """End the worker (what it was still doing is dropped) and wait for it."""
-        self._requests.put(None)
+        """End the worker (what it was still doing is dropped), wait for it, and remove its
+        folder."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
         try:
             self.proc.wait(timeout=0.5 if self.pending else 10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        for t in self._threads:
-            t.join(timeout=5)
         self.proc.stdout.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def main(argv: Optional[list] = None) -> int:
     """The worker's loop (see the module docstring)."""
-    (target,) = sys.argv[1:] if argv is None else argv
+    target, folder = sys.argv[1:] if argv is None else argv
     module, _, name = target.partition(":")
     function = getattr(importlib.import_module(module), name)
     stdin = sys.stdin.buffer
-    stdout = os.fdopen(os.dup(1), "wb")  # the answers' pipe, kept for them alone: anything
+    stdout = os.fdopen(os.dup(1), "wb")  # the messages' pipe, kept for them alone: anything
     os.dup2(2, 1)                        # printed goes to stderr
     sys.stdout = sys.stderr
     gc.disable()  # (it holds one call's objects at a time: containers, no cycles; a collection
     #               would walk them all, over and over, as they are made)
-    _write_frame(stdout, pickle.dumps(("ready",)))
+    _write_frame(stdout, b"ready")
+    n = 0
     while (frame := _read_frame(stdin)) is not None:
-        args, kwargs = pickle.loads(frame)
+        args, kwargs = _load(frame.decode())
         try:
             answer = (True, function(*args, **kwargs))
         except Exception as e:  # noqa: BLE001 - sent to the caller, which raises it
             answer = (False, e)
-        _write_frame(stdout, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+        path = os.path.join(folder, f"answer-{n}")
+        n += 1
+        _dump(path, answer)
+        _write_frame(stdout, path.encode())
     return 0
 
 

@@ -94,7 +94,7 @@ class LineParser:
         pending: collections.deque = collections.deque()
         for unit in units:
             w = self.worker
-            sent = unit[0] == "lines" and w is not None and w.ready.is_set()
+            sent = unit[0] == "lines" and w is not None and w.is_ready()
             if sent:
                 w.submit(*unit[1], self.keep, self.build and (self.share, *self.build))
             pending.append((unit, sent))
