@@ -11,14 +11,18 @@ from ..bridge.otel import RawSpan, spans_of_lines
 from ..subworker import SubWorker, WorkerGone
 from .traceepisodes import episode_of
 
-__all__ = ["LineParser", "read_block", "is_root", "READ_DEPTH", "PARALLEL_BYTES", "AHEAD"]
+__all__ = ["LineParser", "read_block", "is_root", "READ_DEPTH", "PARALLEL_BYTES", "AHEAD",
+           "WORKERS"]
 
 #: Files of at least this many bytes in all are parsed partly in a worker process (when
 #: ``workers`` is not given and the machine has 2 cores or more): below it, starting one
 #: (about half a second) would cost more than it saves.
 PARALLEL_BYTES = 64 << 20
+#: Worker processes a large read starts (2: the parent's share of a window -- its episodes'
+#: storage, the window's documents -- is about what one worker does; two keep both cores busy).
+WORKERS = 2
 #: How many units of a read (blocks of lines, file starts and ends) the worker may be ahead.
-AHEAD = 6
+AHEAD = 10
 #: The nesting a trace line may have (orjson's own limit): the reader reads what it keeps of
 #: a span at most a few levels deep (attribute values: 8), so a line is not walked for depth.
 READ_DEPTH = 1024
@@ -30,60 +34,68 @@ def is_root(s: RawSpan) -> bool:
 
 
 class LineParser:
-    """Parses the ``"lines"`` units of a read (:meth:`parsed`), in order. With a worker process
-    (``workers``: None decides from the input -- one worker on a machine of 2 or more cores for
-    at least :data:`PARALLEL_BYTES` of files, else none; at most one is used), blocks are sent
-    to it up to :data:`AHEAD` units ahead of the one being read (:func:`read_block`), so that
+    """Parses the ``"lines"`` units of a read (:meth:`parsed`), in order. With worker processes
+    (``workers``: None decides from the input -- :data:`WORKERS` on a machine of 2 or more
+    cores for at least :data:`PARALLEL_BYTES` of files, else none), blocks are sent to them in
+    turn, up to :data:`AHEAD` units ahead of the one being read (:func:`read_block`), so that
     parsing (orjson and the spans: about half a window's work) runs beside the rest of the
-    window; blocks reached while the worker starts, and every block after it failed, are
+    window; blocks reached while the workers start, and every block after one failed, are
     parsed here. With ``build`` (a streamed read of one episode per trace: ``(task_attr,
-    slice_attr, where)``) the worker also makes the episodes of a share of the traces whose
-    spans are all on one line, the line of their ended root; the share follows the two
-    processes' pace (:attr:`share`: down when this process waits for the worker, up when the
-    worker waits for it). The results are the same either way: :func:`read_block` is a pure
-    function of its block, and a trace made by the worker is used only when its spans are
-    exactly that line's (the reader checks it)."""
+    slice_attr, where)``) a worker also makes the episodes of a share of the traces whose spans
+    are all on one line, the line of their ended root; the share follows the processes' pace
+    (:attr:`share`: down when this process waits for a worker, up when the workers wait for
+    it). The results are the same either way: :func:`read_block` is a pure function of its
+    block, and a trace made by a worker is used only when its spans are exactly that line's
+    (the reader checks it)."""
 
     def __init__(self, keep: Any, workers: Optional[int], size: int,
                  build: Optional[tuple] = None) -> None:
         if workers is None:
-            workers = 1 if (os.cpu_count() or 1) >= 2 and size >= PARALLEL_BYTES else 0
-        self.keep, self.build, self.worker = keep, build, None
-        self.by_worker = 0  # blocks the worker parsed
-        self.share = 0.25 if build is not None else 0.0
-        if workers:
+            workers = WORKERS if (os.cpu_count() or 1) >= 2 and size >= PARALLEL_BYTES else 0
+        self.keep, self.build, self.workers = keep, build, []
+        self.by_worker = 0  # blocks the workers parsed
+        self.share = 0.5 if build is not None else 0.0
+        self._turn = 0
+        for _ in range(workers):
             try:
-                self.worker = SubWorker(f"{__name__}:read_block")
+                self.workers.append(SubWorker(f"{__name__}:read_block"))
             except OSError:  # no process can be started here: parse in this one
-                self.worker = None
+                break
+
+    @property
+    def worker(self) -> Optional[SubWorker]:
+        """The first worker (None without one)."""
+        return self.workers[0] if self.workers else None
 
     def __enter__(self) -> "LineParser":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
+        self._stop()
+
+    def _stop(self) -> None:
+        for w in self.workers:
+            w.close()
+        self.workers = []
 
     def _pace(self, answered: bool) -> None:
-        """The worker's share of episodes after a block: more when its answer was there
+        """The workers' share of episodes after a block: more when its answer was there
         before this process asked (this process is the slower), less when it was not."""
-        self.share = min(0.9, self.share + 0.02) if answered else max(0.0, self.share - 0.05)
+        self.share = min(1.0, self.share + 0.01) if answered else max(0.0, self.share - 0.03)
 
-    def _result(self, unit: tuple, sent: bool) -> tuple:
+    def _result(self, unit: tuple, sent: Optional[SubWorker]) -> tuple:
         if unit[0] != "lines":
             return unit
         data, base, url = unit[1]
-        if sent and self.worker is not None:
+        if sent is not None and sent in self.workers:
             try:
                 if self.build is not None:
-                    self._pace(self.worker.answered())
-                lines, cut, built = self.worker.result()
+                    self._pace(sent.answered())
+                lines, cut, built = sent.result()
                 self.by_worker += 1
                 return "lines", (lines, cut, built, data, base, url), unit[2]
-            except WorkerGone:  # ended (killed, out of memory): the rest is parsed here
-                self.worker.close()
-                self.worker = None
+            except WorkerGone:  # one ended (killed, out of memory): the rest is parsed here
+                self._stop()
         lines, cut, built = read_block(data, base, url, self.keep)
         return "lines", (lines, cut, built, data, base, url), unit[2]
 
@@ -93,12 +105,18 @@ class LineParser:
         (:func:`read_block`)."""
         pending: collections.deque = collections.deque()
         for unit in units:
-            w = self.worker
-            sent = unit[0] == "lines" and w is not None and w.is_ready()
-            if sent:
-                w.submit(*unit[1], self.keep, self.build and (self.share, *self.build))
+            sent = None
+            if unit[0] == "lines" and self.workers:
+                n = len(self.workers)
+                for k in range(n):  # the next worker in turn that has started
+                    w = self.workers[(self._turn + k) % n]
+                    if w.is_ready():
+                        self._turn += k + 1
+                        w.submit(*unit[1], self.keep, self.build and (self.share, *self.build))
+                        sent = w
+                        break
             pending.append((unit, sent))
-            if len(pending) > (AHEAD if self.worker is not None else 0):
+            if len(pending) > (AHEAD if self.workers else 0):
                 yield self._result(*pending.popleft())
         while pending:
             yield self._result(*pending.popleft())

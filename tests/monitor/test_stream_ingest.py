@@ -106,8 +106,8 @@ class _ReadyParser(blocks.LineParser):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if self.worker is not None:  # (the held reader parses here)
-            assert self.worker.wait_ready(60)
+        for w in self.workers:  # (the held reader parses here)
+            assert w.wait_ready(60)
         self.share = 1.0 if self.build else 0.0
 
     def _pace(self, answered: bool) -> None:
