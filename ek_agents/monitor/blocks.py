@@ -11,7 +11,7 @@ from ..bridge.otel import RawSpan, spans_of_lines
 from ..subworker import SubWorker, WorkerGone
 from .traceepisodes import episode_of
 
-__all__ = ["LineParser", "read_block", "is_root", "READ_DEPTH", "PARALLEL_BYTES", "AHEAD",
+__all__ = ["LineParser", "read_block", "BlockMoved", "is_root", "READ_DEPTH", "PARALLEL_BYTES", "AHEAD",
            "WORKERS"]
 
 #: Files of at least this many bytes in all are parsed partly in a worker process (when
@@ -86,7 +86,7 @@ class LineParser:
     def _result(self, unit: tuple, sent: Optional[SubWorker]) -> tuple:
         if unit[0] != "lines":
             return unit
-        data, base, url = unit[1]
+        data, base, url, _ = unit[1]
         if sent is not None and sent in self.workers:
             try:
                 if self.build is not None:
@@ -94,13 +94,16 @@ class LineParser:
                 lines, cut, built = sent.result()
                 self.by_worker += 1
                 return "lines", (lines, cut, built, data, base, url), unit[2]
+            except BlockMoved:  # the file is not the one read any more: parsed here
+                pass
             except WorkerGone:  # one ended (killed, out of memory): the rest is parsed here
                 self._stop()
         lines, cut, built = read_block(data, base, url, self.keep)
         return "lines", (lines, cut, built, data, base, url), unit[2]
 
     def parsed(self, units: Iterable[tuple]) -> Iterator[tuple]:
-        """``units`` in order, each ``("lines", (bytes, offset, url), end)`` replaced by
+        """``units`` in order, each ``("lines", (bytes, offset, url, (device, inode) of a plain
+        local file or None), end)`` replaced by
         ``("lines", (spans by line, values cut, episodes made, bytes, offset, url), end)``
         (:func:`read_block`)."""
         pending: collections.deque = collections.deque()
@@ -112,7 +115,9 @@ class LineParser:
                     w = self.workers[(self._turn + k) % n]
                     if w.is_ready():
                         self._turn += k + 1
-                        w.submit(*unit[1], self.keep, self.build and (self.share, *self.build))
+                        data, base, url, local = unit[1]
+                        w.submit(None if local else data, base, url, self.keep,
+                                 self.build and (self.share, *self.build), len(data), local)
                         sent = w
                         break
             pending.append((unit, sent))
@@ -122,10 +127,37 @@ class LineParser:
             yield self._result(*pending.popleft())
 
 
-def read_block(data: bytes, base: int, url: str, keep: Any, build: Optional[tuple] = None
+class BlockMoved(Exception):
+    """The file a block was to be read from is not the one its reader read (rotated away)."""
+
+
+def _region(url: str, base: int, length: int, file_id: tuple) -> bytes:
+    """``length`` bytes of the local file ``url`` from ``base``, if it is still the file
+    ``file_id`` (device, inode) names and holds them: BlockMoved otherwise."""
+    try:
+        with open(url, "rb") as f:
+            st = os.fstat(f.fileno())
+            if (st.st_dev, st.st_ino) != tuple(file_id):
+                raise BlockMoved(url)
+            f.seek(base)
+            data = f.read(length)
+    except OSError:
+        raise BlockMoved(url) from None
+    if len(data) != length:
+        raise BlockMoved(url)
+    return data
+
+
+def read_block(data: Optional[bytes], base: int, url: str, keep: Any,
+               build: Optional[tuple] = None, length: int = 0, file_id: Optional[tuple] = None
                ) -> tuple[list, int, dict]:
     """The spans of a block of complete lines (the first at byte ``base`` of ``url``), as
     :func:`~ek_agents.bridge.otel.spans_of_lines` reads them: ``(lines, values cut, made)``.
+    ``data`` None: the block is the ``length`` bytes from ``base`` of the plain local file
+    ``url``, read here when it is still the file ``file_id`` (device, inode) names -- a worker
+    reads the blocks of such files itself, saving their copy through a pipe; an exporter only
+    appends to a file, and one rotated away is another inode (BlockMoved: its reader parses the
+    block it holds).
     With ``build`` (``(share, task_attr, slice_attr, where)``), ``made`` holds, by line offset,
     ``{trace id: its episode, or None without a model call}`` for about ``share`` of the traces
     whose spans are all on one line of the block, with their ended root: made by
@@ -133,6 +165,8 @@ def read_block(data: bytes, base: int, url: str, keep: Any, build: Optional[tupl
     numbered 0; a trace whose episode raises is left to the reader, which raises the same); the
     spans of those traces lose their attributes (``attrs`` None: the episode holds what was read
     of them). A pure function of its arguments: a window's worker process runs it."""
+    if data is None:
+        data = _region(url, base, length, file_id)
     lines, cut = spans_of_lines(data, base, url, group_attr=keep, max_depth=READ_DEPTH)
     made: dict = {}
     if not build or build[0] <= 0:

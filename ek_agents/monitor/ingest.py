@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Optional
 
@@ -47,7 +48,7 @@ from pydantic import BaseModel, Field
 from ..base import Episode
 from ..bridge.otel import Ingest, RawSpan, gc_paused
 from ..errors import InvalidInput
-from ..store.sources import SourceFile, iter_source, list_sources
+from ..store.sources import COMPRESSED_SUFFIXES, SourceFile, iter_source, list_sources
 from .blocks import LineParser, is_root, read_block
 from .traceepisodes import episode_of, value_of
 
@@ -204,6 +205,7 @@ class _Scan:
                 counts.new_files += 1
             mark.url = f.url
             yield "file", ident, mark
+            where = _local_file(f.url)
             start = mark.resume_at
             # from the byte before `start` (the newline ending the line before): whether the
             # file still reaches what was read of it (a newline there or later) is then seen
@@ -217,7 +219,7 @@ class _Scan:
                 cut = buf.rfind(b"\n") + 1
                 if not cut:
                     continue
-                yield "lines", (buf[lo:cut], base + lo, f.url), base + cut
+                yield "lines", (buf[lo:cut], base + lo, f.url, where), base + cut
                 buf, base, lo = buf[cut:], base + cut, 0
             yield "end", base
 
@@ -303,6 +305,18 @@ class _Scan:
             for ident, at in self.first_at[tid].items():
                 m = self.led.files[ident]
                 m.resume_at = min(m.resume_at, at)
+
+
+def _local_file(url: str) -> Optional[tuple]:
+    """``(device, inode)`` of a plain local file (a worker reads its blocks itself: see
+    :func:`~ek_agents.monitor.blocks.read_block`), None for a compressed or remote one."""
+    if "://" in url or url.endswith(COMPRESSED_SUFFIXES):
+        return None
+    try:
+        st = os.stat(url)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def read_new_traces(source: Any, ledger: Ledger, *, attrs: Sequence[Optional[str]] = (),

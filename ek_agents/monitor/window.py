@@ -257,17 +257,18 @@ def _judge(st: Store, series: str, wid: str, judges: Sequence[Any], idents: list
            rows: list, opts: WindowOptions) -> tuple[dict, dict, list]:
     """Judge the window's sample of ``rows``, each judge answering from its verdict cache when
     it can: ``(verdicts by trial key, the judges' calls by trial key, [calls made, cached])``;
-    the caches are stored again."""
+    a cache that gained verdicts is stored again."""
     verdicts: dict[str, bool] = {}
     eval_calls: dict[str, list] = {}
     judge_calls: list = []
     counter = [0, 0]
     if not (judges and rows):
         return verdicts, eval_calls, counter
-    caches = {}
+    caches, sizes = {}, {}
     for ident in idents:
         key = verdict_cache_key(series, ident)
         caches[ident] = st.read_json(key) if st.exists(key) else {}
+        sizes[ident] = len(caches[ident])
     wrapped = [_Cached(j, i, caches[i], judge_calls, counter) for j, i in zip(judges, idents)]
     # an episode every judge has a cached score for gets the estimate (and asks as many judges)
     # as the first one with the same scores: estimate_quality run once per set of scores
@@ -290,8 +291,9 @@ def _judge(st: Store, series: str, wid: str, judges: Sequence[Any], idents: list
         verdicts[key] = combined_verdict([est], opts.combine)  # est: the min or the mean
         if len(judge_calls) > before:
             eval_calls[key] = [call.to_dict() for call in judge_calls[before:]]
-    for ident in idents:
-        st.write_json(verdict_cache_key(series, ident), caches[ident])
+    for ident in idents:  # (verdicts are only ever added: a cache of the same size is as read)
+        if len(caches[ident]) != sizes[ident] or not st.exists(verdict_cache_key(series, ident)):
+            st.write_json(verdict_cache_key(series, ident), caches[ident])
     return verdicts, eval_calls, counter
 
 

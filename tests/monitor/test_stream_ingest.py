@@ -273,3 +273,18 @@ def test_an_episode_the_worker_made_is_not_used_when_its_trace_has_more_lines(tm
     ref = episodes_of_traces(read_new_traces(str(tmp_path), Ledger(), attrs=(None, None, ROUTE)),
                              slice_attr=ROUTE, where="w")
     assert [e.to_json() for e in mine] == [e.to_json() for e in ref] and len(ref) == 1
+
+
+def test_a_worker_reads_a_plain_file_itself_only_while_it_is_the_file_read(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(_line(t) + "\n" for t in _copies(3, seed=8)))
+    data, st = path.read_bytes(), path.stat()
+    ours = blocks.read_block(data, 0, str(path), None)
+    assert blocks.read_block(None, 0, str(path), None, None, len(data), (st.st_dev, st.st_ino)) == ours
+    rotated = tmp_path / "new.jsonl"  # the name now holds another file (rotated away)
+    rotated.write_bytes(data)
+    rotated.replace(path)
+    for length, ident in ((len(data), (st.st_dev, st.st_ino)), (len(data) + 1, None)):
+        ident = ident or (path.stat().st_dev, path.stat().st_ino)
+        with pytest.raises(blocks.BlockMoved):
+            blocks.read_block(None, 0, str(path), None, None, length, ident)
