@@ -54,13 +54,14 @@ class LineParser:
             workers = WORKERS if (os.cpu_count() or 1) >= 2 and size >= PARALLEL_BYTES else 0
         self.keep, self.build, self.workers = keep, build, []
         self.by_worker = 0  # blocks the workers parsed
-        self.share = 0.5 if build is not None else 0.0
         self._turn = 0
         for _ in range(workers):
             try:
                 self.workers.append(SubWorker(f"{__name__}:read_block"))
             except OSError:  # no process can be started here: parse in this one
                 break
+        # two workers can make every episode while this process stores them; one, about half
+        self.share = 0.0 if build is None else 1.0 if len(self.workers) > 1 else 0.5
 
     @property
     def worker(self) -> Optional[SubWorker]:
