@@ -39,7 +39,7 @@ from ..core import canonical_json
 from ..errors import ArtifactNotFound, BridgeError, DigestMismatch, IntegrityError, InvalidInput, RunMismatch
 from ..identity.agentid import agent_identity
 from ..labels import GradedBy
-from ..records.documents import prices_doc, read_manifest, record_run
+from ..records.documents import SUITE_FIELDS, prices_doc, read_manifest, record_run
 from ..records.episodejson import canonical_bytes
 from ..records.manifest import RunInputs, RunManifest
 from ..records.segments import (RunSegments, SegmentWriter, iter_segments, new_writer_name,
@@ -366,7 +366,8 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
                        "path": str(source)},
                parameters={**opts.model_dump(mode="json"), "judges": idents,
                            "priced": prices is not None},
-               orchestrator={"orchestrator": "none", "runner": "ek_agents.monitor"})
+               orchestrator={"orchestrator": "none", "runner": "ek_agents.monitor"},
+               suite={f: docs["tasks"].get(f) for f in SUITE_FIELDS})
     st.write_bytes(led_key, led)
     st.delete(next_key)
     return rec

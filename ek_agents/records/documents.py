@@ -30,7 +30,7 @@ __all__ = ["UNSTORED", "source_digest", "episodes_doc", "episodes_doc_bytes", "e
            "tasks_doc", "tasks_of", "tasks_for_episodes", "SOURCES", "read_source", "prices_doc",
            "prices_of", "results_of", "trial_digests", "record_run", "read_manifest",
            "check_run_doc", "read_run_doc", "read_ref", "verified_bytes", "run_report",
-           "tasks_of_chunk"]
+           "tasks_of_chunk", "SUITE_FIELDS"]
 
 #: What a library run (``harness.run_suite``) records in its manifest inputs for an input it
 #: cannot store (a callable ``check``, a single ``price``): an audit cannot recompute from it.
@@ -168,6 +168,9 @@ def results_of(report: Mapping) -> dict:
 
 # --------------------------------------------------------------------------- the run record
 
+#: The fields of a run's tasks document its manifest records as ``suite``.
+SUITE_FIELDS = ("name", "version", "digest", "path", "checker")
+
 def trial_digests(store: Any, run_id: str) -> dict[str, str]:
     """``{key: sha256}`` of every per-trial episode file the harness stored for the run, and
     of its segments and segment index documents (``ek_agents.records.segments``)."""
@@ -180,7 +183,8 @@ def trial_digests(store: Any, run_id: str) -> dict[str, str]:
 def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]],
                inputs: RunInputs, agent: Optional[str] = None, source: Optional[Mapping] = None,
                parameters: Optional[Mapping] = None,
-               orchestrator: Optional[Mapping] = None) -> ManifestRef:
+               orchestrator: Optional[Mapping] = None,
+               suite: Optional[Mapping] = None) -> ManifestRef:
     """Write the run's manifest (``store.run_key(run_id, "manifest")``) from the stages'
     references; return its reference.
 
@@ -190,6 +194,9 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
     sha256 (an :class:`EpisodesRef` with ``trials`` carries the per-trial digests the run
     computed as it wrote them: the run's folder is then neither listed nor re-hashed); the results are the report's headline figures, the gate its verdict. ``inputs``
     are the values the stages were computed with: what an audit recomputes them with.
+    ``suite``: the suite's fields of the tasks document just written (``name``, ``version``,
+    ``digest``, ``path``, ``checker``), when the caller has them (a monitor window of many
+    thousand tasks), instead of reading the document back.
     """
     if not isinstance(inputs, RunInputs):
         raise InvalidInput(f"record_run: inputs must be a RunInputs, got {type(inputs).__name__}")
@@ -209,12 +216,12 @@ def record_run(store: Any, run_id: str, *, refs: Mapping[str, Optional[StageRef]
         data = store.read_bytes(fingerprint_at)
         fingerprint = parse_json(data, fingerprint_at)
         artifacts[fingerprint_at] = sha256_hex(data)
-    tasks = read_ref(store, refs["tasks"])
+    tasks = read_ref(store, refs["tasks"]) if suite is None else suite
     report = read_ref(store, refs["report"])
     manifest = RunManifest.build(
         run_id, provenance=RunProvenance.from_dict((report.get("detail") or {}).get("run") or {}),
         inputs=inputs,
-        suite={f: tasks.get(f) for f in ("name", "version", "digest", "path", "checker")},
+        suite={f: tasks.get(f) for f in SUITE_FIELDS},
         agent=agent, source=dict(source or {}), parameters=dict(parameters or {}),
         orchestrator=dict(orchestrator or {}), artifacts=artifacts,
         stages={name: {"input_digest": ref.input_digest, "cached": ref.cached,
