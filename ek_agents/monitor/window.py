@@ -343,7 +343,7 @@ def _record_window(st: Store, source: Any, series: str, wid: str, judges: Sequen
     ledger.windows.append(wid)
     led = canonical_json(ledger.model_dump(mode="json"))  # what write_json writes; twice below
     st.write_bytes(next_key, led)
-    refs: dict = {"tasks": write_tasks(st, wid, docs["tasks"])}
+    refs: dict = {"tasks": write_tasks(st, wid, docs["tasks"], canonical_bytes(docs["tasks"]))}
     if prices is not None:
         refs["prices"] = write_doc(st, wid, "prices", prices_doc(prices))
     ep_ref = write_doc(st, wid, "episodes", canonical_bytes(docs["episodes"]))

@@ -214,9 +214,9 @@ def write_doc(store: Any, run_id: str, name: str, doc: Any) -> StageRef:
     return StageRef(stage=name, key=key, sha256=store.write_bytes(key, doc_bytes(doc)))
 
 
-def write_tasks(store: Any, run_id: str, doc: Mapping) -> SuiteRef:
-    """Write a run's tasks document; its reference also carries the suite's name, version and
-    digest."""
-    ref = write_doc(store, run_id, "tasks", doc)
+def write_tasks(store: Any, run_id: str, doc: Mapping, data: Optional[bytes] = None) -> SuiteRef:
+    """Write a run's tasks document (``data``: its canonical JSON bytes when the caller made
+    them); its reference also carries the suite's name, version and digest."""
+    ref = write_doc(store, run_id, "tasks", doc if data is None else data)
     return SuiteRef(stage=ref.stage, key=ref.key, sha256=ref.sha256, name=doc["name"],
                     version=doc["version"], digest=doc["digest"])
