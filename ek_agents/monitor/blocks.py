@@ -1,4 +1,4 @@
-"""Blocks of OTLP/JSON lines read into spans, some of them ahead in a worker process: what a
+"""Blocks of OTLP/JSON lines read into spans, some of them ahead in worker processes: what a
 monitor window's reader (:mod:`.ingest`) reads its files with."""
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from ..bridge.otel import RawSpan, spans_of_lines
 from ..subworker import SubWorker, WorkerGone
 from .traceepisodes import episode_of
 
-__all__ = ["LineParser", "read_block", "BlockMoved", "is_root", "READ_DEPTH", "PARALLEL_BYTES", "AHEAD",
-           "WORKERS"]
+__all__ = ["LineParser", "read_block", "BlockMoved", "is_root", "READ_DEPTH", "PARALLEL_BYTES",
+           "AHEAD", "WORKERS"]
 
-#: Files of at least this many bytes in all are parsed partly in a worker process (when
-#: ``workers`` is not given and the machine has 2 cores or more): below it, starting one
-#: (about half a second) would cost more than it saves.
+#: Files of at least this many bytes in all are parsed partly in worker processes (when
+#: ``workers`` is not given and the machine has 2 cores or more): below it, starting them
+#: (about half a second) would cost more than they save.
 PARALLEL_BYTES = 64 << 20
 #: Worker processes a large read starts (2: the parent's share of a window -- its episodes'
 #: storage, the window's documents -- is about what one worker does; two keep both cores busy).
 WORKERS = 2
-#: How many units of a read (blocks of lines, file starts and ends) the worker may be ahead.
+#: How many units of a read (blocks of lines, file starts and ends) the workers may be ahead.
 AHEAD = 10
 #: The nesting a trace line may have (orjson's own limit): the reader reads what it keeps of
 #: a span at most a few levels deep (attribute values: 8), so a line is not walked for depth.
@@ -162,10 +162,11 @@ def read_block(data: Optional[bytes], base: int, url: str, keep: Any,
     With ``build`` (``(share, task_attr, slice_attr, where)``), ``made`` holds, by line offset,
     ``{trace id: its episode, or None without a model call}`` for about ``share`` of the traces
     whose spans are all on one line of the block, with their ended root: made by
-    :func:`~ek_agents.monitor.traceepisodes.episode_of` from that line's spans as a reader holding them would make it (its trial
-    numbered 0; a trace whose episode raises is left to the reader, which raises the same); the
-    spans of those traces lose their attributes (``attrs`` None: the episode holds what was read
-    of them). A pure function of its arguments: a window's worker process runs it."""
+    :func:`~ek_agents.monitor.traceepisodes.episode_of` from that line's spans as a reader
+    holding them would make it (its trial numbered 0; a trace whose episode raises is left to
+    the reader, which raises the same); the spans of those traces lose their attributes
+    (``attrs`` None: the episode holds what was read of them). A pure function of its
+    arguments: a window's worker process runs it."""
     if data is None:
         data = _region(url, base, length, file_id)
     lines, cut = spans_of_lines(data, base, url, group_attr=keep, max_depth=READ_DEPTH)

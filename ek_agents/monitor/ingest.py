@@ -140,17 +140,17 @@ class _Scan:
         self.ing = Ingest()
         self.spans_of: dict[str, dict[str, RawSpan]] = {}
         self.first_at: dict[str, dict[str, int]] = {}  # trace -> {file identity: first line}
-        self.build = build  # (task_attr, slice_attr, where): the worker may make episodes
-        self.made: dict = {}  # trace -> (file identity, line, episode) made by the worker
+        self.build = build  # (task_attr, slice_attr, where): workers may make episodes
+        self.made: dict = {}  # trace -> (file identity, line, episode) made by a worker
         self.light: dict = {}  # trace -> {(identity, line): (block, offset, url)} of the lines
         #                        whose spans of it came without their attributes
-        self.ready_made: dict = {}  # complete trace -> its episode made by the worker
+        self.ready_made: dict = {}  # complete trace -> its episode made by a worker
         self.listed = list(files) if files is not None else list_sources(source)
 
     def read(self, stream: bool) -> Iterator[list]:
         """Go through the files; with ``stream``, after each block of lines, the ids of the
-        traces whose root ended in it. The lines are parsed in order, some of them ahead in a
-        worker process when the input is large (:class:`~ek_agents.monitor.blocks.LineParser`)."""
+        traces whose root ended in it. The lines are parsed in order, some of them ahead in
+        worker processes when the input is large (:class:`~ek_agents.monitor.blocks.LineParser`)."""
         counts, ing = self.counts, self.ing
         with LineParser(self.keep, self.workers, sum(f.size for f in self.listed),
                          self.build if stream else None) as parser:
@@ -244,7 +244,7 @@ class _Scan:
                 if by_span is None:
                     by_span = spans_of[tid] = {}
                     first_at[tid] = {ident: at}
-                    if eps is not None and tid in eps[0]:  # made by the worker from this line
+                    if eps is not None and tid in eps[0]:  # made by a worker from this line
                         made[tid] = (ident, at, eps[0][tid])
                 else:
                     if ident not in first_at[tid]:
@@ -283,7 +283,7 @@ class _Scan:
         return [(tid, spans) for _, tid, spans in out]
 
     def _read_again(self, tid: str, by_span: dict, lines: dict) -> None:
-        """The spans of ``tid`` whose attributes the worker left out (it made their episode,
+        """The spans of ``tid`` whose attributes a worker left out (it made their episode,
         which is not used: the trace has spans on other lines too), read again from their
         lines."""
         for (_, at), (data, base, url) in reversed(lines.items()):  # the latest line first:
@@ -369,7 +369,7 @@ class EpisodeStream:
             for tid, spans in traces:
                 if tid not in ready:
                     ep = episode_of(tid, spans, per_task, self.task_attr, self.slice_attr, where)
-                elif (ep := ready.pop(tid)) is not None:  # made by the worker: its trial
+                elif (ep := ready.pop(tid)) is not None:  # made by a worker: its trial
                     trial = per_task.get(ep.task_id, 0)   # numbered here, in the stream's order
                     per_task[ep.task_id] = trial + 1
                     ep.meta["trial"] = trial
@@ -433,9 +433,10 @@ def iter_new_episodes(source: Any, ledger: Ledger, *, group_by: str = "trace",
     by block, each block's in order of their first span, and the traces still waiting at the
     end of the input last. With a grouping attribute every trace is held to the end of the
     input (a group may gather traces from anywhere in it), then grouped as
-    :func:`episodes_of_traces` groups them. ``workers``: worker processes parsing lines ahead
-    (0: none; None: one for a large input on a machine of 2 cores or more; the episodes are
-    the same either way)."""
+    :func:`episodes_of_traces` groups them. ``workers``: worker processes parsing lines (and
+    making episodes) ahead (0: none; None: :data:`~ek_agents.monitor.blocks.WORKERS` for an
+    input of :data:`~ek_agents.monitor.blocks.PARALLEL_BYTES` or more on a machine of 2 cores
+    or more; the episodes are the same either way)."""
     return EpisodeStream(source, ledger, group_by=group_by, task_attr=task_attr,
                          slice_attr=slice_attr, where=where, files=files, workers=workers)
 
