@@ -128,6 +128,8 @@ class TraceParts(NamedTuple):
 def _kind(a: Mapping) -> str:
     """A span's kind from its attributes: ``"llm"``, ``"tool"`` or ``"other"``."""
     op = a.get("gen_ai.operation.name")
+    if op is not None and not isinstance(op, str):
+        op = ""  # an operation name no convention writes (a number, a list, a map): none known
     oi = a.get("openinference.span.kind")
     oi = oi.upper() if isinstance(oi, str) else None
     if op in LLM_OPS or oi == "LLM":
@@ -355,8 +357,7 @@ def trace_parts(spans: Iterable[RawSpan], *, max_spans: int = MAX_SPANS,
                     ek.setdefault(name, v)
             if "ek.attempt" in a:
                 attempts.append(key)
-    for key in rest:  # the other spans' kinds, once every span is read (an operation name
-        # that is not a str may raise, as it did)
+    for key in rest:  # the other spans' kinds, once every span is read
         s = by_id[key]
         k = kinds[key] = _kind(s.attrs)
         if k == "llm":

@@ -121,6 +121,14 @@ def test_wrong_types_are_typed_errors_naming_the_span(tmp_path, bad, match):
         episodes_from_otel(write(tmp_path, line([bad])))
 
 
+@pytest.mark.parametrize("op", [{"kvlistValue": {"values": [{"key": "k", "value": {"stringValue": "chat"}}]}},
+                                {"arrayValue": {"values": [{"stringValue": "chat"}]}}, 7])
+def test_an_operation_name_that_is_not_a_string_names_no_operation(tmp_path, op):
+    odd = span(1, 2, 1, "odd", 1, **{"gen_ai.operation.name": op})
+    ep, = episodes_from_otel(write(tmp_path, line([chat(1, 1), odd])))
+    assert len(ep.cost.calls) == 1 and not ep.trajectory.steps
+
+
 def test_not_otlp_and_bad_arguments(tmp_path):
     with pytest.raises(BridgeError, match="resourceSpans"):
         episodes_from_otel(write(tmp_path, json.dumps({"spans": []})))
