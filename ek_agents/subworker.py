@@ -8,8 +8,10 @@ parses blocks ahead while the window works on earlier ones. It is a plain subpro
 any unguarded top-level code of a user's script a second time.
 
 The protocol (only ever between this module's two ends): each call's arguments ``(args,
-kwargs)`` and each answer (``(True, what the function returned)`` or ``(False, the exception
-it raised)``) are pickled to a file of FOLDER (a private temporary folder, removed at the end);
+kwargs)`` and each answer (``(True, what the function returned)`` or ``(False, what it
+raised, in words)``) are written with :mod:`marshal` -- plain values only (str, bytes, numbers,
+None, tuples, lists, dicts, sets), which loading never turns into code, unlike a pickle -- to a
+file of FOLDER (a private temporary folder, removed at the end);
 the worker's stdin and stdout carry only the files' names, each message a little-endian 8-byte
 length and its bytes, in order. The worker first writes ``ready`` once its function is
 imported; it exits at the end of its input. (Payloads go through files, not the pipes: a pipe
@@ -22,7 +24,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-import pickle
+import marshal
 import select
 import shutil
 import struct
@@ -33,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
-__all__ = ["SubWorker", "WorkerGone", "main"]
+__all__ = ["SubWorker", "WorkerGone", "WorkerFailed", "main"]
 
 _LEN = struct.Struct("<Q")
 #: How long one request may take in the worker before the caller gives up on it (and does
@@ -43,6 +45,11 @@ RESULT_TIMEOUT_S = 300.0
 
 class WorkerGone(Exception):
     """The worker process ended or stopped answering (the caller does the rest itself)."""
+
+
+class WorkerFailed(Exception):
+    """The worker's call raised (its type and message in words): the caller does that call
+    itself, and meets the error, if it is one, where it would have."""
 
 
 def _read_frame(stream: BinaryIO) -> Optional[bytes]:
@@ -61,19 +68,20 @@ def _write_frame(stream: BinaryIO, payload: bytes) -> None:
 
 def _dump(path: str, obj: Any) -> None:
     with open(path, "wb") as f:
-        f.write(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+        f.write(marshal.dumps(obj))
 
 
 def _load(path: str) -> Any:
     with open(path, "rb") as f:
         data = f.read()
     os.unlink(path)
-    return pickle.loads(data)
+    return marshal.loads(data)
 
 
 class SubWorker:
     """One worker process calling ``target`` (``"package.module:function"``): :meth:`submit`
-    the arguments of a call, read the answers back in the same order with :meth:`result`.
+    the arguments of a call, read the answers back in the same order with :meth:`result`
+    (arguments and answers: plain values :mod:`marshal` writes).
     :meth:`is_ready` tells (without waiting) whether the worker has imported its function (a
     caller sends nothing before: it does that work itself)."""
 
@@ -167,8 +175,8 @@ class SubWorker:
         return len(self._buf) >= _LEN.size + n
 
     def result(self) -> Any:
-        """The answer to the oldest call not read yet: what the function returned, or the
-        exception it raised, raised here; WorkerGone when the worker ended first."""
+        """The answer to the oldest call not read yet: what the function returned;
+        WorkerFailed when it raised, WorkerGone when the worker ended first."""
         if not self._ready:
             self._next(RESULT_TIMEOUT_S)  # (its first message: started)
             self._ready = True
@@ -176,7 +184,7 @@ class SubWorker:
         self.pending -= 1
         ok, got = _load(path)
         if not ok:
-            raise got
+            raise WorkerFailed(got)
         return got
 
     def close(self) -> None:
@@ -212,11 +220,14 @@ def main(argv: Optional[list] = None) -> int:
         args, kwargs = _load(frame.decode())
         try:
             answer = (True, function(*args, **kwargs))
-        except Exception as e:  # noqa: BLE001 - sent to the caller, which raises it
-            answer = (False, e)
+        except Exception as e:  # noqa: BLE001 - told to the caller, which does the call itself
+            answer = (False, f"{type(e).__name__}: {e}")
         path = os.path.join(folder, f"answer-{n}")
         n += 1
-        _dump(path, answer)
+        try:
+            _dump(path, answer)
+        except ValueError as e:  # an answer with a value marshal does not write
+            _dump(path, (False, f"{type(e).__name__}: {e}"))
         _write_frame(stdout, path.encode())
     return 0
 

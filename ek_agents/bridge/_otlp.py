@@ -65,12 +65,6 @@ class RawSpan:
     scope: str = ""
     events: tuple = ()                # ((name, attrs), ...) of GenAI events only
 
-    def __reduce__(self) -> tuple:
-        # pickled as its fields (a monitor's reader sends spans from a worker process): the
-        # slotted dataclass' own state protocol costs a Python call per field
-        return RawSpan, (self.trace_id, self.span_id, self.parent_id, self.name, self.start_ns,
-                         self.end_ns, self.attrs, self.error, self.scope, self.events)
-
 
 class KeyPrefix:
     """Whether a span's attributes hold a key starting with one of ``prefixes``
@@ -428,11 +422,11 @@ def _otlp_span(sp: Any, where: str, ing: Ingest, scope: str, group_attr: Optiona
 #: :func:`_otlp_span`, which reads it or words its error. None when it was not built.
 read_spans: Optional[Callable[..., list]]
 try:
-    from ._otlpspans import configure as _configure_c, read_spans
+    from ._otlpspans import configure as configure_c_reader, read_spans
 except ImportError:  # pragma: no cover - exercised where no compiler is (the Python path is the tests' reference)
     read_spans = None
 else:
-    _configure_c(kept, _otlp_span, RawSpan, MAX_ATTRIBUTE_CHARS)
+    configure_c_reader(kept, _otlp_span, RawSpan, MAX_ATTRIBUTE_CHARS)
 
 #: Whether the C reader of spans is in use.
 HAS_C = read_spans is not None

@@ -7,11 +7,13 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any, Optional
 
+from ..base import Cost, Episode, ModelCall, Step, Trajectory
 from ..bridge.otel import RawSpan, spans_of_lines
-from ..subworker import SubWorker, WorkerGone
+from ..core import Provenance
+from ..subworker import SubWorker, WorkerFailed, WorkerGone
 from .traceepisodes import episode_of
 
-__all__ = ["LineParser", "read_block", "BlockMoved", "is_root", "READ_DEPTH", "PARALLEL_BYTES",
+__all__ = ["LineParser", "read_block", "read_block_plain", "block_of_plain", "BlockMoved", "is_root", "READ_DEPTH", "PARALLEL_BYTES",
            "AHEAD", "WORKERS"]
 
 #: Files of at least this many bytes in all are parsed partly in worker processes (when
@@ -57,7 +59,7 @@ class LineParser:
         self._turn = 0
         for _ in range(workers):
             try:
-                self.workers.append(SubWorker(f"{__name__}:read_block"))
+                self.workers.append(SubWorker(f"{__name__}:read_block_plain"))
             except OSError:  # no process can be started here: parse in this one
                 break
         # two workers can make every episode while this process stores them; one, about half
@@ -92,11 +94,11 @@ class LineParser:
             try:
                 if self.build is not None:
                     self._pace(sent.answered())
-                lines, cut, built = sent.result()
+                lines, cut, built = block_of_plain(sent.result())
                 self.by_worker += 1
                 return "lines", (lines, cut, built, data, base, url), unit[2]
-            except BlockMoved:  # the file is not the one read any more: parsed here
-                pass
+            except WorkerFailed:  # (its file rotated away, or an error): parsed here, where
+                pass              # an error is raised in its turn
             except WorkerGone:  # one ended (killed, out of memory): the rest is parsed here
                 self._stop()
         lines, cut, built = read_block(data, base, url, self.keep)
@@ -205,3 +207,71 @@ def read_block(data: Optional[bytes], base: int, url: str, keep: Any,
                 if s.trace_id == tid:
                     s.attrs = None
     return lines, cut, made
+
+
+# --------------------------------------------------------------------------- to and from a worker
+# A worker's answer travels as plain values (``ek_agents.subworker`` writes them with marshal):
+# a span as the tuple of its fields, an episode as the tuples of the fields of its shapes, in
+# the order the classes declare them, rebuilt here as ``core.construct_from`` builds them.
+
+#: The shape held by each field of an episode's shapes (a 1-tuple: a tuple of that shape).
+_NESTED: dict = {Episode: {"trajectory": Trajectory, "cost": Cost, "provenance": Provenance},
+                 Trajectory: {"steps": (Step,)}, Cost: {"calls": (ModelCall,)}}
+
+
+def _shape_plain(obj: Any, cls: type) -> tuple:
+    names = tuple(cls.__pydantic_fields__)
+    d = obj.__dict__
+    if type(obj) is not cls or tuple(d) != names:
+        raise ValueError(f"{type(obj).__name__} is not a {cls.__name__} as a reader makes it")
+    nested = _NESTED.get(cls, {})
+    out = []
+    for name, v in d.items():
+        sub = nested.get(name)
+        if sub is None or v is None:
+            out.append(v)
+        elif type(sub) is tuple:
+            out.append(tuple(_shape_plain(x, sub[0]) for x in v))
+        else:
+            out.append(_shape_plain(v, sub))
+    return tuple(out)
+
+
+def _shape_of(values: tuple, cls: type) -> Any:
+    nested = _NESTED.get(cls, {})
+    d = {}
+    for name, v in zip(cls.__pydantic_fields__, values):
+        sub = nested.get(name)
+        if sub is None or v is None:
+            d[name] = v
+        elif type(sub) is tuple:
+            d[name] = tuple(_shape_of(x, sub[0]) for x in v)
+        else:
+            d[name] = _shape_of(v, sub)
+    obj = object.__new__(cls)
+    obj.__dict__.update(d)
+    return obj
+
+
+def _span_plain(s: RawSpan) -> tuple:
+    return (s.trace_id, s.span_id, s.parent_id, s.name, s.start_ns, s.end_ns, s.attrs, s.error,
+            s.scope, s.events)
+
+
+def read_block_plain(*args: Any) -> tuple:
+    """:func:`read_block` as a worker answers it: its spans and episodes as plain values
+    (:func:`block_of_plain` makes them again)."""
+    lines, cut, made = read_block(*args)
+    return ([(at, None if spans is None else [_span_plain(s) for s in spans])
+             for at, spans in lines], cut,
+            {at: {tid: None if ep is None else _shape_plain(ep, Episode) for tid, ep in eps.items()}
+             for at, eps in made.items()})
+
+
+def block_of_plain(plain: tuple) -> tuple[list, int, dict]:
+    """What :func:`read_block` returned, from :func:`read_block_plain`'s plain values: the same
+    spans and episodes."""
+    lines, cut, made = plain
+    return ([(at, None if spans is None else [RawSpan(*t) for t in spans]) for at, spans in lines],
+            cut, {at: {tid: None if ep is None else _shape_of(ep, Episode) for tid, ep in eps.items()}
+                  for at, eps in made.items()})
