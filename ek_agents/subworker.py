@@ -114,12 +114,17 @@ class SubWorker:
         else:
             self._ended = True
 
+    def _whole(self) -> int:
+        """The length of the next message when all of it has been read, else -1."""
+        if len(self._buf) < _LEN.size:
+            return -1
+        (n,) = _LEN.unpack_from(self._buf)
+        return n if len(self._buf) >= _LEN.size + n else -1
+
     def _frame(self) -> Optional[bytes]:
         """The next whole message read (None: not all of it yet)."""
-        if len(self._buf) < _LEN.size:
-            return None
-        (n,) = _LEN.unpack_from(self._buf)
-        if len(self._buf) < _LEN.size + n:
+        n = self._whole()
+        if n < 0:
             return None
         body = bytes(self._buf[_LEN.size:_LEN.size + n])
         del self._buf[:_LEN.size + n]
@@ -169,10 +174,7 @@ class SubWorker:
     def answered(self) -> bool:
         """Whether the answer :meth:`result` would give next has arrived already."""
         self._read(0)
-        if len(self._buf) < _LEN.size:
-            return False
-        (n,) = _LEN.unpack_from(self._buf)
-        return len(self._buf) >= _LEN.size + n
+        return self._whole() >= 0
 
     def result(self) -> Any:
         """The answer to the oldest call not read yet: what the function returned;
